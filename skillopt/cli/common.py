@@ -1,0 +1,93 @@
+"""What every command shares: option aliases, consoles and the one error handler.
+
+Invariant: a `SkilloptError` becomes one line on stderr and its exit code (2 for
+bad input); any other exception says how to see the traceback. With `--debug` or
+`SKILLOPT_DEBUG=1` errors are re-raised instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from skillopt.errors import SkilloptError
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+Target = Annotated[Optional[str], typer.Option(
+    "--target", "-t", help="Target model the agent runs on (a litellm name, e.g. "
+    "openai/gpt-4o-mini; scripted/echo for a dry check).", show_default=False)]
+Harness = Annotated[Optional[str], typer.Option(
+    "--harness", help="How the agent runs a task: chat.", show_default=False)]
+Concurrency = Annotated[Optional[int], typer.Option(
+    "--concurrency", "-j", min=1, help="Rollouts run at once [default: 8].",
+    show_default=False)]
+Judge = Annotated[Optional[str], typer.Option(
+    "--judge", help="Model for `judge` scorers.", show_default=False)]
+Store = Annotated[Optional[Path], typer.Option(
+    "--store", help="Rollout store (SQLite) [default: runs/rollouts.sqlite].",
+    show_default=False)]
+Samples = Annotated[Optional[int], typer.Option(
+    "--samples", min=1, help="Rollouts per task (for sampled models) [default: 1].",
+    show_default=False)]
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("SKILLOPT_DEBUG", "") not in ("", "0", "false")
+
+
+def handle_errors(fn):
+    """Render skillopt errors in one line; never show a traceback unless asked."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except SkilloptError as exc:
+            if debug_enabled():
+                raise
+            err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            if debug_enabled():
+                raise
+            err.print("[yellow]interrupted[/]: finished rollouts are saved in the store; "
+                      "rerun the same command to resume")
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if debug_enabled():
+                raise
+            err.print(f"[bold red]internal error:[/] {escape(type(exc).__name__)}: "
+                      f"{escape(str(exc))}\n(rerun with --debug for the traceback)")
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+def fmt_score(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def fmt_pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.1f}%"
+
+
+def fmt_cost(cost: float | None, complete: bool = True) -> str:
+    if cost is None:
+        return "n/a" if not complete else "$0"
+    text = f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"
+    return text if complete else "≥" + text
+
+
+def fmt_ids(ids: list[str], limit: int = 8) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" … and {len(ids) - limit} more" if len(ids) > limit else "")

@@ -1,0 +1,47 @@
+"""The `skillopt` command: composes one sub-command module per noun."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from skillopt import __version__
+from skillopt.cli import eval as eval_cli
+from skillopt.cli import lint as lint_cli
+
+app = typer.Typer(
+    name="skillopt",
+    help="Train agent skills (SKILL.md) against scored tasks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"skillopt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks instead of "
+                                                        "one-line errors.")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Train agent skills (SKILL.md) against scored tasks."""
+    if debug:
+        os.environ["SKILLOPT_DEBUG"] = "1"
+
+
+eval_cli.register(app)
+lint_cli.register(app)
+
+
+def run() -> None:
+    app()

@@ -1,0 +1,131 @@
+"""Run settings, resolved along one path: defaults < project file < suite
+`defaults:` < `SKILLOPT_*` environment < command-line flags.
+
+Invariants: every layer is validated by the same pydantic model (`extra="forbid"`,
+so a typo fails loudly, naming the file and key); secrets never live here — a
+model's key is named by the environment variable that holds it (`api_key_env`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from skillopt.errors import InputError
+
+PROJECT_FILE = "skillopt.yaml"
+
+
+class ModelSettings(BaseModel):
+    """How to reach one model. `params` are extra litellm arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = Field(None, gt=0)
+    timeout: float = Field(120.0, gt=0)
+    retries: int = Field(4, ge=0)
+    backoff: float = Field(1.0, ge=0)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Settings(BaseModel):
+    """Everything a command needs besides its positional arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+    target: str | None = None
+    harness: str = "chat"
+    judge: str | None = None
+    concurrency: int = Field(8, ge=1, le=1024)
+    samples: int = Field(1, ge=1)
+    store: str = "runs/rollouts.sqlite"
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
+
+    def model_settings(self, name: str) -> ModelSettings:
+        return self.models.get(name) or ModelSettings()
+
+
+_ENV = {
+    "SKILLOPT_TARGET": "target",
+    "SKILLOPT_HARNESS": "harness",
+    "SKILLOPT_JUDGE": "judge",
+    "SKILLOPT_CONCURRENCY": "concurrency",
+    "SKILLOPT_SAMPLES": "samples",
+    "SKILLOPT_STORE": "store",
+}
+
+
+def find_project_file(start: Path | None = None) -> Path | None:
+    """The nearest `skillopt.yaml` in `start` or its parents."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        candidate = directory / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def resolve_settings(flags: dict[str, Any] | None = None, *, suite_defaults: dict | None = None,
+                     suite_path: Path | None = None, project_file: Path | None = None,
+                     env: dict[str, str] | None = None) -> Settings:
+    """Merge the layers (later wins) and validate the result."""
+    env = os.environ if env is None else env
+    merged: dict[str, Any] = {}
+    project_file = project_file if project_file is not None else find_project_file()
+    if project_file is not None:
+        data = _read_project_file(project_file)
+        _validate(data, project_file)
+        if "store" in data and not Path(data["store"]).is_absolute():
+            data["store"] = str(project_file.parent / data["store"])
+        _merge(merged, data)
+    if suite_defaults:
+        where = f"{suite_path}: defaults" if suite_path else "suite defaults"
+        _validate(suite_defaults, where)
+        _merge(merged, dict(suite_defaults))
+    for var, key in _ENV.items():
+        if env.get(var):
+            merged[key] = env[var]
+    _merge(merged, {k: v for k, v in (flags or {}).items() if v is not None})
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise InputError(f"invalid setting: {err['msg']}", field=field) from None
+
+
+def _merge(into: dict, layer: dict) -> None:
+    for key, value in layer.items():
+        if key == "models" and isinstance(value, dict):
+            models = into.setdefault("models", {})
+            for name, conf in value.items():
+                models[name] = {**models.get(name, {}), **(conf or {})}
+        else:
+            into[key] = value
+
+
+def _read_project_file(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", path=path,
+                         line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise InputError("must be a mapping of settings", path=path)
+    return data
+
+
+def _validate(data: dict, where: object) -> None:
+    try:
+        Settings(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        msg = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
+        raise InputError(msg, path=where, field=field) from None

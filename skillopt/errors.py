@@ -1,0 +1,71 @@
+"""The few exception types skillopt raises, each with a message that names the fix.
+
+Invariant: a `SkilloptError` message is one line a user can act on; the CLI prints
+it as is and exits with `exit_code`. Per-task failures (a model timeout, a bad
+reply) are *outcomes* recorded as data, never these exceptions, unless they are
+systemic (a missing binary, an unknown model) and no task could succeed.
+"""
+
+from __future__ import annotations
+
+
+class SkilloptError(Exception):
+    """Base error: `str(err)` is the whole message shown to the user."""
+
+    exit_code = 1
+
+
+class InputError(SkilloptError):
+    """A file or flag the user wrote is wrong (suite, skill, config, model name).
+
+    The message names the file, the item and the field.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: object = None, item: str | None = None,
+                 field: str | None = None, line: int | None = None):
+        self.path = path
+        self.item = item
+        self.field = field
+        self.line = line
+        super().__init__(_locate(message, path, item, field, line))
+
+
+def _locate(message: str, path: object, item: str | None, field: str | None,
+            line: int | None) -> str:
+    where = []
+    if path is not None:
+        where.append(f"{path}:{line}" if line else str(path))
+    if item is not None:
+        where.append(f"item {item!r}")
+    if field is not None:
+        # a setting or flag on its own reads best bare ("target: unknown model …")
+        where.append(f"field {field!r}" if where else field)
+    return ": ".join([*where, message]) if where else message
+
+
+class ModelError(SkilloptError):
+    """A model call failed after its retries (provider error, timeout, bad auth).
+
+    For one task this becomes an *unscored* rollout, never a score of 0.
+    `retryable` says whether a later run may succeed by simply trying again.
+    """
+
+    def __init__(self, message: str, *, kind: str = "error", retryable: bool = True):
+        self.kind = kind
+        self.retryable = retryable
+        super().__init__(message)
+
+
+class ScorerError(SkilloptError):
+    """A scorer could not judge an answer (a judge model failed, a verifier is missing).
+
+    Recorded as an unscored rollout: the answer was neither right nor wrong.
+    """
+
+
+class HarnessError(SkilloptError):
+    """The harness cannot run at all (missing binary, unusable configuration)."""
+
+    exit_code = 2

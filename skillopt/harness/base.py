@@ -1,0 +1,57 @@
+"""How the frozen agent runs one task: the `Harness` contract and its `Trajectory`.
+
+Contract: `Harness.run(skill, task) -> Trajectory`. It never raises for one task's
+failure (a provider error, a timeout, a crash of the agent): it returns a
+trajectory whose `error` says what went wrong, and the rollout is stored as
+*unscored*. It never mutates the skill. Only systemic problems that make every
+task fail (a missing binary, unusable configuration) may raise `HarnessError`,
+and only from `check()`, before any task runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from skillopt.models.base import Usage
+from skillopt.skill.document import Skill
+from skillopt.suite.task import Task
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """What happened when the agent ran one task."""
+
+    messages: tuple[dict, ...] = ()
+    answer: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    latency_s: float = 0.0
+    error: str | None = None
+    error_kind: str | None = None  # e.g. rate_limit, auth, timeout: groups systemic failures
+    steps: tuple[dict, ...] = ()  # tool calls and outputs of agent harnesses
+    workspace: Path | None = None  # the finished workspace, for file-checking scorers
+    model_calls: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.answer is not None
+
+
+class Harness(Protocol):
+    name: str
+    version: str
+
+    def fingerprint(self) -> dict:
+        """Harness name, version, target model and every parameter that changes the
+        outcome (not timeouts, not concurrency)."""
+        ...
+
+    def check(self) -> None:
+        """Raise `HarnessError` if no task can run (binary missing, bad config)."""
+        ...
+
+    def run(self, skill: Skill, task: Task) -> Trajectory:
+        """Run one task with `skill`; never raises for this task's failure."""
+        ...

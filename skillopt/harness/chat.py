@@ -1,0 +1,57 @@
+"""The chat harness: the skill body is the system prompt, the rendered task the
+user message, the model's reply the answer.
+
+Invariant: an empty skill sends no system message at all, so the no-skill
+baseline is the bare model, not a model with an empty instruction.
+"""
+
+from __future__ import annotations
+
+import time
+
+from skillopt.errors import ModelError
+from skillopt.harness.base import Trajectory
+from skillopt.models.base import Model
+from skillopt.skill.document import Skill
+from skillopt.suite.task import Task
+
+
+class ChatHarness:
+    name = "chat"
+    version = "1"
+
+    def __init__(self, model: Model):
+        self.model = model
+
+    def fingerprint(self) -> dict:
+        return {"harness": self.name, "version": self.version, "target": self.model.fingerprint()}
+
+    def check(self) -> None:
+        return None
+
+    def messages(self, skill: Skill, task: Task) -> list[dict]:
+        messages = []
+        body = skill.body.strip()
+        if body:
+            messages.append({"role": "system", "content": body})
+        messages.append({"role": "user", "content": task.prompt})
+        return messages
+
+    def run(self, skill: Skill, task: Task) -> Trajectory:
+        messages = self.messages(skill, task)
+        start = time.perf_counter()
+        try:
+            reply = self.model.complete(messages)
+        except ModelError as exc:
+            return Trajectory(messages=tuple(messages), error=str(exc), error_kind=exc.kind,
+                              latency_s=time.perf_counter() - start, model_calls=1)
+        except Exception as exc:  # a model bug must not take the whole run down
+            return Trajectory(messages=tuple(messages), error=f"{type(exc).__name__}: {exc}",
+                              error_kind="exception", latency_s=time.perf_counter() - start,
+                              model_calls=1)
+        answer = reply.text
+        return Trajectory(
+            messages=(*messages, {"role": "assistant", "content": answer}),
+            answer=answer, usage=reply.usage, cost=reply.cost,
+            latency_s=time.perf_counter() - start, model_calls=1,
+        )

@@ -1,0 +1,69 @@
+"""The one small model interface every part of skillopt talks to.
+
+Contract: `Model.complete(messages_or_prompt) -> Completion`. It either returns
+text with usage, cost and latency, or raises `ModelError` after its own retries.
+It must be safe to call from many threads at once. `fingerprint()` names exactly
+what changes the output (model and sampling parameters), never retries or
+timeouts, so the rollout store can tell identical evaluations apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Union, runtime_checkable
+
+Messages = list[dict]
+Prompt = Union[Messages, str]
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens,
+                     self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None  # USD; None when the price is unknown (never guessed as 0)
+    latency_s: float = 0.0
+    model: str = ""
+    finish_reason: str | None = None
+
+
+@runtime_checkable
+class Model(Protocol):
+    name: str
+
+    def complete(self, prompt: Prompt, **params) -> Completion:
+        """Return the model's reply, or raise `ModelError` (after retries)."""
+        ...
+
+    def fingerprint(self) -> dict:
+        """Model name and the sampling parameters that change its output."""
+        ...
+
+
+def as_messages(prompt: Prompt) -> Messages:
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return prompt
+
+
+def last_user_text(prompt: Prompt) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    for msg in reversed(prompt):
+        if msg.get("role") == "user":
+            content = msg.get("content")
+            return content if isinstance(content, str) else str(content)
+    return ""

@@ -1,0 +1,186 @@
+"""Provider models through litellm: the only module that imports litellm.
+
+Invariants:
+- litellm is imported lazily, with `LITELLM_LOCAL_MODEL_COST_MAP=True` set first so
+  the import never reaches the network and prices are deterministic.
+- Our own loop is the only retry layer (litellm's and the SDK's are turned off):
+  rate limits, server errors, timeouts and connection failures are retried with
+  exponential backoff and jitter, honouring `Retry-After`; auth and request errors
+  are not retried. After the last attempt a `ModelError` carries the reason.
+- Cost comes from litellm's price map when it knows the model; otherwise None.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from typing import Any
+
+from skillopt.errors import InputError, ModelError
+from skillopt.models.base import Completion, Prompt, Usage, as_messages
+
+_import_lock = threading.Lock()
+_litellm: Any = None
+
+
+def import_litellm():
+    """Import litellm once, offline and quiet."""
+    global _litellm
+    if _litellm is None:
+        with _import_lock:
+            if _litellm is None:
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                import litellm
+
+                litellm.suppress_debug_info = True
+                litellm.telemetry = False
+                _litellm = litellm
+    return _litellm
+
+
+def check_model_name(name: str, role: str = "model") -> None:
+    """Raise `InputError` unless litellm can route `name` to a provider."""
+    litellm = import_litellm()
+    try:
+        litellm.get_llm_provider(name)
+    except Exception:
+        raise InputError(f"unknown model {name!r}: use a litellm name such as "
+                         "'openai/gpt-4o-mini' or 'anthropic/claude-sonnet-4-5', "
+                         "or 'openai/<name>' with an api_base for an OpenAI-compatible server",
+                         field=role) from None
+
+
+_RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 529}
+
+
+def _classify(exc: Exception) -> tuple[str, bool]:
+    """(kind, retryable) for a litellm / SDK exception."""
+    litellm = import_litellm()
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, litellm.Timeout):
+        return "timeout", True
+    if isinstance(exc, litellm.RateLimitError) or status == 429:
+        return "rate_limit", True
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return "context_window", False
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
+        return "auth", False
+    if isinstance(exc, litellm.APIConnectionError) and not isinstance(status, int):
+        return "connection", True
+    if isinstance(status, int):
+        if status in _RETRY_STATUS or status >= 500:
+            return "server", True
+        return "bad_request", False
+    if isinstance(exc, (litellm.InternalServerError, litellm.ServiceUnavailableError,
+                        litellm.APIConnectionError)):
+        return "server", True
+    return "error", False
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+class LiteLLMModel:
+    """A chat model reached through `litellm.completion`.
+
+    `params` (temperature, max_tokens, …) go into the fingerprint; `timeout`,
+    `retries` and the backoff settings do not.
+    """
+
+    def __init__(self, name: str, *, api_base: str | None = None, api_key: str | None = None,
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 timeout: float = 120.0, retries: int = 4, backoff: float = 1.0,
+                 backoff_max: float = 30.0, extra: dict | None = None):
+        self.name = name
+        self.api_base = api_base
+        self._api_key = api_key
+        self.params: dict[str, Any] = {k: v for k, v in
+                                       {"temperature": temperature, "max_tokens": max_tokens}.items()
+                                       if v is not None}
+        self.params.update(extra or {})
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.backoff_max = backoff_max
+
+    def fingerprint(self) -> dict:
+        fp = {"name": self.name, **self.params}
+        if self.api_base:
+            fp["api_base"] = self.api_base
+        return fp
+
+    def __repr__(self) -> str:  # never show the key
+        return f"LiteLLMModel({self.name!r})"
+
+    def complete(self, prompt: Prompt, **params) -> Completion:
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {**self.params, **params}
+        kwargs.update(model=self.name, messages=as_messages(prompt), timeout=self.timeout,
+                      num_retries=0, max_retries=0, drop_params=True)
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+            kwargs["api_key"] = self._api_key or "sk-local"
+        elif self._api_key:
+            kwargs["api_key"] = self._api_key
+        attempt = 0
+        while True:
+            start = time.perf_counter()
+            try:
+                response = litellm.completion(**kwargs)
+            except Exception as exc:
+                kind, retryable = _classify(exc)
+                if not retryable or attempt >= self.retries:
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    raise ModelError(f"{self.name}: {kind}{tries}: {_short(exc)}", kind=kind,
+                                     retryable=retryable) from exc
+                delay = min(self.backoff_max, self.backoff * 2 ** attempt) * (0.5 + random.random())
+                hinted = _retry_after(exc)
+                if hinted is not None:  # the server said when to come back
+                    delay = min(self.backoff_max, hinted)
+                time.sleep(delay)
+                attempt += 1
+                continue
+            return self._completion(response, time.perf_counter() - start)
+
+    def _completion(self, response: Any, latency: float) -> Completion:
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=text,
+            usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0),
+                        int(getattr(usage, "completion_tokens", 0) or 0)),
+            cost=self._cost(response),
+            latency_s=latency,
+            model=getattr(response, "model", self.name) or self.name,
+            finish_reason=getattr(choice, "finish_reason", None),
+        )
+
+    def _cost(self, response: Any) -> float | None:
+        hidden = getattr(response, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost")
+        if cost is not None:
+            return float(cost)
+        try:
+            return float(import_litellm().completion_cost(completion_response=response))
+        except Exception:  # the price map does not know this model
+            return None
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).replace("\n", " ").strip()
+    for prefix in ("litellm.", ):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    return text[:300]

@@ -1,0 +1,206 @@
+"""Rollouts: run a skill on tasks through a harness, score the answers, store them.
+
+Invariants:
+- A rollout is identified by its fingerprint (skill hash, task content, sample
+  index, harness + target + parameters, scorer). An identical evaluation is served
+  from the store with zero model calls.
+- A failure of the infrastructure (harness error, scorer that cannot judge) is an
+  *unscored* rollout: stored for inspection, excluded from every mean, and run
+  again next time. It is never a score of 0.
+- Each finished rollout is written to the store as soon as it exists, so an
+  interrupted run loses nothing already scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from skillopt.errors import ScorerError
+from skillopt.harness.base import Harness, Trajectory
+from skillopt.models.base import Usage
+from skillopt.skill.document import Skill
+from skillopt.suite.scorers import ScoreContext
+from skillopt.suite.task import Task
+
+if TYPE_CHECKING:
+    from skillopt.store.rollouts import RolloutStore
+
+log = logging.getLogger("skillopt")
+
+
+@dataclass(frozen=True)
+class Rollout:
+    key: str
+    task_id: str
+    split: str
+    sample: int
+    skill_hash: str
+    scored: bool
+    score: float | None = None
+    passed: bool | None = None
+    feedback: str = ""
+    answer: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    latency_s: float = 0.0
+    model_calls: int = 0
+    cached: bool = False
+    trajectory: dict = field(default_factory=dict, compare=False)  # messages, steps
+
+    def to_dict(self) -> dict:
+        return {
+            "task_id": self.task_id, "split": self.split, "sample": self.sample,
+            "scored": self.scored, "score": self.score, "passed": self.passed,
+            "feedback": self.feedback, "answer": self.answer, "error": self.error,
+            "error_kind": self.error_kind, "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens, "cost": self.cost,
+            "latency_s": round(self.latency_s, 6), "cached": self.cached, "key": self.key,
+        }
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+
+
+def fingerprint(skill_hash: str, task: Task, sample: int, harness_fp: dict,
+                scorer_fp: dict) -> tuple[str, dict]:
+    """(key, fingerprint): the key is sha256 over canonical JSON of exactly the
+    fields that change a rollout's outcome."""
+    fp = {"skill": skill_hash, "task": task.content(), "sample": sample,
+          "harness": harness_fp, "scorer": scorer_fp}
+    return hashlib.sha256(canonical_json(fp).encode("utf-8")).hexdigest(), fp
+
+
+@dataclass(frozen=True)
+class RolloutEvent:
+    """Sent to observers after each rollout (also for store hits)."""
+
+    label: str
+    rollout: Rollout
+    done: int
+    total: int
+
+
+Observer = Callable[[RolloutEvent], None]
+
+
+class RolloutEngine:
+    """Runs (skill × tasks × samples) through one harness with a bounded thread pool."""
+
+    def __init__(self, harness: Harness, store: RolloutStore, *, concurrency: int = 8,
+                 judge: Any = None, observers: Sequence[Observer] = ()):
+        self.harness = harness
+        self.store = store
+        self.concurrency = max(1, concurrency)
+        self.judge = judge
+        self.observers = list(observers)
+        self._harness_fp = harness.fingerprint()
+        self._scorer_fps: dict[int, dict] = {}
+
+    def scorer_fingerprint(self, task: Task) -> dict:
+        cached = self._scorer_fps.get(id(task.scorer))
+        if cached is None:
+            cached = dict(task.scorer.spec)
+            if cached.get("type") == "judge" and self.judge is not None:
+                cached["judge"] = self.judge.fingerprint()
+            self._scorer_fps[id(task.scorer)] = cached
+        return cached
+
+    def key(self, skill: Skill, task: Task, sample: int = 0) -> str:
+        return fingerprint(skill.hash, task, sample, self._harness_fp,
+                           self.scorer_fingerprint(task))[0]
+
+    def run(self, skill: Skill, tasks: Sequence[Task], *, samples: int = 1,
+            label: str = "") -> list[Rollout]:
+        """Rollouts for every (task, sample), in task order; store hits cost nothing."""
+        skill_hash = skill.hash
+        jobs = [(task, s) for task in tasks for s in range(samples)]
+        keys = [fingerprint(skill_hash, t, s, self._harness_fp, self.scorer_fingerprint(t))
+                for t, s in jobs]
+        hits = self.store.get_many([k for k, _ in keys])
+        results: list[Rollout | None] = [None] * len(jobs)
+        done = 0
+        total = len(jobs)
+        pending = []
+        for i, ((task, sample), (key, fp)) in enumerate(zip(jobs, keys)):
+            hit = hits.get(key)
+            if hit is not None:
+                results[i] = _relabel(hit, task.split)
+                done += 1
+                self._emit(RolloutEvent(label, results[i], done, total))
+            else:
+                pending.append((i, task, sample, key, fp))
+        if not pending:
+            return results  # type: ignore[return-value]
+
+        if self.concurrency == 1 or len(pending) == 1:
+            for i, task, sample, key, fp in pending:
+                results[i] = self._one(skill, task, sample, key, fp)
+                done += 1
+                self._emit(RolloutEvent(label, results[i], done, total))
+            return results  # type: ignore[return-value]
+
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(pending)),
+                                  thread_name_prefix="skillopt-rollout")
+        try:
+            futures = {pool.submit(self._one, skill, task, sample, key, fp): i
+                       for i, task, sample, key, fp in pending}
+            remaining = set(futures)
+            while remaining:
+                finished, remaining = wait(remaining, timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    i = futures[fut]
+                    results[i] = fut.result()
+                    done += 1
+                    self._emit(RolloutEvent(label, results[i], done, total))
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return results  # type: ignore[return-value]
+
+    def _one(self, skill: Skill, task: Task, sample: int, key: str, fp: dict) -> Rollout:
+        traj = self.harness.run(skill, task)
+        rollout = self._score(skill, task, sample, key, traj)
+        self.store.put(rollout, fp)
+        return rollout
+
+    def _score(self, skill: Skill, task: Task, sample: int, key: str,
+               traj: Trajectory) -> Rollout:
+        base = dict(key=key, task_id=task.id, split=task.split, sample=sample,
+                    skill_hash=skill.hash, answer=traj.answer, usage=traj.usage, cost=traj.cost,
+                    latency_s=traj.latency_s, model_calls=traj.model_calls,
+                    trajectory={"messages": list(traj.messages), "steps": list(traj.steps)})
+        if not traj.ok:
+            return Rollout(scored=False, error=traj.error or "the harness returned no answer",
+                           error_kind=traj.error_kind or "harness", **base)
+        try:
+            score = task.scorer(task, traj.answer, ScoreContext(workspace=traj.workspace,
+                                                                 judge=self.judge))
+        except ScorerError as exc:
+            return Rollout(scored=False, error=str(exc), error_kind="scorer", **base)
+        except Exception as exc:  # a scorer bug: say so, don't score 0
+            return Rollout(scored=False, error=f"scorer crashed: {type(exc).__name__}: {exc}",
+                           error_kind="scorer", **base)
+        return Rollout(scored=True, score=score.value, passed=score.passed,
+                       feedback=score.feedback, **base)
+
+    def _emit(self, event: RolloutEvent) -> None:
+        for observer in self.observers:
+            try:
+                observer(event)
+            except Exception:  # an observer must never break the run
+                log.exception("observer %r failed; ignored", observer)
+
+
+def _relabel(hit: Rollout, split: str) -> Rollout:
+    return replace(hit, cached=True, split=split)

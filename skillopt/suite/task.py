@@ -1,0 +1,57 @@
+"""In-memory records of a loaded suite: one `Task` per item, already rendered.
+
+Invariant: a `Task` carries everything that decides its outcome (rendered prompt,
+expected answer, scorer), so `Task.content()` plus `Task.scorer.spec` is what the
+rollout fingerprint hashes; editing an item changes its fingerprint, re-ordering
+items does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    input: Any
+    expected: Any
+    prompt: str
+    split: str
+    scorer: Any  # a skillopt.suite.scorers.Scorer; its `.spec` goes into fingerprints
+    metadata: dict = field(default_factory=dict)
+    source: str = ""  # "file:line" for messages
+    files: dict = field(default_factory=dict)  # workspace files for agent harnesses
+
+    def content(self) -> dict:
+        """The fields that change this task's outcome (for the fingerprint)."""
+        return {"id": self.id, "input": self.input, "expected": self.expected,
+                "prompt": self.prompt, "files": self.files}
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    path: Path
+    tasks: tuple[Task, ...]
+    defaults: dict = field(default_factory=dict)  # run settings the suite chooses
+    judge: str | None = None
+
+    def split(self, name: str) -> list[Task]:
+        if name == "all":
+            return list(self.tasks)
+        return [t for t in self.tasks if t.split == name]
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(1 for t in self.tasks if t.split == s) for s in SPLITS}
+
+    def get(self, task_id: str) -> Task:
+        for t in self.tasks:
+            if t.id == task_id:
+                return t
+        raise KeyError(task_id)

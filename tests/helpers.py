@@ -1,0 +1,25 @@
+"""Builders for skills and suites on disk, used across the tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+
+def write_skill(root: Path, name: str = "demo", body: str = "# Demo\n\nDo the task well.\n",
+                description: str = "Demo skill. Use it for tests.", extra: str = "") -> Path:
+    """Write skills/<name>/SKILL.md under `root`; return the skill directory."""
+    skill_dir = root / name
+    skill_dir.mkdir(parents=True, exist_ok=True)
+    (skill_dir / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}", encoding="utf-8")
+    return skill_dir
+
+
+def write_suite(path: Path, items: list[dict], **fields) -> Path:
+    """Write a suite YAML with `items` and any top-level `fields`."""
+    data = {"name": path.stem, **fields, "items": items}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
