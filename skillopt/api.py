@@ -108,8 +108,6 @@ def _evaluate(ctx: Context, the_skill: Skill, tasks_by_split: dict, compare_no_s
         variants.append(("no-skill", Skill.empty()))
     results: list[SplitResult] = []
     for variant, sk in variants:
-        if not sk.is_empty:
-            ctx.store.remember_skill(sk.hash, sk.text)
         for s in splits:
             start = time.perf_counter()
             rollouts = engine.run(sk, tasks_by_split[s], samples=ctx.settings.samples,

@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import queue
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +142,8 @@ class RolloutEngine:
                 pending.append((i, task, sample, key, fp))
         if not pending:
             return results  # type: ignore[return-value]
+        if not skill.is_empty:
+            self.store.remember_skill(skill_hash, skill.text)
 
         if self.concurrency == 1 or len(pending) == 1:
             for i, task, sample, key, fp in pending:
@@ -149,19 +152,33 @@ class RolloutEngine:
                 self._emit(RolloutEvent(label, results[i], done, total))
             return results  # type: ignore[return-value]
 
+        # Workers hand results back through a queue: O(1) per rollout, unlike
+        # waiting on the set of pending futures, which is O(n) per wake-up.
+        finished: queue.SimpleQueue = queue.SimpleQueue()
+
+        def job(i: int, task: Task, sample: int, key: str, fp: dict) -> None:
+            try:
+                finished.put((i, self._one(skill, task, sample, key, fp), None))
+            except BaseException as exc:  # re-raised in the caller's thread
+                finished.put((i, None, exc))
+
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(pending)),
                                   thread_name_prefix="skillopt-rollout")
         try:
-            futures = {pool.submit(self._one, skill, task, sample, key, fp): i
-                       for i, task, sample, key, fp in pending}
-            remaining = set(futures)
-            while remaining:
-                finished, remaining = wait(remaining, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    i = futures[fut]
-                    results[i] = fut.result()
-                    done += 1
-                    self._emit(RolloutEvent(label, results[i], done, total))
+            for args in pending:
+                pool.submit(job, *args)
+            for _ in range(len(pending)):
+                while True:
+                    try:
+                        i, rollout, exc = finished.get(timeout=0.25)
+                        break
+                    except queue.Empty:  # wake up now and then so Ctrl-C is seen
+                        continue
+                if exc is not None:
+                    raise exc
+                results[i] = rollout
+                done += 1
+                self._emit(RolloutEvent(label, rollout, done, total))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise

@@ -18,8 +18,8 @@ from rich.markup import escape
 
 from skillopt.errors import SkilloptError
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, emoji=False)
+err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 
 Target = Annotated[Optional[str], typer.Option(
     "--target", "-t", help="Target model the agent runs on (a litellm name, e.g. "
@@ -39,8 +39,17 @@ Samples = Annotated[Optional[int], typer.Option(
     show_default=False)]
 
 
+_debug = False
+
+
+def set_debug(value: bool) -> None:
+    """Set by the `--debug` global option on every invocation."""
+    global _debug
+    _debug = value
+
+
 def debug_enabled() -> bool:
-    return os.environ.get("SKILLOPT_DEBUG", "") not in ("", "0", "false")
+    return _debug or os.environ.get("SKILLOPT_DEBUG", "") not in ("", "0", "false")
 
 
 def handle_errors(fn):

@@ -54,15 +54,16 @@ class ProgressObserver:
 
 def make_progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err, transient=True)
+                    TimeElapsedColumn(), console=err, transient=True,
+                    disable=not err.is_terminal)
 
 
 @handle_errors
 def eval_cmd(
     skill: Annotated[Optional[Path], typer.Argument(help="Skill directory or SKILL.md.",
-                                                    show_default=False)] = None,
+                                                    metavar="SKILL", show_default=False)] = None,
     tasks: Annotated[Path, typer.Option("--tasks", help="Task suite (YAML or JSONL).",
-                                        show_default=False)] = ...,  # type: ignore[assignment]
+                                        metavar="SUITE", show_default=False)] = ...,  # type: ignore[assignment]
     split: Split = "test",
     target: Target = None,
     no_skill: Annotated[bool, typer.Option("--no-skill", help="Score the bare model.")] = False,
@@ -101,7 +102,7 @@ def eval_cmd(
 def render(result: EvalResult) -> None:
     out.print(f"[bold]{escape(result.skill)}[/] ({result.skill_hash[:12]}) on "
               f"[bold]{escape(result.suite)}[/] · target {escape(result.target)} · "
-              f"harness {result.harness}")
+              f"harness {result.harness}", soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
                   collapse_padding=True)
     for col, justify in [("split", "left"), ("variant", "left"), ("mean", "right"),

@@ -15,7 +15,8 @@ from skillopt.cli.common import err, handle_errors, out
 @handle_errors
 def lint_cmd(
     paths: Annotated[list[Path], typer.Argument(help="Skill directories, SKILL.md files, or "
-                                                     "directories holding skills.")],
+                                                     "directories holding skills.",
+                                                metavar="PATH")],
     strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (Claude-only keys, "
                                                           "portability) as errors.")] = False,
 ) -> None:
@@ -23,7 +24,7 @@ def lint_cmd(
     problems = api.lint(paths, strict=strict)
     for p in problems:
         style = "red" if p.severity == "error" else "yellow"
-        out.print(f"[{style}]{escape(str(p))}[/]")
+        out.print(f"[{style}]{escape(str(p))}[/]", soft_wrap=True)
     errors = sum(1 for p in problems if p.severity == "error")
     warnings = len(problems) - errors
     if not problems:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -10,6 +9,7 @@ import typer
 from skillopt import __version__
 from skillopt.cli import eval as eval_cli
 from skillopt.cli import lint as lint_cli
+from skillopt.cli.common import set_debug
 
 app = typer.Typer(
     name="skillopt",
@@ -35,8 +35,7 @@ def main(
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """Train agent skills (SKILL.md) against scored tasks."""
-    if debug:
-        os.environ["SKILLOPT_DEBUG"] = "1"
+    set_debug(debug)
 
 
 eval_cli.register(app)

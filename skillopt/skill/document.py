@@ -20,7 +20,8 @@ from skillopt.errors import InputError
 
 SKILL_FILE = "SKILL.md"
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 _SKIP_DIRS = {".git", "__pycache__", ".DS_Store"}
 
 
@@ -88,8 +89,15 @@ class Skill:
             raise InputError(f"not valid UTF-8 (byte {exc.start})", path=skill_file) from None
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", path=skill_file) from None
-        skill = cls.parse(text, root=skill_file.parent,
-                          support=_support_digest(skill_file.parent))
+        try:
+            support = _support_digest(skill_file.parent)
+        except OSError as exc:
+            raise InputError(f"cannot read a supporting file: {exc.strerror}",
+                             path=exc.filename or skill_file.parent) from None
+        skill = cls.parse(text, root=skill_file.parent, support=support)
+        if not skill.frontmatter_text and text.lstrip("\ufeff").startswith("---"):
+            raise InputError("the frontmatter is not closed with a '---' line", path=skill_file,
+                             field="frontmatter")
         if skill.frontmatter_error:
             raise InputError(skill.frontmatter_error, path=skill_file, field="frontmatter")
         return skill
@@ -147,14 +155,16 @@ class Skill:
         found: list[tuple[str, int, int, int]] = []
         offset = 0
         fence: str | None = None
-        for line in self.body.splitlines(keepends=True):
+        for line in _LINE.findall(self.body):
             stripped = line.rstrip("\r\n")
+            if offset == 0:
+                stripped = stripped.lstrip("\ufeff")
             m = _FENCE.match(stripped)
-            if m:
-                marker = m.group(1)
-                if fence is None:
-                    fence = marker[0] * len(marker)
-                elif marker.startswith(fence):
+            info = stripped[m.end():] if m else ""
+            if m and fence is None and not (m.group(1)[0] == "`" and "`" in info):
+                fence = m.group(1)
+            elif m and fence is not None:
+                if m.group(1).startswith(fence) and not info.strip():
                     fence = None
             elif fence is None:
                 h = _HEADING.match(stripped)

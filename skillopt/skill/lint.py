@@ -103,7 +103,7 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
         norm = unicodedata.normalize("NFKC", name)
         if not 1 <= len(norm) <= 64:
             add("name", f"must be 1-64 characters, got {len(norm)}")
-        if not NAME_RE.match(norm):
+        if not NAME_RE.fullmatch(norm):
             add("name", f"{name!r} must be lowercase letters, digits and single hyphens "
                         "(no leading, trailing or double hyphen)")
         dir_name = path.parent.name
@@ -160,7 +160,7 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
         else:
             add(str(key), f"unknown frontmatter key; allowed: {', '.join(sorted(STANDARD_KEYS))}")
 
-    body_lines = skill.body.count("\n") + 1
+    body_lines = skill.body.count("\n") + (not skill.body.endswith("\n"))
     if not skill.body.strip():
         out.append(Problem(path, "body", "the body is empty: the agent gets no instructions",
                            "warning"))

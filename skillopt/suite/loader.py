@@ -121,7 +121,7 @@ def load_suite(path: str | Path) -> Suite:
         raise InputError(str(exc), path=path, field="scorer") from None
     try:
         render_template(spec.prompt, "x", "x") if "{" in spec.prompt else None
-    except (ValueError, IndexError) as exc:
+    except (ValueError, IndexError, AttributeError, TypeError) as exc:
         raise InputError(f"invalid template: {exc}", path=path, field="prompt") from None
     except KeyError:
         pass  # slots from mapping inputs are checked per item below
@@ -174,7 +174,7 @@ def load_suite(path: str | Path) -> Suite:
             raise InputError(f"the prompt template uses {{{exc.args[0]}}} but this item's input "
                              "has no such field", path=items_path, item=item_id, field="input",
                              line=line) from None
-        except (ValueError, IndexError, AttributeError) as exc:
+        except (ValueError, IndexError, AttributeError, TypeError) as exc:
             raise InputError(f"cannot fill the prompt template: {exc}", path=path, item=item_id,
                              field="prompt") from None
         tasks.append(Task(
@@ -205,7 +205,11 @@ class _LineDict(dict):
     line: int | None = None
 
 
-class _LineLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML has it (several times faster on large suites)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _LineLoader(_BaseLoader):
     """SafeLoader whose mappings remember their line and reject duplicate keys."""
 
 
@@ -213,15 +217,20 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode):
     data = _LineDict()
     data.line = node.start_mark.line + 1
     yield data
-    loader.flatten_mapping(node)
+    # own keys only, before `<<` merges are flattened in: an own key may override a merged one
+    item_id = next((v.value for k, v in node.value if isinstance(k, yaml.ScalarNode)
+                    and k.value == "id" and isinstance(v, yaml.ScalarNode)), None)
     seen: dict = {}
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in seen:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        ident = (key_node.tag, key_node.value)
+        if ident in seen:
+            where = f" in item {item_id!r}" if item_id is not None else ""
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (first at line {seen[key]})",
+                None, None, f"duplicate key {key_node.value!r}{where} (first at line {seen[ident]})",
                 key_node.start_mark)
-        seen[key] = key_node.start_mark.line + 1
+        seen[ident] = key_node.start_mark.line + 1
     data.update(loader.construct_mapping(node, deep=True))
 
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -83,14 +85,21 @@ class Scorer:
         return None
 
     def _graded(self, value: float, feedback_fail: str, feedback_pass: str = "correct") -> Score:
+        """Pass at `threshold`; a partial pass still says what was missing."""
         value = min(1.0, max(0.0, float(value)))
         passed = value >= self.params.threshold
-        return Score(value, passed, feedback_pass if passed else feedback_fail)
+        if not passed:
+            return Score(value, False, feedback_fail)
+        if value < 1.0:
+            return Score(value, True, f"passed at {value:.2f} (threshold "
+                                      f"{self.params.threshold:g}), but {feedback_fail}")
+        return Score(value, True, feedback_pass)
 
 
 def _show(text: Any, limit: int = 200) -> str:
     s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
-    return repr(s if len(s) <= limit else s[:limit] + "…")
+    s = s if len(s) <= limit else s[:limit] + "…"
+    return repr(s) if isinstance(text, str) else s  # 1 and '1' must look different
 
 
 def _diff_hint(expected: str, got: str) -> str:
@@ -165,6 +174,8 @@ class Contains(Scorer):
             return "required by scorer 'contains'"
         if isinstance(expected, list) and not all(isinstance(x, (str, int, float)) for x in expected):
             return "must be a string or a list of strings for scorer 'contains'"
+        if expected in ([], ""):
+            return "must not be empty for scorer 'contains'"
         return None
 
     def score(self, task, answer, ctx):
@@ -271,7 +282,7 @@ class Number(Scorer):
 
 
 class ChoiceParams(_Params):
-    choices: list[str] | None = None
+    choices: list[str | int | float] | None = None
     ignore_case: bool = True
 
 
@@ -289,8 +300,10 @@ class Choice(Scorer):
     def check_item(self, expected):
         if expected is None:
             return "required by scorer 'choice'"
-        if self.params.choices is not None and str(expected) not in self.params.choices:
-            return f"{expected!r} is not one of the scorer's choices {self.params.choices}"
+        if self.params.choices is not None:
+            options = {self._fold(str(c)) for c in self.params.choices}
+            if self._fold(str(expected)) not in options:
+                return f"{expected!r} is not one of the scorer's choices {self.params.choices}"
         return None
 
     def _fold(self, s: str) -> str:
@@ -442,7 +455,8 @@ class Python(Scorer):
 
     def _coerce(self, result: Any) -> Score:
         if isinstance(result, Score):
-            return result
+            return Score(min(1.0, max(0.0, float(result.value))), bool(result.passed),
+                         result.feedback)
         if isinstance(result, bool):
             return Score(float(result), result, "passed" if result else f"{self.params.function} returned False")
         if isinstance(result, (int, float)):
@@ -460,20 +474,36 @@ class Python(Scorer):
 
 
 def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
+    """Resolve `module:function`. A module file next to the suite is loaded from
+    that file under a private name, fresh each time: a cached module could be
+    another suite's file of the same name, or this file before it was edited, and
+    the user's file must never replace a module the process already uses. Other
+    names are imported normally (installed packages)."""
     if ":" not in ref:
         raise ValueError(f"'{ref}' is not of the form module:function")
     module_name, _, attr = ref.partition(":")
-    if str(base_dir) not in sys.path:
-        sys.path.insert(0, str(base_dir))
+    local = base_dir.joinpath(*module_name.split("."))
+    path = next((p for p in (local.with_suffix(".py"), local / "__init__.py") if p.is_file()),
+                None)
     try:
-        module = importlib.import_module(module_name)
+        if path is not None:
+            source = path.read_bytes()
+            digest = hashlib.sha256(source).hexdigest()[:16]
+            private = f"_skillopt_scorer_{digest}_{module_name.replace('.', '_')}"
+            spec = importlib.util.spec_from_file_location(private, path)
+            module = importlib.util.module_from_spec(spec)
+            if str(base_dir) not in sys.path:  # so the scorer can import its siblings
+                sys.path.append(str(base_dir))
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+            file = getattr(module, "__file__", None)
+            digest = hashlib.sha256(Path(file).read_bytes()).hexdigest()[:16] if file else "builtin"
     except Exception as exc:
         raise ValueError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ValueError(f"module {module_name!r} has no function {attr!r}")
-    source = getattr(module, "__file__", None)
-    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16] if source else "builtin"
     return fn, digest
 
 
@@ -508,15 +538,25 @@ class Command(Scorer):
                    "SKILLOPT_TASK_ID": task.id,
                    "SKILLOPT_SUITE_DIR": str(self.base_dir)}
             try:
-                proc = subprocess.run(self.params.run, shell=True, cwd=cwd, env=env, input=answer,
-                                      capture_output=True, text=True, timeout=self.params.timeout,
-                                      start_new_session=True)
-            except subprocess.TimeoutExpired:
-                return Score(0.0, False, f"verifier timed out after {self.params.timeout:g}s")
-        tail = _tail(proc.stdout + proc.stderr)
+                proc = subprocess.Popen(self.params.run, shell=True, cwd=cwd, env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                                        errors="replace", start_new_session=True)
+            except OSError as exc:
+                raise ScorerError(f"verifier could not start: {exc}") from exc
+            with proc:
+                try:
+                    stdout, stderr = proc.communicate(answer, timeout=self.params.timeout)
+                except subprocess.TimeoutExpired:
+                    try:  # the shell and everything it started, not just the shell
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    return Score(0.0, False, f"verifier timed out after {self.params.timeout:g}s")
+        tail = _tail(stdout + stderr)
         if proc.returncode in (126, 127):
             raise ScorerError(f"verifier could not run (exit {proc.returncode}): {tail}")
-        last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+        last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
         if last.startswith("{"):
             try:
                 data = json.loads(last)

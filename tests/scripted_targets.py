@@ -1,0 +1,35 @@
+"""Scripted target models referenced by name (`scripted/scripted_targets:<fn>`) in
+CLI tests and benchmarks. Each is `(messages) -> str`."""
+
+from __future__ import annotations
+
+import time
+
+from skillopt.errors import ModelError
+
+
+def _system(messages) -> str:
+    return next((m["content"] for m in messages if m["role"] == "system"), "")
+
+
+def upper(messages):
+    return messages[-1]["content"].upper()
+
+
+def follows_skill(messages):
+    """Upper-cases only when the skill says so; otherwise echoes the input."""
+    text = messages[-1]["content"]
+    return text.upper() if "capitals" in _system(messages) else text
+
+
+def zero_latency(messages):
+    return "A"
+
+
+def sleepy(messages):
+    time.sleep(0.05)
+    return "A"
+
+
+def always_down(messages):
+    raise ModelError("provider unavailable (503)", kind="server")
