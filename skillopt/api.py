@@ -6,6 +6,7 @@ and validated before the first model call, so a typo costs nothing.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.config import Settings, resolve_settings
-from skillopt.errors import InputError
+from skillopt.errors import InputError, Interrupted
 from skillopt.evaluation import EvalResult, SplitResult, compare
 from skillopt.harness import Harness, build_harness
 from skillopt.models import Model, resolve_model
@@ -101,6 +102,14 @@ def evaluate(skill: str | Path | Skill | None, suite: str | Path | Suite, *,
 def _evaluate(ctx: Context, the_skill: Skill, tasks_by_split: dict, compare_no_skill: bool,
               observers: Sequence[Observer]) -> EvalResult:
     engine = ctx.engine(observers)
+    try:
+        return _evaluate_with(engine, ctx, the_skill, tasks_by_split, compare_no_skill)
+    finally:
+        engine.close()
+
+
+def _evaluate_with(engine: RolloutEngine, ctx: Context, the_skill: Skill, tasks_by_split: dict,
+                   compare_no_skill: bool) -> EvalResult:
     splits = list(tasks_by_split)
 
     variants = [("no-skill", Skill.empty())] if the_skill.is_empty else [("skill", the_skill)]
@@ -123,3 +132,152 @@ def _evaluate(ctx: Context, the_skill: Skill, tasks_by_split: dict, compare_no_s
     return EvalResult(skill=the_skill.name, skill_hash=the_skill.hash, suite=ctx.suite.name,
                       target=ctx.settings.target or "", harness=ctx.harness.name,
                       store=ctx.store.path, results=results, comparisons=comparisons)
+
+
+# ---------------------------------------------------------------------- training
+@dataclass
+class TrainResult:
+    run_id: str
+    run_dir: Path
+    summary: dict
+    audit_repo: str
+    branch: str
+
+
+def build_optimizer(name: str | None, settings: Settings):
+    """The optimizer called `name`: an LLM (any model name)."""
+    from skillopt.optimize.reflect import LLMOptimizer
+
+    if not name:
+        raise InputError("no optimizer: pass --optimizer MODEL, or set `optimizer:` in "
+                         "skillopt.yaml or in the suite's `defaults:`", field="optimizer")
+    return LLMOptimizer(resolve_model(name, settings.model_settings(name), role="optimizer"))
+
+
+def _check_train_splits(suite: Suite) -> None:
+    for split in ("train", "val"):
+        require_split(suite, split)
+
+
+def train(skill: str | Path | None, suite: str | Path | None, *,
+          flags: dict[str, Any] | None = None, resume: str | None = None,
+          dry_run: bool = False, observers: Sequence = ()):
+    """Run `skillopt train`; returns a `TrainResult` (or the `Plan` with `dry_run`).
+
+    With `resume`, the run's recorded skill, suite and settings are used (only
+    `concurrency` may be changed) and training continues from its checkpoint."""
+    from skillopt.optimize.plan import make_plan
+    from skillopt.optimize.trainer import Trainer, new_state
+    from skillopt.report import markdown, summary
+    from skillopt.store.audit import Audit
+    from skillopt.store.run import RunDir, new_run_id
+
+    flags = dict(flags or {})
+    if resume:
+        base = resolve_settings({k: v for k, v in flags.items() if k == "run_dir"})
+        run = RunDir.find(resume, Path(base.run_dir))
+        config = run.config()
+        state = run.load_state()
+        if state is None:
+            raise InputError("the run has no checkpoint yet; start it again", path=run.path)
+        skill_dir = Path(config["skill"])
+        suite_obj = load_suite(config["suite"])
+        recorded = dict(config["settings"])
+        if flags.get("concurrency"):
+            recorded["concurrency"] = flags["concurrency"]
+        settings = Settings(**recorded)
+        _check_train_splits(suite_obj)
+        ctx = prepare(suite_obj, recorded)
+        audit = Audit.open(config["audit"]["repo"], run.run_id, config["audit"]["skill_path"])
+        optimizer = build_optimizer(settings.optimizer, settings)
+    else:
+        if skill is None or suite is None:
+            raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
+        suite_obj = load_suite(suite)
+        the_skill = Skill.load(skill)
+        skill_dir = the_skill.root
+        settings = resolve_settings(flags, suite_defaults=suite_obj.defaults,
+                                    suite_path=suite_obj.path)
+        _check_train_splits(suite_obj)
+        optimizer = build_optimizer(settings.optimizer, settings)  # validates the name early
+        if dry_run:
+            if not settings.target:
+                raise InputError("no target model: pass --target MODEL", field="target")
+            resolve_model(settings.target, settings.model_settings(settings.target),
+                          role="target")
+            return make_plan(the_skill, suite_obj, settings, settings.target, optimizer.name)
+        ctx = prepare(suite_obj, settings.model_dump())
+        runs_dir = Path(settings.run_dir)
+        run = RunDir.create(runs_dir, new_run_id(the_skill.name))
+        audit = Audit.create(skill_dir, runs_dir, run.run_id)
+        config = {"run_id": run.run_id, "skill": str(skill_dir.resolve()),
+                  "suite": str(suite_obj.path.resolve()), "settings": settings.model_dump(),
+                  "audit": {"repo": audit.location, "branch": audit.branch,
+                            "skill_path": audit.skill_path}}
+        run.write_config(config)
+        state = new_state(the_skill)
+        run.save_state(state)
+    engine = ctx.engine()
+    try:
+        trainer = Trainer(suite=suite_obj, settings=settings, engine=engine,
+                          optimizer=optimizer, audit=audit, run=run, state=state,
+                          skill_root=skill_dir, observers=observers)
+        if state["status"] != "finished":
+            try:
+                trainer.run()
+            except KeyboardInterrupt:
+                raise Interrupted(f"run {run.run_id} is checkpointed; continue it with "
+                                  f"`skillopt train --resume {run.run_id}`") from None
+        summ = summary(trainer.state, config)
+        run.write_text("summary.json", json.dumps(summ, indent=2, ensure_ascii=False) + "\n")
+        run.write_text("report.md", markdown(summ))
+    finally:
+        engine.close()
+        run.close()
+        ctx.store.close()
+    return TrainResult(run.run_id, run.path, summ, audit.location, audit.branch)
+
+
+# ---------------------------------------------------------------------- reading runs
+def open_run(ref: str, flags: dict[str, Any] | None = None):
+    """(RunDir, Audit) of a run given by id or directory."""
+    from skillopt.store.audit import Audit
+    from skillopt.store.run import RunDir
+
+    base = resolve_settings({k: v for k, v in (flags or {}).items() if k == "run_dir"})
+    run = RunDir.find(ref, Path(base.run_dir))
+    audit_conf = run.config().get("audit") or {}
+    audit = Audit.open(audit_conf["repo"], run.run_id, audit_conf["skill_path"])
+    return run, audit
+
+
+def run_history(ref: str, flags: dict[str, Any] | None = None):
+    """The training story of a run, read back from git."""
+    _, audit = open_run(ref, flags)
+    return audit.history()
+
+
+def run_diff(ref: str, step: int | None = None, flags: dict[str, Any] | None = None) -> str:
+    """The skill diff of one step (against its parent), or of the whole run."""
+    _, audit = open_run(ref, flags)
+    if step is None:
+        accepted = audit.accepted()
+        if not accepted:
+            raise InputError(f"run {ref!r} has no commits yet")
+        return audit.diff(accepted[0].sha, accepted[-1].sha)
+    commit = _step_commit(audit, ref, step)
+    return audit.diff(commit.parent if step > 0 else None, commit.sha)
+
+
+def run_step(ref: str, step: int, flags: dict[str, Any] | None = None):
+    """The audit commit of one step (its message holds the evidence)."""
+    _, audit = open_run(ref, flags)
+    return _step_commit(audit, ref, step)
+
+
+def _step_commit(audit, ref: str, step: int):
+    for commit in audit.history():
+        if commit.step == step:
+            return commit
+    steps = ", ".join(str(c.step) for c in audit.history()) or "none"
+    raise InputError(f"run {ref!r} has no committed step {step} (committed steps: {steps})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -45,6 +45,20 @@ class Settings(BaseModel):
     samples: int = Field(1, ge=1)
     store: str = "runs/rollouts.sqlite"
     models: dict[str, ModelSettings] = Field(default_factory=dict)
+    # training (skillopt train)
+    optimizer: str | None = None
+    epochs: int = Field(4, ge=1)
+    batch_size: int = Field(40, ge=1)
+    minibatch_size: int = Field(8, ge=1)
+    lr: int = Field(4, ge=1, description="maximum edits per step")
+    min_lr: int = Field(2, ge=1)
+    schedule: Literal["constant", "linear", "cosine"] = "cosine"
+    gate: Literal["strict", "margin", "paired"] = "strict"
+    min_delta: float = Field(0.0, ge=0)
+    alpha: float = Field(0.05, gt=0, lt=1)
+    seed: int = 0
+    run_dir: str = "runs"
+    slow_update: bool = True
 
     def model_settings(self, name: str) -> ModelSettings:
         return self.models.get(name) or ModelSettings()
@@ -57,6 +71,9 @@ _ENV = {
     "SKILLOPT_CONCURRENCY": "concurrency",
     "SKILLOPT_SAMPLES": "samples",
     "SKILLOPT_STORE": "store",
+    "SKILLOPT_OPTIMIZER": "optimizer",
+    "SKILLOPT_RUN_DIR": "run_dir",
+    "SKILLOPT_SEED": "seed",
 }
 
 
@@ -80,8 +97,9 @@ def resolve_settings(flags: dict[str, Any] | None = None, *, suite_defaults: dic
     if project_file is not None:
         data = _read_project_file(project_file)
         _validate(data, project_file)
-        if "store" in data and not Path(data["store"]).is_absolute():
-            data["store"] = str(project_file.parent / data["store"])
+        for key in ("store", "run_dir"):  # paths in the file are relative to it
+            if key in data and not Path(data[key]).is_absolute():
+                data[key] = str(project_file.parent / data[key])
         _merge(merged, data)
     if suite_defaults:
         where = f"{suite_path}: defaults" if suite_path else "suite defaults"

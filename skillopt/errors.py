@@ -69,3 +69,14 @@ class HarnessError(SkilloptError):
     """The harness cannot run at all (missing binary, unusable configuration)."""
 
     exit_code = 2
+
+
+class Interrupted(SkilloptError):
+    """The user stopped the run (Ctrl-C); the message says how to continue."""
+
+    exit_code = 130
+
+
+class NothingScored(SkilloptError):
+    """Not one rollout could be scored: every task failed the same way (a key, a
+    quota, a server), so training would only spend money on noise."""

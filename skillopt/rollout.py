@@ -105,6 +105,7 @@ class RolloutEngine:
         self.judge = judge
         self.observers = list(observers)
         self._harness_fp = harness.fingerprint()
+        self._pool: ThreadPoolExecutor | None = None
         self._scorer_fps: dict[int, dict] = {}
 
     def scorer_fingerprint(self, task: Task) -> dict:
@@ -162,8 +163,7 @@ class RolloutEngine:
             except BaseException as exc:  # re-raised in the caller's thread
                 finished.put((i, None, exc))
 
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(pending)),
-                                  thread_name_prefix="skillopt-rollout")
+        pool = self._executor()
         try:
             for args in pending:
                 pool.submit(job, *args)
@@ -181,9 +181,21 @@ class RolloutEngine:
                 self._emit(RolloutEvent(label, rollout, done, total))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
             raise
-        pool.shutdown(wait=True)
         return results  # type: ignore[return-value]
+
+    def _executor(self) -> ThreadPoolExecutor:
+        """One pool for the engine's life: training calls `run` many times."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.concurrency,
+                                            thread_name_prefix="skillopt-rollout")
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _one(self, skill: Skill, task: Task, sample: int, key: str, fp: dict) -> Rollout:
         traj = self.harness.run(skill, task)

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from skillopt.errors import SkilloptError
+from skillopt.errors import Interrupted, SkilloptError
 
 out = Console(highlight=False, emoji=False)
 err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
@@ -61,6 +61,9 @@ def handle_errors(fn):
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
+        except Interrupted as exc:
+            err.print(f"[yellow]interrupted[/]: {escape(str(exc))}")
+            raise typer.Exit(exc.exit_code) from None
         except SkilloptError as exc:
             if debug_enabled():
                 raise

@@ -123,6 +123,23 @@ class LiteLLMModel:
     def __repr__(self) -> str:  # never show the key
         return f"LiteLLMModel({self.name!r})"
 
+    def json_params(self, schema: dict, name: str) -> dict:
+        """Request arguments for JSON replies: the provider's schema mode where litellm
+        says it has one, else plain JSON mode, else nothing (tolerant parsing)."""
+        litellm = import_litellm()
+        try:
+            if litellm.supports_response_schema(model=self.name):
+                return {"response_format": {"type": "json_schema", "json_schema": {
+                    "name": name, "schema": schema, "strict": True}}}
+        except Exception:  # unknown model: litellm cannot say
+            pass
+        try:
+            if "response_format" in (litellm.get_supported_openai_params(model=self.name) or []):
+                return {"response_format": {"type": "json_object"}}
+        except Exception:
+            pass
+        return {}
+
     def complete(self, prompt: Prompt, **params) -> Completion:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {**self.params, **params}

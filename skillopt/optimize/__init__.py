@@ -1,0 +1,1 @@
+"""The training loop: reflect, merge, schedule, gate, memory, trainer."""

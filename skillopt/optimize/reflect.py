@@ -1,0 +1,276 @@
+"""Reflection: the optimizer turns scored rollouts into proposed edits.
+
+Contract (`Optimizer`): `propose(request) -> Proposal` never raises for a bad
+reply or a failed call. A reply that is not JSON, breaks the schema or uses an
+unknown op gets one repair re-ask; if that fails too the minibatch is recorded as
+*skipped* with the reason. The optimizer only ever sees training rollouts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from skillopt.errors import ModelError
+from skillopt.models.base import Model, Usage
+from skillopt.optimize.memory import Memory
+from skillopt.prompts import load_prompt, render_prompt
+from skillopt.rollout import Rollout
+from skillopt.skill.document import Skill
+from skillopt.skill.edits import Edit
+from skillopt.suite.scorers import parse_json_answer
+from skillopt.suite.task import Task
+
+FIELD_LIMIT = 1500
+STEP_LIMIT = 600
+
+
+@dataclass
+class ProposalRequest:
+    skill: Skill
+    kind: str  # failures | successes
+    rollouts: list[Rollout]
+    tasks: dict[str, Task]
+    budget: int
+    memory: Memory
+    step: int = 0
+    epoch: int = 0
+
+
+@dataclass
+class Proposal:
+    edits: list[Edit] = field(default_factory=list)
+    skipped: str | None = None  # why this minibatch produced nothing usable
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    raw: str = ""
+
+    def to_dict(self) -> dict:
+        return {"edits": [e.to_dict() for e in self.edits], "skipped": self.skipped,
+                "calls": self.calls, "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens, "cost": self.cost, "raw": self.raw}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Proposal:
+        return cls([Edit.from_dict(e) for e in d["edits"]], d.get("skipped"), d.get("calls", 0),
+                   Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)), d.get("cost"),
+                   d.get("raw", ""))
+
+
+@dataclass
+class TextResult:
+    """A slow-update guidance or meta-notes reply."""
+
+    text: str | None
+    skipped: str | None = None
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+
+
+class Optimizer(Protocol):
+    name: str
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        """Edits for one minibatch; never raises for a bad reply or failed call."""
+        ...
+
+    def slow_update(self, skill: Skill, previous: Skill, comparison: str,
+                    memory: Memory) -> TextResult:
+        """Longitudinal guidance for the protected block, or None."""
+        ...
+
+    def meta_notes(self, epoch: int, history: str) -> TextResult:
+        """Notes the optimizer carries into the next epoch (never shown to the agent)."""
+        ...
+
+
+# ---------------------------------------------------------------------- reply schema
+class EditSpec(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    op: Literal["add", "delete", "replace"]
+    anchor: str | None = None
+    section: str | None = None
+    content: str | None = None
+    rationale: str = ""
+    evidence: list[str] = []
+
+
+class EditsReply(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    edits: list[EditSpec]
+
+
+EDITS_SCHEMA = {
+    "type": "object",
+    "properties": {"edits": {"type": "array", "items": {
+        "type": "object",
+        "properties": {
+            "op": {"type": "string", "enum": ["add", "delete", "replace"]},
+            "anchor": {"type": ["string", "null"]},
+            "section": {"type": ["string", "null"]},
+            "content": {"type": ["string", "null"]},
+            "rationale": {"type": "string"},
+            "evidence": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["op", "anchor", "section", "content", "rationale", "evidence"],
+        "additionalProperties": False,
+    }}},
+    "required": ["edits"],
+    "additionalProperties": False,
+}
+
+
+def parse_edits(text: str, source: str) -> list[Edit]:
+    """Edits from a model reply (bare JSON, fenced, or inside prose). Raises
+    ValueError with a reason the repair prompt can quote."""
+    try:
+        data = parse_json_answer(text)
+    except ValueError:
+        raise ValueError("the reply contains no JSON object") from None
+    if isinstance(data, list):
+        data = {"edits": data}
+    try:
+        reply = EditsReply.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ValueError(f"{loc}: {err['msg']}") from None
+    edits = []
+    for i, e in enumerate(reply.edits):
+        if e.op in ("delete", "replace") and not (e.anchor or "").strip():
+            raise ValueError(f"edits.{i}: a {e.op} needs an anchor copied from the skill")
+        if e.op in ("add", "replace") and not (e.content or "").strip():
+            raise ValueError(f"edits.{i}: an {e.op} needs content")
+        edits.append(Edit(op=e.op, anchor=e.anchor or None, section=e.section or None,
+                          content=e.content, rationale=e.rationale,
+                          evidence=tuple(e.evidence), source=source))
+    return edits
+
+
+def _clip(text: Any, limit: int) -> str:
+    s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+    if len(s) <= limit:
+        return s
+    return s[:limit] + f"\n…[truncated {len(s) - limit} characters]"
+
+
+def render_trajectories(rollouts: list[Rollout], tasks: dict[str, Task]) -> str:
+    """Rollouts as the optimizer reads them: input, expected, answer, feedback, and
+    the agent's tool steps when the harness recorded them (truncated, marked)."""
+    parts = []
+    for r in rollouts:
+        task = tasks[r.task_id]
+        lines = [f"## Task {r.task_id}",
+                 "Input (as the agent saw it):", "```", _clip(task.prompt, FIELD_LIMIT), "```"]
+        if task.expected is not None:
+            lines += ["Expected answer:", "```", _clip(task.expected, FIELD_LIMIT), "```"]
+        lines += ["Agent's answer:", "```", _clip(r.answer or "", FIELD_LIMIT), "```",
+                  f"Score: {r.score:.2f} ({'pass' if r.passed else 'fail'}). "
+                  f"Feedback: {_clip(r.feedback, 400)}"]
+        steps = (r.trajectory or {}).get("steps") or []
+        if steps:
+            lines.append("Agent's steps:")
+            for s in steps[:20]:
+                lines.append(f"- {_clip(_step_text(s), STEP_LIMIT)}")
+            if len(steps) > 20:
+                lines.append(f"- …[{len(steps) - 20} more steps truncated]")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _step_text(step: dict) -> str:
+    kind = step.get("type", "step")
+    if "command" in step:
+        out = step.get("output", "")
+        return f"{kind}: `{step['command']}` → {out}"
+    if "tool" in step:
+        return f"{kind}: {step['tool']}({json.dumps(step.get('input', ''), ensure_ascii=False)})"
+    return f"{kind}: {json.dumps(step, ensure_ascii=False)}"
+
+
+class LLMOptimizer:
+    """An optimizer backed by any `Model` (litellm, scripted)."""
+
+    def __init__(self, model: Model):
+        self.model = model
+        self.name = model.name
+        self._system = load_prompt("optimizer_system")
+
+    def _structured(self, schema: dict, name: str) -> dict:
+        """The model's JSON-mode arguments, when the model offers any."""
+        params = getattr(self.model, "json_params", None)
+        return params(schema, name) if callable(params) else {}
+
+    def _call(self, messages: list[dict], params: dict, acc: dict) -> str:
+        try:
+            reply = self.model.complete(messages, **params)
+        except ModelError as exc:
+            if params and exc.kind == "bad_request":  # provider refused the JSON mode
+                acc["calls"] += 1
+                reply = self.model.complete(messages)
+            else:
+                raise
+        acc["calls"] += 1
+        acc["usage"] = acc["usage"] + reply.usage
+        if reply.cost is not None:
+            acc["cost"] = (acc["cost"] or 0.0) + reply.cost
+        return reply.text
+
+    def _ask(self, prompt: str, parse, params: dict) -> tuple[Any, str | None, dict, str]:
+        acc = {"calls": 0, "usage": Usage(), "cost": None}
+        messages = [{"role": "system", "content": self._system},
+                    {"role": "user", "content": prompt}]
+        raw = ""
+        try:
+            raw = self._call(messages, params, acc)
+            try:
+                return parse(raw), None, acc, raw
+            except ValueError as first:
+                messages += [{"role": "assistant", "content": raw},
+                             {"role": "user", "content": render_prompt("repair", error=first)}]
+                raw = self._call(messages, params, acc)
+                try:
+                    return parse(raw), None, acc, raw
+                except ValueError as second:
+                    return None, f"invalid reply after one repair: {second}", acc, raw
+        except ModelError as exc:
+            return None, f"optimizer call failed: {exc}", acc, raw
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        template = "reflect_failures" if request.kind == "failures" else "reflect_successes"
+        prompt = render_prompt(template, skill=request.skill.body,
+                               trajectories=render_trajectories(request.rollouts, request.tasks),
+                               memory=request.memory.render(), notes=request.memory.render_notes(),
+                               budget=request.budget)
+        edits, skipped, acc, raw = self._ask(prompt, lambda t: parse_edits(t, request.kind),
+                                             self._structured(EDITS_SCHEMA, "skill_edits"))
+        return Proposal(edits or [], skipped, acc["calls"], acc["usage"], acc["cost"], raw)
+
+    def _text(self, prompt: str, key: str) -> TextResult:
+        def parse(text: str) -> str:
+            try:
+                data = parse_json_answer(text)
+            except ValueError:
+                raise ValueError("the reply contains no JSON object") from None
+            if not isinstance(data, dict) or not isinstance(data.get(key), str):
+                raise ValueError(f"expected an object with a string field {key!r}")
+            return data[key].strip()
+
+        schema = {"type": "object", "properties": {key: {"type": "string"}},
+                  "required": [key], "additionalProperties": False}
+        text, skipped, acc, _ = self._ask(prompt, parse, self._structured(schema, f"skill_{key}"))
+        return TextResult(text or None, skipped, acc["calls"], acc["usage"], acc["cost"])
+
+    def slow_update(self, skill: Skill, previous: Skill, comparison: str,
+                    memory: Memory) -> TextResult:
+        return self._text(render_prompt("slow_update", skill=skill.body, previous=previous.body,
+                                        comparison=comparison, memory=memory.render()),
+                          "guidance")
+
+    def meta_notes(self, epoch: int, history: str) -> TextResult:
+        return self._text(render_prompt("meta_notes", epoch=epoch, history=history), "notes")

@@ -1,0 +1,27 @@
+"""The textual learning rate: how many edits a step may apply.
+
+A pure function of the step index: `constant` keeps the maximum, `linear` and
+`cosine` decay from the maximum at the first step to the minimum at the last.
+"""
+
+from __future__ import annotations
+
+import math
+
+SCHEDULES = ("constant", "linear", "cosine")
+
+
+def edit_budget(step: int, total_steps: int, *, max_edits: int, min_edits: int,
+                schedule: str = "cosine") -> int:
+    """Edits allowed at `step` (0-based) of `total_steps`."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; choose {', '.join(SCHEDULES)}")
+    low, high = min(min_edits, max_edits), max(min_edits, max_edits)
+    if schedule == "constant" or total_steps <= 1:
+        return high
+    t = min(max(step, 0), total_steps - 1) / (total_steps - 1)
+    if schedule == "linear":
+        value = high - (high - low) * t
+    else:
+        value = low + (high - low) * (1 + math.cos(math.pi * t)) / 2
+    return max(low, min(high, math.floor(value + 0.5)))  # round half up, not to even

@@ -1,0 +1,486 @@
+"""The SkillOpt loop: rollout → reflect → merge → apply → gate → audit → memory,
+with a slow update and optimizer notes at every epoch end.
+
+Invariants:
+- The incumbent only changes through the gate: a candidate is kept only when it
+  beats the incumbent on the same validation tasks (the incumbent's scores come
+  from the rollout store, so re-scoring it costs nothing).
+- Every candidate is committed to git with its decision and evidence.
+- After each step the checkpoint (`state.json`) holds everything needed to
+  continue: `--resume` redoes no finished step, and finished rollouts come back
+  from the store.
+- The optimizer sees training rollouts only; validation and test answers never
+  reach it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillopt.config import Settings
+from skillopt.errors import NothingScored
+from skillopt.evaluation import task_outcomes
+from skillopt.models.base import Usage
+from skillopt.optimize.gate import Decision, decide
+from skillopt.optimize.memory import Memory
+from skillopt.optimize.merge import merge_edits
+from skillopt.optimize.reflect import Optimizer, Proposal, ProposalRequest
+from skillopt.optimize.schedule import edit_budget
+from skillopt.rollout import Rollout, RolloutEngine, RolloutEvent
+from skillopt.skill.document import Skill
+from skillopt.skill.edits import ApplyReport, Edit, EditResult, apply_edits, set_guidance
+from skillopt.store.audit import Audit
+from skillopt.store.run import RunDir
+from skillopt.suite.task import Suite, Task
+
+
+@dataclass(frozen=True)
+class TrainEvent:
+    """Progress for observers: kind is run_started, stage, rollout, decision,
+    epoch_end or finished; `data` holds the details."""
+
+    kind: str
+    data: dict = field(default_factory=dict)
+
+
+TrainObserver = Callable[[TrainEvent], None]
+
+
+def steps_per_epoch(n_train: int, batch_size: int) -> int:
+    return max(1, math.ceil(n_train / batch_size))
+
+
+def chunks(items: Sequence, size: int) -> list[list]:
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+@dataclass
+class Accounting:
+    optimizer_calls: int = 0
+    optimizer_usage: Usage = field(default_factory=Usage)
+    optimizer_cost: float | None = None
+    skipped_minibatches: int = 0
+    target_rollouts: int = 0  # run now (model calls paid)
+    cached_rollouts: int = 0  # served from the store
+    unscored_rollouts: int = 0
+    target_usage: Usage = field(default_factory=Usage)
+    target_cost: float | None = None
+
+    def add_rollout(self, r: Rollout) -> None:
+        if r.cached:
+            self.cached_rollouts += 1
+            return
+        self.target_rollouts += 1
+        self.unscored_rollouts += 0 if r.scored else 1
+        self.target_usage = self.target_usage + r.usage
+        if r.cost is not None:
+            self.target_cost = (self.target_cost or 0.0) + r.cost
+
+    def add(self, calls: int, usage: Usage, cost: float | None) -> None:
+        self.optimizer_calls += calls
+        self.optimizer_usage = self.optimizer_usage + usage
+        if cost is not None:
+            self.optimizer_cost = (self.optimizer_cost or 0.0) + cost
+
+    def to_dict(self) -> dict:
+        return {"optimizer_calls": self.optimizer_calls,
+                "optimizer_input_tokens": self.optimizer_usage.input_tokens,
+                "optimizer_output_tokens": self.optimizer_usage.output_tokens,
+                "optimizer_cost": self.optimizer_cost,
+                "skipped_minibatches": self.skipped_minibatches,
+                "target_rollouts": self.target_rollouts, "cached_rollouts": self.cached_rollouts,
+                "unscored_rollouts": self.unscored_rollouts,
+                "target_input_tokens": self.target_usage.input_tokens,
+                "target_output_tokens": self.target_usage.output_tokens,
+                "target_cost": self.target_cost}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Accounting:
+        return cls(d.get("optimizer_calls", 0),
+                   Usage(d.get("optimizer_input_tokens", 0), d.get("optimizer_output_tokens", 0)),
+                   d.get("optimizer_cost"), d.get("skipped_minibatches", 0),
+                   d.get("target_rollouts", 0), d.get("cached_rollouts", 0),
+                   d.get("unscored_rollouts", 0),
+                   Usage(d.get("target_input_tokens", 0), d.get("target_output_tokens", 0)),
+                   d.get("target_cost"))
+
+
+class Trainer:
+    """One training run. Build it with `Trainer.start(...)` or `Trainer.resume(...)`
+    (see `skillopt.api.train`) and call `run()`."""
+
+    def __init__(self, *, suite: Suite, settings: Settings, engine: RolloutEngine,
+                 optimizer: Optimizer, audit: Audit, run: RunDir, state: dict,
+                 skill_root: Any, observers: Sequence[TrainObserver] = ()):
+        self.suite = suite
+        self.s = settings
+        self.engine = engine
+        self.optimizer = optimizer
+        self.audit = audit
+        self.run_dir = run
+        self.state = state
+        self.skill_root = skill_root
+        self.observers = list(observers)
+        self.train = suite.split("train")
+        self.val = suite.split("val")
+        self.test = suite.split("test")
+        self.tasks = {t.id: t for t in suite.tasks}
+        self.memory = Memory.from_dict(state.get("memory"))
+        self.acct = Accounting.from_dict(state.get("accounting", {}))
+        self.per_epoch = steps_per_epoch(len(self.train), settings.batch_size)
+        self.total_steps = self.per_epoch * settings.epochs
+        engine.observers.append(self._forward_rollout)
+        self._stage = ""
+
+    # -- plumbing ----------------------------------------------------------------------
+    def _skill(self, text: str) -> Skill:
+        """A skill text of this run, with the original skill's supporting files."""
+        return Skill.parse(text, root=self.skill_root,
+                           support=tuple(tuple(x) for x in self.state["support"]))
+
+    @property
+    def incumbent(self) -> Skill:
+        return self._skill(self.state["incumbent"]["text"])
+
+    def emit(self, kind: str, /, **data: Any) -> None:
+        event = TrainEvent(kind, data)
+        self.run_dir.event(kind, **data)
+        for observer in self.observers:
+            try:
+                observer(event)
+            except Exception:  # observers never break training
+                pass
+
+    def _forward_rollout(self, event: RolloutEvent) -> None:
+        r = event.rollout
+        self.acct.add_rollout(r)
+        self.emit("rollout", stage=self._stage, label=event.label, done=event.done,
+                  total=event.total, task_id=r.task_id, score=r.score, cached=r.cached,
+                  scored=r.scored)
+
+    def stage(self, name: str, **data: Any) -> None:
+        self._stage = name
+        self.emit("stage", stage=name, **data)
+
+    def checkpoint(self) -> None:
+        self.state["memory"] = self.memory.to_dict()
+        self.state["accounting"] = self.acct.to_dict()
+        self.run_dir.save_state(self.state)
+
+    def rollouts(self, skill: Skill, tasks: list[Task], label: str, samples: int = 1
+                 ) -> list[Rollout]:
+        return self.engine.run(skill, tasks, samples=samples, label=label)
+
+    def val_outcomes(self, skill: Skill, label: str):
+        return task_outcomes(self.rollouts(skill, self.val, label, self.s.samples))
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(self) -> dict:
+        st = self.state
+        self.emit("run_started", run_id=self.run_dir.run_id, steps=self.total_steps,
+                  epochs=self.s.epochs, resumed=st["status"] != "new")
+        if st["status"] == "new":
+            self._initial()
+        st["status"] = "running"
+        while st["epoch"] < self.s.epochs:
+            epoch = st["epoch"]
+            batches = self._batches(epoch)
+            while st["k"] < len(batches):
+                self._step(epoch, st["k"], batches[st["k"]])
+                st["k"] += 1
+                self.checkpoint()
+            if self.s.slow_update and not st.get("slow_done"):
+                self._slow_update(epoch)
+                st["slow_done"] = True
+                self.checkpoint()
+            if not st.get("notes_done"):
+                self._meta_notes(epoch)
+                st["notes_done"] = True
+            self.emit("epoch_end", epoch=epoch + 1, val=st["incumbent"]["val"])
+            st.update(epoch=epoch + 1, k=0, slow_done=False, notes_done=False,
+                      epoch_start=dict(st["incumbent"]))
+            self.checkpoint()
+        result = self._finish()
+        st["status"] = "finished"
+        self.checkpoint()
+        return result
+
+    def _batches(self, epoch: int) -> list[list[Task]]:
+        order = list(self.train)
+        random.Random(f"{self.s.seed}:epoch:{epoch}").shuffle(order)
+        return chunks(order, self.s.batch_size)
+
+    def _initial(self) -> None:
+        st = self.state
+        skill = self.incumbent
+        self.stage("baseline")
+        rollouts = self.rollouts(skill, self.val, "baseline · val", self.s.samples)
+        outcomes = task_outcomes(rollouts)
+        val = _mean(outcomes)
+        if val is None:
+            first = next((r.error for r in rollouts if r.error), "unknown error")
+            raise NothingScored(f"no validation rollout of the initial skill could be scored "
+                                f"({len(rollouts)} unscored), so there is nothing to improve "
+                                f"on; first error: {first}")
+        st["incumbent"]["val"] = val
+        st["initial"]["val"] = val
+        st["epoch_start"] = dict(st["incumbent"])
+        sha = self.audit.commit(skill, 0, "initial", f"step 0: initial skill — val {_f(val)}",
+                                "", {"Skillopt-Val": f"{_f(val)} (n={_n(outcomes)})",
+                                     "Skillopt-Skill-Hash": skill.hash})
+        st["steps"].append({"step": 0, "kind": "initial", "epoch": 0, "val": val,
+                            "n": _n(outcomes), "commit": sha, "decision": "initial"})
+        self.emit("decision", step=0, kind="initial", accepted=True, val=val,
+                  best=val, commit=sha)
+        self.checkpoint()
+
+    def _step(self, epoch: int, k: int, batch: list[Task]) -> None:
+        st = self.state
+        step = st["step"] + 1
+        regular = epoch * self.per_epoch + k
+        budget = edit_budget(regular, self.total_steps, max_edits=self.s.lr,
+                             min_edits=self.s.min_lr, schedule=self.s.schedule)
+        incumbent = self.incumbent
+        self.stage("rollout", step=step, epoch=epoch + 1, k=k + 1, per_epoch=self.per_epoch,
+                   budget=budget)
+        rollouts = self.rollouts(incumbent, batch, f"step {step} · train")
+        failures = [r for r in rollouts if r.scored and not r.passed]
+        successes = [r for r in rollouts if r.scored and r.passed]
+        train_mean = _mean(task_outcomes(rollouts))
+
+        proposals = self._proposals(step, epoch, incumbent, failures, successes, budget)
+        merged = merge_edits([p.edits for p in proposals], budget)
+        candidate, report = apply_edits(incumbent, merged.kept)
+        record: dict[str, Any] = {
+            "step": step, "kind": "step", "epoch": epoch + 1, "budget": budget,
+            "train_mean": train_mean, "failures": len(failures), "successes": len(successes),
+            "unscored": sum(1 for r in rollouts if not r.scored),
+            "proposals": [p.to_dict() for p in proposals],
+            "dropped": [{"edit": e.to_dict(), "reason": why} for e, why in merged.dropped],
+            "apply": report.to_list(),
+        }
+        for e, why in merged.dropped:
+            if why.startswith("conflicts"):
+                self.memory.skip(step, e, why)
+        for r in report.not_applied:
+            self.memory.skip(step, r.edit, f"{r.status}: {r.detail}" if r.detail else r.status)
+        self._judge(step, epoch, incumbent, candidate, report, record)
+
+    def _proposals(self, step, epoch, incumbent, failures, successes, budget) -> list[Proposal]:
+        st = self.state
+        pending = st.get("pending") or {}
+        if pending.get("step") == step:  # resumed inside this step: reuse finished calls
+            return [Proposal.from_dict(p) for p in pending["proposals"]]
+        requests = [ProposalRequest(incumbent, "failures", mb, self.tasks, budget, self.memory,
+                                    step, epoch) for mb in chunks(failures, self.s.minibatch_size)]
+        requests += [ProposalRequest(incumbent, "successes", mb, self.tasks, budget, self.memory,
+                                     step, epoch)
+                     for mb in chunks(successes, self.s.minibatch_size)]
+        self.stage("reflect", step=step, minibatches=len(requests))
+        if not requests:
+            return []
+        workers = max(1, min(self.s.concurrency, len(requests)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillopt-reflect") as pool:
+            proposals = list(pool.map(self.optimizer.propose, requests))
+        for req, p in zip(requests, proposals):
+            self.acct.add(p.calls, p.usage, p.cost)
+            if p.skipped:
+                self.acct.skipped_minibatches += 1
+            self.emit("proposal", step=step, kind=req.kind, tasks=[r.task_id for r in req.rollouts],
+                      edits=len(p.edits), skipped=p.skipped)
+        st["pending"] = {"step": step, "proposals": [p.to_dict() for p in proposals]}
+        self.checkpoint()
+        return proposals
+
+    def _judge(self, step: int, epoch: int, incumbent: Skill, candidate: Skill,
+               report: ApplyReport, record: dict, kind: str = "step") -> None:
+        """Gate the candidate, commit it, update incumbent and memory, record."""
+        st = self.state
+        applied = [r.edit for r in report.applied]
+        if not applied or candidate.hash == incumbent.hash:
+            record.update(decision="no_candidate", reason="no edit could be applied"
+                          if not applied else "the edits left the skill unchanged")
+            st["steps"].append(record)
+            st["step"] = step
+            st["pending"] = None
+            self.emit("decision", step=step, kind=kind, accepted=False, decision="no_candidate",
+                      reason=record["reason"], val=st["incumbent"]["val"],
+                      best=st["incumbent"]["val"])
+            return
+        self.stage("gate", step=step)
+        inc = self.val_outcomes(incumbent, f"step {step} · val (incumbent)")
+        cand = self.val_outcomes(candidate, f"step {step} · val (candidate)")
+        decision = decide(inc, cand, mode=self.s.gate, min_delta=self.s.min_delta,
+                          alpha=self.s.alpha)
+        verdict = "accepted" if decision.accepted else "rejected"
+        subject, body, trailers = _commit_message(step, epoch, kind, verdict, decision, report,
+                                                  self.s.gate)
+        trailers["Skillopt-Skill-Hash"] = candidate.hash
+        sha = self.audit.commit(candidate, step, verdict, subject, body, trailers)
+        if decision.accepted:
+            st["incumbent"] = {"text": candidate.text, "hash": candidate.hash,
+                               "val": decision.candidate_mean}
+        else:
+            self.memory.reject(step, applied, decision.delta, decision.reason)
+        record.update(decision=verdict, reason=decision.reason, gate=decision.to_dict(),
+                      commit=sha, skill_hash=candidate.hash)
+        st["steps"].append(record)
+        st["step"] = step
+        st["pending"] = None
+        self.emit("decision", step=step, kind=kind, accepted=decision.accepted,
+                  decision=verdict, delta=decision.delta, p_value=decision.p_value,
+                  val=decision.candidate_mean, best=st["incumbent"]["val"],
+                  reason=decision.reason, commit=sha)
+
+    # -- epoch end ---------------------------------------------------------------------
+    def _slow_update(self, epoch: int) -> None:
+        st = self.state
+        step = st["step"] + 1
+        current = self.incumbent
+        previous = self._skill(st["epoch_start"]["text"])
+        slow = getattr(self.optimizer, "slow_update", None)
+        if slow is None:
+            return
+        self.stage("slow_update", step=step, epoch=epoch + 1)
+        n = min(self.s.batch_size, len(self.train))
+        sample = random.Random(f"{self.s.seed}:slow:{epoch}").sample(self.train, n)
+        before = task_outcomes(self.rollouts(previous, sample, f"slow update {epoch + 1} · before"))
+        after = task_outcomes(self.rollouts(current, sample, f"slow update {epoch + 1} · after"))
+        comparison = _comparison(sample, before, after)
+        result = slow(current, previous, comparison, self.memory)
+        self.acct.add(result.calls, result.usage, result.cost)
+        record: dict[str, Any] = {"step": step, "kind": "slow_update", "epoch": epoch + 1,
+                                  "guidance": result.text, "skipped": result.skipped}
+        if not result.text:
+            record.update(decision="no_candidate",
+                          reason=result.skipped or "the optimizer gave no guidance")
+            st["steps"].append(record)
+            st["step"] = step
+            self.emit("decision", step=step, kind="slow_update", accepted=False,
+                      decision="no_candidate", reason=record["reason"],
+                      val=st["incumbent"]["val"], best=st["incumbent"]["val"])
+            return
+        candidate = set_guidance(current, result.text)
+        edit = Edit("replace" if "skillopt:protected guidance" in current.body else "add",
+                    content=result.text, rationale="longitudinal guidance from the slow update",
+                    source="slow_update")
+        report = ApplyReport([EditResult(edit, "applied", "guidance block")])
+        self._judge(step, epoch, current, candidate, report, record, kind="slow_update")
+
+    def _meta_notes(self, epoch: int) -> None:
+        notes = getattr(self.optimizer, "meta_notes", None)
+        if notes is None:
+            return
+        lines = []
+        for rec in self.state["steps"]:
+            if rec.get("epoch") != epoch + 1 or rec["kind"] == "initial":
+                continue
+            edits = [a["edit"] for a in rec.get("apply", []) if a["status"] == "applied"]
+            delta = (rec.get("gate") or {}).get("delta")
+            lines.append(f"- step {rec['step']} ({rec['kind']}): {rec['decision']}"
+                         + (f", delta {delta:+.3f}" if delta is not None else "")
+                         + f" — {rec.get('reason', '')}")
+            for e in edits:
+                lines.append(f"    - {Edit.from_dict(e).describe(100)}")
+        self.stage("notes", epoch=epoch + 1)
+        result = notes(epoch + 1, "\n".join(lines) or "(no steps)")
+        self.acct.add(result.calls, result.usage, result.cost)
+        if result.text:
+            self.memory.note(epoch + 1, result.text)
+
+    # -- end of run --------------------------------------------------------------------
+    def _finish(self) -> dict:
+        st = self.state
+        best = self.incumbent
+        initial = self._skill(st["initial"]["text"])
+        self.run_dir.path.joinpath("best").mkdir(exist_ok=True)
+        (self.run_dir.path / "best" / "SKILL.md").write_text(best.text, encoding="utf-8")
+        test: dict[str, Any] = {}
+        if self.test:
+            self.stage("test")
+            for name, skill in (("no_skill", Skill.empty()), ("initial", initial), ("best", best)):
+                outcomes = task_outcomes(self.rollouts(skill, self.test, f"test · {name}",
+                                                       self.s.samples))
+                passed = [o.passed for o in outcomes.values() if o.passed is not None]
+                test[name] = {"mean": _mean(outcomes), "n": _n(outcomes),
+                              "pass_rate": sum(passed) / len(passed) if passed else None}
+        st["test"] = test
+        self.emit("finished", test=test, best_val=st["incumbent"]["val"],
+                  initial_val=st["initial"]["val"])
+        return test
+
+
+# ---------------------------------------------------------------------- helpers
+def _mean(outcomes) -> float | None:
+    values = [o.value for o in outcomes.values() if o.value is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _n(outcomes) -> int:
+    return sum(1 for o in outcomes.values() if o.value is not None)
+
+
+def _f(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _comparison(tasks: list[Task], before, after) -> str:
+    groups: dict[str, list[str]] = {"improved": [], "regressed": [], "still failing": [],
+                                    "still passing": []}
+    for t in tasks:
+        b, a = before.get(t.id), after.get(t.id)
+        if b is None or a is None or b.passed is None or a.passed is None:
+            continue
+        key = ("improved" if a.passed and not b.passed else "regressed" if b.passed and not a.passed
+               else "still passing" if a.passed else "still failing")
+        groups[key].append(f"  - {t.id}: input {t.prompt[:160]!r} → expected {str(t.expected)[:80]!r}")
+    out = []
+    for name, lines in groups.items():
+        out.append(f"{name.capitalize()} ({len(lines)}):")
+        out.extend(lines[:12] if name != "still passing" else [])
+    return "\n".join(out)
+
+
+def _commit_message(step: int, epoch: int, kind: str, verdict: str, d: Decision,
+                    report: ApplyReport, gate: str) -> tuple[str, str, dict]:
+    label = "slow update" if kind == "slow_update" else "step"
+    subject = (f"{label} {step}: {verdict} — val {_f(d.incumbent_mean)} -> {_f(d.candidate_mean)}"
+               + (f" ({d.delta:+.3f})" if d.delta is not None else ""))
+    body = [d.reason[0].upper() + d.reason[1:] + ".", "", "Edits:"]
+    for r in report.results:
+        status = "applied" if r.applied else f"not applied: {r.status}"
+        body.append(f"- [{status}] {r.edit.describe(100)}")
+        if r.edit.rationale:
+            body.append(f"  why: {r.edit.rationale}")
+        if r.edit.evidence:
+            body.append(f"  evidence: {', '.join(r.edit.evidence)}")
+    body += ["", f"Flips fail->pass ({len(d.fail_to_pass)}): {', '.join(d.fail_to_pass) or '-'}",
+             f"Flips pass->fail ({len(d.pass_to_fail)}): {', '.join(d.pass_to_fail) or '-'}"]
+    trailers = {
+        "Skillopt-Epoch": epoch + 1,
+        "Skillopt-Kind": kind,
+        "Skillopt-Gate": gate,
+        "Skillopt-Val": f"{_f(d.incumbent_mean)} -> {_f(d.candidate_mean)} (n={d.n})",
+        "Skillopt-Delta": "n/a" if d.delta is None else f"{d.delta:+.3f}",
+        "Skillopt-P-Value": "n/a" if d.p_value is None else f"{d.p_value:.4f}",
+        "Skillopt-Flips": f"fail->pass {len(d.fail_to_pass)}, pass->fail {len(d.pass_to_fail)}",
+        "Skillopt-Edits": report.summary(),
+    }
+    return subject, "\n".join(body), trailers
+
+
+def new_state(skill: Skill) -> dict:
+    return {"status": "new", "epoch": 0, "k": 0, "step": 0, "slow_done": False,
+            "notes_done": False,
+            "incumbent": {"text": skill.text, "hash": skill.hash, "val": None},
+            "initial": {"text": skill.text, "hash": skill.hash, "val": None},
+            "epoch_start": {"text": skill.text, "hash": skill.hash, "val": None},
+            "support": [list(x) for x in skill.support], "steps": [], "pending": None,
+            "memory": Memory().to_dict(), "accounting": Accounting().to_dict(),
+            "started_at": time.time()}

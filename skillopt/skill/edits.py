@@ -1,0 +1,294 @@
+"""Bounded edits to a skill body, and applying them with a per-edit report.
+
+Invariants:
+- An anchor is matched exactly first, then whitespace- and case-normalised; more
+  than one match is `ambiguous_anchor`, none is `anchor_not_found`. Nothing is
+  guessed.
+- Edits never touch the frontmatter (only the body is edited) nor a protected
+  block (`<!-- skillopt:protected … -->` … `<!-- /skillopt:protected -->`).
+- Every edit gets exactly one status; the skill is never mutated (a new `Skill`
+  is returned).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from skillopt.skill.document import Skill
+
+OPS = ("add", "delete", "replace")
+APPLIED = "applied"
+PROTECTED_OPEN = re.compile(r"<!--\s*skillopt:protected\b[^>]*-->")
+PROTECTED_CLOSE = re.compile(r"<!--\s*/skillopt:protected\s*-->")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One proposed change (DESIGN §3). `source` says where it came from
+    (failures, successes, slow_update, exemplars); `support` how many minibatches
+    proposed it."""
+
+    op: str
+    anchor: str | None = None
+    section: str | None = None
+    content: str | None = None
+    rationale: str = ""
+    evidence: tuple[str, ...] = ()
+    source: str = "failures"
+    support: int = 1
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["evidence"] = list(self.evidence)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Edit:
+        known = {k: data[k] for k in ("op", "anchor", "section", "content", "rationale",
+                                      "source", "support") if k in data and data[k] is not None}
+        return cls(evidence=tuple(str(e) for e in data.get("evidence") or ()), **known)
+
+    def describe(self, width: int = 60) -> str:
+        """One line for logs and commit messages."""
+        def short(text: str | None) -> str:
+            text = " ".join((text or "").split())
+            return text if len(text) <= width else text[:width - 1] + "…"
+        if self.op == "add":
+            where = f"after {short(self.anchor)!r}" if self.anchor else (
+                f"under {self.section!r}" if self.section else "at the end")
+            return f"add {where}: {short(self.content)!r}"
+        if self.op == "delete":
+            return f"delete {short(self.anchor)!r}"
+        return f"replace {short(self.anchor)!r} with {short(self.content)!r}"
+
+
+@dataclass(frozen=True)
+class EditResult:
+    edit: Edit
+    status: str  # applied | anchor_not_found | ambiguous_anchor | protected | invalid | noop
+    detail: str = ""
+
+    @property
+    def applied(self) -> bool:
+        return self.status == APPLIED
+
+    def to_dict(self) -> dict:
+        return {"edit": self.edit.to_dict(), "status": self.status, "detail": self.detail}
+
+
+@dataclass
+class ApplyReport:
+    results: list[EditResult] = field(default_factory=list)
+
+    @property
+    def applied(self) -> list[EditResult]:
+        return [r for r in self.results if r.applied]
+
+    @property
+    def not_applied(self) -> list[EditResult]:
+        return [r for r in self.results if not r.applied]
+
+    def summary(self) -> str:
+        return f"{len(self.applied)} applied, {len(self.not_applied)} skipped"
+
+    def to_list(self) -> list[dict]:
+        return [r.to_dict() for r in self.results]
+
+
+def protected_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every protected block, markers included. An unclosed block
+    protects everything after its opening marker."""
+    spans = []
+    pos = 0
+    while True:
+        m = PROTECTED_OPEN.search(text, pos)
+        if not m:
+            return spans
+        close = PROTECTED_CLOSE.search(text, m.end())
+        end = close.end() if close else len(text)
+        spans.append((m.start(), end))
+        pos = end
+
+
+def _normalise_with_map(text: str) -> tuple[str, list[int]]:
+    """Casefolded text with whitespace runs collapsed to one space, and for each
+    character of the result its offset in `text`."""
+    out, index = [], []
+    in_space = False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if not in_space and out:
+                out.append(" ")
+                index.append(i)
+            in_space = True
+            continue
+        in_space = False
+        for c in ch.casefold():
+            out.append(c)
+            index.append(i)
+    if out and out[-1] == " ":
+        out.pop()
+        index.pop()
+    return "".join(out), index
+
+
+def find_anchor(text: str, anchor: str) -> tuple[str, tuple[int, int] | None]:
+    """('found', span) | ('ambiguous', None) | ('missing', None)."""
+    if not anchor or not anchor.strip():
+        return "missing", None
+    start = text.find(anchor)
+    if start != -1:
+        # overlapping occurrences count too ("- a\n- a" is twice in "- a\n- a\n- a")
+        if text.find(anchor, start + 1) != -1:
+            return "ambiguous", None
+        return "found", (start, start + len(anchor))
+    norm_text, index = _normalise_with_map(text)
+    norm_anchor, _ = _normalise_with_map(anchor)
+    if not norm_anchor:
+        return "missing", None
+    starts = [m.start() for m in re.finditer(f"(?={re.escape(norm_anchor)})", norm_text)]
+    if len(starts) > 1:
+        return "ambiguous", None
+    if not starts:
+        return "missing", None
+    s = starts[0]
+    e = s + len(norm_anchor) - 1
+    return "found", (index[s], index[e] + 1)
+
+
+def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(span[0] < e and s < span[1] for s, e in spans)
+
+
+def _block(content: str) -> str:
+    return content.strip("\n")
+
+
+def apply_edits(skill: Skill, edits: list[Edit]) -> tuple[Skill, ApplyReport]:
+    """Apply `edits` in order to the body; return the candidate and the report."""
+    body = skill.body
+    report = ApplyReport()
+    for edit in edits:
+        body, result = _apply_one(body, edit)
+        report.results.append(result)
+    return skill.with_body(body), report
+
+
+def _apply_one(body: str, edit: Edit) -> tuple[str, EditResult]:
+    if edit.op not in OPS:
+        return body, EditResult(edit, "invalid", f"unknown op {edit.op!r}")
+    if edit.op in ("add", "replace") and not (edit.content or "").strip():
+        return body, EditResult(edit, "invalid", f"{edit.op} needs content")
+    if PROTECTED_OPEN.search(edit.content or "") or PROTECTED_CLOSE.search(edit.content or ""):
+        return body, EditResult(edit, "protected", "content may not contain protected markers")
+    guarded = protected_spans(body)
+
+    if edit.op in ("delete", "replace") or edit.anchor:
+        if not edit.anchor:
+            return body, EditResult(edit, "invalid", f"{edit.op} needs an anchor")
+        state, span = find_anchor(body, edit.anchor)
+        if state == "ambiguous":
+            return body, EditResult(edit, "ambiguous_anchor",
+                                    "the anchor occurs more than once; quote more context")
+        if state == "missing":
+            return body, EditResult(edit, "anchor_not_found",
+                                    "the anchor is not in the skill (exactly or normalised)")
+        assert span is not None
+        if _overlaps(span, guarded) or any(s <= span[0] < e for s, e in guarded):
+            return body, EditResult(edit, "protected", "the anchor is inside a protected block")
+        start, end = span
+        if edit.op == "delete":
+            before, after = body[:start], body[end:]
+            if (not before or before.endswith("\n")) and (not after or after.startswith("\n")):
+                after = after[1:]  # don't leave an empty line where a line was
+                if not before or before.endswith("\n\n"):  # nor a doubled blank line
+                    if after.startswith("\n"):
+                        after = after[1:]
+                    elif not after:
+                        before = before[:-1]
+            return before + after, EditResult(edit, APPLIED)
+        if edit.op == "replace":
+            new = _block(edit.content or "") if "\n" in body[start:end] or "\n" in (
+                edit.content or "") else (edit.content or "").strip()
+            if body[start:end] == new:
+                return body, EditResult(edit, "noop", "the replacement equals the anchor")
+            return body[:start] + new + body[end:], EditResult(edit, APPLIED)
+        # add after the anchor: after the end of the anchor's line
+        line_end = body.find("\n", end)
+        line_end = len(body) if line_end == -1 else line_end
+        if _inside(line_end, guarded):
+            return body, EditResult(edit, "protected", "the insertion point is protected")
+        return _insert(body, line_end, _block(edit.content or "")), EditResult(edit, APPLIED)
+
+    # add without anchor: at the end of a section (created if missing) or the body
+    content = _block(edit.content or "")
+    if edit.section:
+        sec = Skill.parse(body).section(edit.section)
+        if sec is not None:
+            if any(s <= sec.start < e for s, e in guarded):
+                return body, EditResult(edit, "protected", "the section is in a protected block")
+            at = len(body[:sec.end].rstrip("\n"))
+            for s, e in guarded:  # the section runs into a protected block: add before it
+                if sec.start < s < at < e:
+                    at = len(body[:s].rstrip("\n"))
+            if _inside(at, guarded):
+                return body, EditResult(edit, "protected", "the section ends in a protected block")
+            return _insert(body, at, content), EditResult(edit, APPLIED)
+        title = edit.section.strip().lstrip("#").strip()
+        return _append(body, f"## {title}\n\n{content}", guarded), EditResult(
+            edit, APPLIED, f"created section {title!r}")
+    return _append(body, content, guarded), EditResult(edit, APPLIED)
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
+
+
+def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
+    return any(s < pos < e for s, e in spans)
+
+
+def _insert(body: str, at: int, block: str) -> str:
+    """Insert `block` at offset `at` (the end of a line): a list item continues the
+    list on the next line, anything else becomes its own paragraph."""
+    head, tail = body[:at], body[at:]
+    last_line = head.rsplit("\n", 1)[-1]
+    tight = bool(_LIST_ITEM.match(block)) and bool(_LIST_ITEM.match(last_line))
+    sep = "\n" if tight or not head.strip() else "\n\n"
+    rest = tail.lstrip("\n")
+    if not rest:
+        return head + sep + block + "\n"
+    after = "\n" if tight and _LIST_ITEM.match(rest) else "\n\n"
+    return head + sep + block + after + rest
+
+
+def _append(body: str, block: str, guarded: list[tuple[int, int]]) -> str:
+    """Append at the end of the body, but before a trailing protected block so the
+    guidance stays last."""
+    if guarded and guarded[-1][1] >= len(body.rstrip()):
+        start = guarded[-1][0]
+        head = body[:start].rstrip("\n")
+        return (head + "\n\n" if head else "") + block + "\n\n" + body[start:]
+    head = body.rstrip("\n")
+    return (head + "\n\n" if head else "") + block + "\n"
+
+
+GUIDANCE_OPEN = "<!-- skillopt:protected guidance -->"
+GUIDANCE_CLOSE = "<!-- /skillopt:protected -->"
+
+
+def set_guidance(skill: Skill, guidance: str) -> Skill:
+    """Write (or replace) the slow-update guidance block at the end of the body."""
+    block = f"{GUIDANCE_OPEN}\n## Lessons from training\n\n{guidance.strip()}\n{GUIDANCE_CLOSE}"
+    body = skill.body
+    m = re.search(re.escape(GUIDANCE_OPEN) + r".*?" + re.escape(GUIDANCE_CLOSE), body, re.DOTALL)
+    if m:
+        return skill.with_body(body[:m.start()] + block + body[m.end():])
+    head = body.rstrip("\n")
+    return skill.with_body((head + "\n\n" if head else "") + block + "\n")
+
+
+def guidance_of(skill: Skill) -> str | None:
+    m = re.search(re.escape(GUIDANCE_OPEN) + r"\n## Lessons from training\n\n(.*?)\n"
+                  + re.escape(GUIDANCE_CLOSE), skill.body, re.DOTALL)
+    return m.group(1) if m else None

@@ -1,0 +1,256 @@
+"""The git audit trail: one commit per candidate revision, evidence in trailers.
+
+Invariants:
+- Only git objects and refs are written. The user's working tree, index, HEAD and
+  current branch are never touched (no checkout, no index, no `git add`).
+- Accepted revisions form the first-parent history of `skillopt/<run-id>`;
+  rejected candidates hang off the incumbent at
+  `refs/skillopt/<run-id>/rejected/<step>`.
+- Inside a git repository the first commit's parent is the repository's HEAD and
+  each commit is HEAD's tree with only the skill directory replaced, so
+  `git diff HEAD skillopt/<run-id>` is exactly the trained change. Outside one, a
+  bare repository `<runs>/audit.git` holds the history, each tree holding just the
+  skill directory.
+- Committing a step that is already committed returns the existing commit, so a
+  resumed run never records a step twice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
+
+import git
+from gitdb import LooseObjectDB
+from gitdb.base import IStream
+
+from skillopt.errors import InputError
+from skillopt.skill.document import SKILL_FILE, Skill
+
+ACTOR = git.Actor("skillopt", "skillopt@localhost")
+_TRAILER = re.compile(r"^(Skillopt-[A-Za-z-]+):\s?(.*)$")
+_DIR_MODE = 0o040000
+_FILE_MODE = 0o100644
+_EXEC_MODE = 0o100755
+
+
+@dataclass(frozen=True)
+class AuditCommit:
+    sha: str
+    step: int
+    decision: str  # initial | accepted | rejected
+    subject: str
+    message: str
+    trailers: dict
+    parent: str | None
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    out = {}
+    for line in message.splitlines():
+        m = _TRAILER.match(line.strip())
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+class Audit:
+    def __init__(self, repo: git.Repo, run_id: str, skill_path: str):
+        self.repo = repo
+        self.run_id = run_id
+        self.skill_path = skill_path.strip("/")
+        self.branch = f"skillopt/{run_id}"
+        self.branch_ref = f"refs/heads/{self.branch}"
+        self._loose: LooseObjectDB | None = None
+
+    # -- opening -----------------------------------------------------------------------
+    @classmethod
+    def create(cls, skill_dir: Path, runs_dir: Path, run_id: str) -> Audit:
+        """Use the repository that holds `skill_dir` if there is one, else a bare
+        repository under `runs_dir`."""
+        skill_dir = skill_dir.resolve()
+        try:
+            repo = git.Repo(skill_dir, search_parent_directories=True)
+            root = Path(repo.working_tree_dir).resolve() if repo.working_tree_dir else None
+            if root is None or not skill_dir.is_relative_to(root):
+                raise git.InvalidGitRepositoryError(str(skill_dir))
+            skill_path = skill_dir.relative_to(root).as_posix()
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            path = runs_dir.resolve() / "audit.git"
+            if not path.exists():
+                git.Repo.init(path, bare=True)
+            repo = git.Repo(path)
+            skill_path = f"skills/{skill_dir.name}"
+        return cls(repo, run_id, skill_path)
+
+    @classmethod
+    def open(cls, repo_path: str | Path, run_id: str, skill_path: str) -> Audit:
+        try:
+            return cls(git.Repo(repo_path), run_id, skill_path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise InputError("the run's audit repository is missing", path=repo_path) from None
+
+    @property
+    def location(self) -> str:
+        return self.repo.working_tree_dir or self.repo.git_dir
+
+    # -- writing -----------------------------------------------------------------------
+    def commit(self, skill: Skill, step: int, decision: str, subject: str, body: str,
+               trailers: dict[str, object]) -> str:
+        """Record one revision; return its sha. `decision` is initial, accepted or
+        rejected (rejected commits leave the branch where it is)."""
+        existing = self.find_step(step)
+        if existing is not None:
+            return existing.sha
+        tip = self.tip()
+        if tip is not None:
+            parents = [self.repo.commit(tip)]
+        else:
+            base = self._user_head()
+            parents = [base] if base is not None else []
+        base_tree = parents[0].tree.binsha if parents else None
+        tree_sha = self._replace_path(base_tree, self.skill_path.split("/"),
+                                      self._skill_tree(skill))
+        lines = [f"{k}: {v}" for k, v in {"Skillopt-Run": self.run_id, "Skillopt-Step": step,
+                                          "Skillopt-Decision": decision, **trailers}.items()]
+        message = subject.strip() + "\n\n" + (body.strip() + "\n\n" if body.strip() else "") \
+            + "\n".join(lines) + "\n"
+        commit = git.Commit.create_from_tree(self.repo, git.Tree(self.repo, tree_sha, 0o040000, ""), message,
+                                             parent_commits=parents, head=False,
+                                             author=ACTOR, committer=ACTOR)
+        if decision == "rejected":
+            ref = f"refs/skillopt/{self.run_id}/rejected/{step}"
+        else:
+            ref = self.branch_ref
+        git.Reference.create(self.repo, ref, commit, force=True)
+        return commit.hexsha
+
+    def _user_head(self) -> git.Commit | None:
+        if self.repo.bare:
+            return None
+        try:
+            return self.repo.head.commit
+        except ValueError:  # a repository without commits yet
+            return None
+
+    def _store(self, kind: bytes, data: bytes) -> bytes:
+        """Write a loose object in-process (gitpython's default store shells out to
+        `git hash-object` for every object)."""
+        if self._loose is None:
+            self._loose = LooseObjectDB(str(Path(self.repo.git_dir) / "objects"))
+        return self._loose.store(IStream(kind, len(data), BytesIO(data))).binsha
+
+    def _tree(self, entries: list[tuple[int, str, bytes]]) -> bytes:
+        def order(e):  # git sorts directories as if their name ended in "/"
+            return e[1].encode() + (b"/" if e[0] == _DIR_MODE else b"")
+        data = b"".join(b"%o %s\0" % (mode, name.encode()) + sha
+                        for mode, name, sha in sorted(entries, key=order))
+        return self._store(b"tree", data)
+
+    def _skill_tree(self, skill: Skill) -> bytes:
+        files: dict[str, tuple[bytes, int]] = {SKILL_FILE: (skill.text.encode("utf-8"),
+                                                            _FILE_MODE)}
+        if skill.root is not None:
+            for rel, _ in skill.support:
+                path = skill.root / rel
+                mode = _EXEC_MODE if path.stat().st_mode & 0o111 else _FILE_MODE
+                files[rel] = (path.read_bytes(), mode)
+        return self._build(files)
+
+    def _build(self, files: dict[str, tuple[bytes, int]]) -> bytes:
+        here: list[tuple[int, str, bytes]] = []
+        subdirs: dict[str, dict[str, tuple[bytes, int]]] = {}
+        for rel, (data, mode) in files.items():
+            head, _, rest = rel.partition("/")
+            if rest:
+                subdirs.setdefault(head, {})[rest] = (data, mode)
+            else:
+                here.append((mode, head, self._store(b"blob", data)))
+        for name, sub in subdirs.items():
+            here.append((_DIR_MODE, name, self._build(sub)))
+        return self._tree(here)
+
+    def _replace_path(self, tree_sha: bytes | None, parts: list[str], new: bytes) -> bytes:
+        """`tree_sha` with the entry at `parts` replaced by the tree `new`."""
+        if not parts:
+            return new
+        entries: list[tuple[int, str, bytes]] = []
+        child: bytes | None = None
+        if tree_sha is not None:
+            for obj in git.Tree(self.repo, tree_sha, 0o040000, ""):
+                if obj.name == parts[0]:
+                    child = obj.binsha if obj.type == "tree" else None
+                    continue
+                entries.append((obj.mode, obj.name, obj.binsha))
+        entries.append((_DIR_MODE, parts[0], self._replace_path(child, parts[1:], new)))
+        return self._tree(entries)
+
+    # -- reading -----------------------------------------------------------------------
+    def _resolve(self, ref: str) -> git.Commit | None:
+        """The commit a ref points at, read without a subprocess; None if unset."""
+        try:
+            return git.Reference(self.repo, ref).commit
+        except (ValueError, TypeError, OSError):
+            return None
+
+    def tip(self) -> str | None:
+        commit = self._resolve(self.branch_ref)
+        return commit.hexsha if commit is not None else None
+
+    def _record(self, commit: git.Commit) -> AuditCommit | None:
+        trailers = parse_trailers(commit.message)
+        if trailers.get("Skillopt-Run") != self.run_id:
+            return None
+        return AuditCommit(commit.hexsha, int(trailers.get("Skillopt-Step", -1)),
+                           trailers.get("Skillopt-Decision", ""), commit.summary,
+                           commit.message, trailers,
+                           commit.parents[0].hexsha if commit.parents else None)
+
+    def accepted(self) -> list[AuditCommit]:
+        """The branch's first-parent history of this run, oldest first."""
+        tip = self.tip()
+        out = []
+        if tip is not None:
+            for commit in self.repo.iter_commits(tip, first_parent=True):
+                rec = self._record(commit)
+                if rec is None:
+                    break
+                out.append(rec)
+        return out[::-1]
+
+    def rejected(self) -> list[AuditCommit]:
+        prefix = f"refs/skillopt/{self.run_id}/rejected/"
+        out = []
+        for ref in self.repo.references:
+            if ref.path.startswith(prefix):
+                rec = self._record(ref.commit)
+                if rec is not None:
+                    out.append(rec)
+        return sorted(out, key=lambda c: c.step)
+
+    def history(self) -> list[AuditCommit]:
+        """Every candidate of the run, by step."""
+        return sorted(self.accepted() + self.rejected(), key=lambda c: (c.step, c.decision))
+
+    def find_step(self, step: int) -> AuditCommit | None:
+        rejected = self._resolve(f"refs/skillopt/{self.run_id}/rejected/{step}")
+        if rejected is not None:
+            rec = self._record(rejected)
+            if rec is not None:
+                return rec
+        tip = self._resolve(self.branch_ref)
+        rec = self._record(tip) if tip is not None else None
+        return rec if rec is not None and rec.step == step else None
+
+    def skill_text(self, sha: str) -> str:
+        blob = self.repo.commit(sha).tree / f"{self.skill_path}/{SKILL_FILE}"
+        return blob.data_stream.read().decode("utf-8")
+
+    def diff(self, old: str | None, new: str) -> str:
+        """Unified diff of the skill directory between two commits (old None: from
+        nothing)."""
+        if old is None:
+            old = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
+        return self.repo.git.diff(old, new, "--", self.skill_path)

@@ -1,0 +1,135 @@
+"""A run directory: `runs/<run-id>/` with its config, event log and checkpoint.
+
+Invariants: `state.json` is versioned and replaced atomically (temp file +
+`os.replace`), so a crash leaves the previous checkpoint intact; `events.jsonl`
+is append-only, one JSON object per line; `run.yaml` never holds a secret.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from skillopt.errors import InputError
+
+STATE_VERSION = 1
+_SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def new_run_id(skill_name: str) -> str:
+    return f"{skill_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def redact(value: Any) -> Any:
+    """Drop values of secret-looking keys (a key *name*, like api_key_env, stays)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            secret = any(w in str(k).lower() for w in _SECRET_WORDS) and not str(k).endswith("_env")
+            out[k] = "***" if secret and v else redact(v)
+        return out
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class RunDir:
+    def __init__(self, path: Path):
+        self.path = path
+        self.run_id = path.name
+        self._events_lock = threading.Lock()
+        self._events_fh = None
+
+    @classmethod
+    def create(cls, runs_dir: Path, run_id: str) -> RunDir:
+        path = runs_dir / run_id
+        path.mkdir(parents=True, exist_ok=False)
+        return cls(path)
+
+    @classmethod
+    def find(cls, ref: str, runs_dir: Path) -> RunDir:
+        """A run by directory path or by id under `runs_dir`."""
+        for candidate in (Path(ref), runs_dir / ref):
+            if (candidate / "run.yaml").is_file():
+                return cls(candidate)
+        raise InputError(f"no run {ref!r}: give a run directory or an id under {runs_dir}/")
+
+    # -- config ----------------------------------------------------------------------
+    def write_config(self, config: dict) -> None:
+        write_atomic(self.path / "run.yaml", yaml.safe_dump(redact(config), sort_keys=False,
+                                                            allow_unicode=True))
+
+    def config(self) -> dict:
+        return yaml.safe_load((self.path / "run.yaml").read_text(encoding="utf-8")) or {}
+
+    # -- state -----------------------------------------------------------------------
+    def save_state(self, state: dict) -> None:
+        # compact JSON: the C encoder, a few ms even for a long run's state
+        write_atomic(self.path / "state.json",
+                     json.dumps({"version": STATE_VERSION, **state}, ensure_ascii=False,
+                                separators=(",", ":"), default=str))
+
+    def load_state(self) -> dict | None:
+        path = self.path / "state.json"
+        if not path.is_file():
+            return None
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"the checkpoint is corrupt: {exc.msg}", path=path) from None
+        if state.get("version") != STATE_VERSION:
+            raise InputError(f"checkpoint version {state.get('version')} is not supported "
+                             f"(expected {STATE_VERSION})", path=path)
+        return state
+
+    # -- events ----------------------------------------------------------------------
+    def event(self, kind: str, /, **data: Any) -> None:
+        line = json.dumps({"t": round(time.time(), 3), "event": kind, **data},
+                          ensure_ascii=False, default=str)
+        with self._events_lock:
+            if self._events_fh is None:
+                self._events_fh = open(self.path / "events.jsonl", "a", encoding="utf-8")
+            self._events_fh.write(line + "\n")
+            self._events_fh.flush()
+
+    def close(self) -> None:
+        with self._events_lock:
+            if self._events_fh is not None:
+                self._events_fh.close()
+                self._events_fh = None
+
+    def events(self) -> list[dict]:
+        path = self.path / "events.jsonl"
+        if not path.is_file():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+
+    # -- outputs ---------------------------------------------------------------------
+    def write_text(self, name: str, text: str) -> Path:
+        target = self.path / name
+        write_atomic(target, text)
+        return target

@@ -1,0 +1,84 @@
+"""The edit budget schedule: constant, linear and cosine decay from max to min."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from skillopt.optimize.schedule import SCHEDULES, edit_budget
+
+
+def sequence(schedule: str, total: int, max_edits: int = 4, min_edits: int = 2) -> list[int]:
+    return [edit_budget(i, total, max_edits=max_edits, min_edits=min_edits, schedule=schedule)
+            for i in range(total)]
+
+
+def test_schedules_listed():
+    assert set(SCHEDULES) == {"constant", "linear", "cosine"}
+
+
+def test_default_is_cosine():
+    assert edit_budget(3, 8, max_edits=4, min_edits=2) == sequence("cosine", 8)[3]
+    assert edit_budget(7, 8, max_edits=4, min_edits=2) == 2
+
+
+@pytest.mark.parametrize("total", [2, 3, 5, 8, 13])
+def test_constant_is_max(total):
+    assert sequence("constant", total, 6, 1) == [6] * total
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+@pytest.mark.parametrize("total, hi, lo", [(2, 4, 2), (5, 4, 2), (8, 4, 2), (10, 8, 1),
+                                           (30, 5, 1), (7, 3, 3)])
+def test_decay_endpoints_monotone_and_bounded(schedule, total, hi, lo):
+    seq = sequence(schedule, total, hi, lo)
+    assert seq[0] == hi
+    assert seq[-1] == lo
+    assert all(a >= b for a, b in zip(seq, seq[1:])), seq
+    assert all(lo <= v <= hi for v in seq)
+    assert all(isinstance(v, int) for v in seq)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_single_step_is_max(schedule):
+    assert edit_budget(0, 1, max_edits=4, min_edits=2, schedule=schedule) == 4
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_swapped_min_max(schedule):
+    assert sequence(schedule, 8, max_edits=2, min_edits=4) == sequence(schedule, 8, 4, 2)
+
+
+def test_unknown_schedule_raises():
+    with pytest.raises(ValueError, match="unknown schedule 'step'"):
+        edit_budget(0, 5, max_edits=4, min_edits=2, schedule="step")
+
+
+def test_cosine_4_to_2_over_8_steps_exact():
+    # value = 2 + 2 * (1 + cos(pi * i / 7)) / 2 = 3 + cos(pi * i / 7), rounded:
+    # 4.00, 3.90, 3.62, 3.22, 2.78, 2.38, 2.10, 2.00
+    expected_values = [3 + math.cos(math.pi * i / 7) for i in range(8)]
+    assert [round(v) for v in expected_values] == [4, 4, 4, 3, 3, 2, 2, 2]
+    assert sequence("cosine", 8) == [4, 4, 4, 3, 3, 2, 2, 2]
+
+
+def test_linear_8_to_1_over_8_steps_exact():
+    # value = 8 - 7 * i / 7 = 8 - i
+    assert sequence("linear", 8, 8, 1) == [8, 7, 6, 5, 4, 3, 2, 1]
+
+
+def test_cosine_stays_high_longer_than_linear():
+    cos, lin = sequence("cosine", 11, 10, 0), sequence("linear", 11, 10, 0)
+    assert lin == [10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]
+    assert cos[0] == 10 and cos[-1] == 0
+    assert cos[5] == 5  # the midpoint is the mean of max and min
+    assert all(c >= v for c, v in zip(cos[:5], lin[:5]))
+    assert all(c <= v for c, v in zip(cos[6:], lin[6:]))
+    assert cos[2] > lin[2] and cos[8] < lin[8]
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+def test_steps_outside_range_are_clamped(schedule):
+    assert edit_budget(-3, 8, max_edits=4, min_edits=2, schedule=schedule) == 4
+    assert edit_budget(20, 8, max_edits=4, min_edits=2, schedule=schedule) == 2

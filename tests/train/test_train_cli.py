@@ -1,0 +1,90 @@
+"""`skillopt train`, `log`, `diff`, `show` through the CLI."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply
+
+from skillopt.cli.main import app
+
+runner = CliRunner()
+
+
+def train_args(world, *extra):
+    return ["train", str(world["skill"]), "--tasks", str(world["suite"]),
+            "--target", "scripted/test-target", "--optimizer", "scripted/test-optimizer",
+            "--batch-size", "40", "--minibatch-size", "40", "--no-slow-update", *extra]
+
+
+def test_train_prints_decisions_and_test_scores(world, models):
+    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
+    res = runner.invoke(app, train_args(world, "--epochs", "2"))
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "step 0   initial      val 0.500" in out
+    assert "step 1   rejected  val 0.000 (-0.500)" in out
+    assert "step 2   accepted  val 1.000 (+0.500)" in out
+    assert "validation 0.500 → 1.000" in out
+    rows = [line.split() for line in out.splitlines()]
+    assert ["no", "skill", "0.500", "50.0%", "4"] in rows
+    assert ["initial", "0.500", "50.0%", "4"] in rows
+    assert ["best", "1.000", "100.0%", "4"] in rows
+    assert "decisions: 1 rejected, 1 accepted" in out
+    assert "history: git log skillopt/words-" in out
+
+    run_id = out.split("history: git log skillopt/")[1].split()[0]
+    log = runner.invoke(app, ["log", run_id])
+    assert log.exit_code == 0, log.output
+    rows = [line.split() for line in log.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [(r[0], r[1]) for r in rows] == [("0", "initial"), ("1", "rejected"),
+                                            ("2", "accepted")]
+    assert "0.500→1.000" in log.stdout and "+0.500" in log.stdout
+
+    diff = runner.invoke(app, ["diff", run_id])
+    assert diff.exit_code == 0
+    assert f"+- {HELPFUL}" in diff.stdout and HARMFUL not in diff.stdout
+    step1 = runner.invoke(app, ["diff", run_id, "1"])
+    assert f"+- {HARMFUL}" in step1.stdout
+
+    show = runner.invoke(app, ["show", run_id, "1"])
+    assert show.exit_code == 0
+    assert "Skillopt-Decision: rejected" in show.stdout
+    assert "[applied] add under 'Rules'" in show.stdout
+    assert "Flips pass->fail" in show.stdout
+
+    missing = runner.invoke(app, ["show", run_id, "9"])
+    assert missing.exit_code == 2 and "no committed step 9" in missing.stderr
+    nope = runner.invoke(app, ["log", "no-such-run"])
+    assert nope.exit_code == 2 and "no run 'no-such-run'" in nope.stderr
+
+
+def test_dry_run_prints_the_plan(world, models):
+    res = runner.invoke(app, train_args(world, "--dry-run", "--epochs", "4"))
+    assert res.exit_code == 0, res.output
+    assert "dry run: no model was called" in res.stdout
+    assert "train 8 · val 4 · test 4" in res.stdout
+    assert "edit budget per step: 4 4 3 2" in res.stdout
+    assert "target rollouts: at most 64" in res.stdout
+    assert models["target"].call_count == 0 and models["optimizer"].call_count == 0
+
+
+def test_bad_suite_fails_in_one_line_before_any_call(world, models):
+    bad = world["root"] / "bad.yaml"
+    bad.write_text("items:\n  - {id: a, input: x, expected: y, scorer: nope}\n")
+    res = runner.invoke(app, ["train", str(world["skill"]), "--tasks", str(bad),
+                              "--target", "scripted/test-target",
+                              "--optimizer", "scripted/test-optimizer"])
+    assert res.exit_code == 2
+    assert res.stderr.count("\n") == 1 and "unknown scorer 'nope'" in res.stderr
+    assert models["target"].call_count == 0
+
+
+def test_resume_finished_run_reports_again(world, models):
+    models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
+    first = runner.invoke(app, train_args(world, "--epochs", "1"))
+    run_id = first.stdout.split("history: git log skillopt/")[1].split()[0]
+    calls = models["target"].call_count
+    again = runner.invoke(app, ["train", "--resume", run_id])
+    assert again.exit_code == 0, again.output
+    assert models["target"].call_count == calls
+    assert "validation 0.500 → 1.000" in again.stdout
