@@ -1,0 +1,43 @@
+"""The README's commands that need no provider key run as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from skillopt.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[1]
+NEEDS_KEY = ("openai/", "anthropic/", " RUN")
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.DOTALL)
+    commands = []
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            line = line.split("  #")[0].strip()
+            if line.startswith("skillopt ") and not any(k in line for k in NEEDS_KEY):
+                commands.append(line)
+    return commands
+
+
+def test_readme_commands_run(isolated):
+    for folder in ("skills", "tasks"):
+        shutil.copytree(ROOT / folder, isolated / folder)
+    commands = readme_commands()
+    assert any(c.startswith("skillopt eval") for c in commands)
+    assert any(c.startswith("skillopt lint") for c in commands)
+    for command in commands:
+        res = CliRunner().invoke(app, shlex.split(command)[1:])
+        assert res.exit_code == 0, (command, res.output)
+
+
+def test_bundled_skills_lint_clean():
+    res = CliRunner().invoke(app, ["lint", "--strict", str(ROOT / "skills")])
+    assert res.exit_code == 0, res.output
