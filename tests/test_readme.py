@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from skillopt.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
-NEEDS_KEY = ("openai/", "anthropic/", " RUN")
+NEEDS_KEY = ("openai/", "anthropic/", " RUN", "<")
 
 
 def readme_commands() -> list[str]:
@@ -22,6 +22,9 @@ def readme_commands() -> list[str]:
     for block in blocks:
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split("  #")[0].strip()
+            # training runs for real in tests/train/test_bundled.py
+            if line.startswith("skillopt train"):
+                continue
             if line.startswith("skillopt ") and not any(k in line for k in NEEDS_KEY):
                 commands.append(line)
     return commands

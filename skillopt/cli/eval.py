@@ -122,7 +122,8 @@ def render(result: EvalResult) -> None:
                   f"fail→pass {len(c.fail_to_pass)}"
                   + (f": {escape(fmt_ids(c.fail_to_pass))}" if c.fail_to_pass else "")
                   + f" · pass→fail {len(c.pass_to_fail)}"
-                  + (f": {escape(fmt_ids(c.pass_to_fail))}" if c.pass_to_fail else ""))
+                  + (f": {escape(fmt_ids(c.pass_to_fail))}" if c.pass_to_fail else ""),
+                  soft_wrap=True)
     unscored = [r for r in result.all_rollouts if not r.scored]
     if unscored:
         err.print(f"[yellow]{len(unscored)} rollout(s) unscored[/] (not counted in any score; "

@@ -9,6 +9,7 @@ import typer
 from skillopt import __version__
 from skillopt.cli import eval as eval_cli
 from skillopt.cli import lint as lint_cli
+from skillopt.cli import models as models_cli
 from skillopt.cli import runs as runs_cli
 from skillopt.cli import train as train_cli
 from skillopt.cli.common import set_debug
@@ -44,6 +45,7 @@ train_cli.register(app)
 eval_cli.register(app)
 lint_cli.register(app)
 runs_cli.register(app)
+models_cli.register(app)
 
 
 def run() -> None:

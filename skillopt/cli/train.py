@@ -62,6 +62,10 @@ class TrainProgress:
             out.print(decision_line(d), soft_wrap=True)
 
 
+def fmt_p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def decision_line(d: dict) -> str:
     step = d["step"]
     if d.get("kind") == "initial":
@@ -75,7 +79,7 @@ def decision_line(d: dict) -> str:
     p = d.get("p_value")
     return (f"step {step:<3} {label}[{color}]{decision:<9}[/] val {fmt_score(d.get('val'))}"
             + (f" ({delta:+.3f})" if delta is not None else "")
-            + (f" p={p:.3f}" if p is not None else "")
+            + (f" p={fmt_p(p)}" if p is not None else "")
             + f" · best {fmt_score(d.get('best'))} — {escape(d.get('reason', ''))}")
 
 
@@ -193,7 +197,8 @@ def render_summary(result: api.TrainResult) -> None:
               f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "
               f"{acct.get('optimizer_calls', 0)} · cost: target "
               f"{fmt_cost(acct.get('target_cost'), acct.get('target_cost') is not None)}, "
-              f"optimizer {fmt_cost(acct.get('optimizer_cost'), acct.get('optimizer_cost') is not None)}",
+              + (f"optimizer {fmt_cost(acct.get('optimizer_cost'), acct.get('optimizer_cost') is not None)}"
+                 if acct.get("optimizer_calls") else "optimizer none (no calls)"),
               soft_wrap=True)
     out.print(f"best skill: {escape(str(result.run_dir / 'best' / 'SKILL.md'))}", soft_wrap=True)
     out.print(f"report: {escape(str(result.run_dir / 'report.md'))}", soft_wrap=True)

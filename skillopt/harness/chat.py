@@ -27,7 +27,10 @@ class ChatHarness:
         return {"harness": self.name, "version": self.version, "target": self.model.fingerprint()}
 
     def check(self) -> None:
-        return None
+        """Models that load something (the embedded model) do it now, before any task."""
+        check = getattr(self.model, "check", None)
+        if callable(check):
+            check()
 
     def messages(self, skill: Skill, task: Task) -> list[dict]:
         messages = []

