@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from skillopt.errors import Interrupted, SkilloptError
 
@@ -103,3 +104,10 @@ def fmt_cost(cost: float | None, complete: bool = True) -> str:
 def fmt_ids(ids: list[str], limit: int = 8) -> str:
     shown = ", ".join(ids[:limit])
     return shown + (f" … and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def make_progress() -> Progress:
+    """A transient bar on stderr; off when stderr is not a terminal."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=err, transient=True,
+                    disable=not err.is_terminal)

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich import box
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from skillopt import api
@@ -26,6 +26,7 @@ from skillopt.cli.common import (
     fmt_pct,
     fmt_score,
     handle_errors,
+    make_progress,
     out,
 )
 from skillopt.evaluation import EvalResult
@@ -50,12 +51,6 @@ class ProgressObserver:
         if not event.rollout.cached:
             self.fresh += 1
         self.progress.update(bar, completed=event.done)
-
-
-def make_progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err, transient=True,
-                    disable=not err.is_terminal)
 
 
 @handle_errors

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich import box
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from skillopt import api
@@ -19,11 +19,11 @@ from skillopt.cli.common import (
     Samples,
     Store,
     Target,
-    err,
     fmt_cost,
     fmt_pct,
     fmt_score,
     handle_errors,
+    make_progress,
     out,
 )
 from skillopt.optimize.trainer import TrainEvent
@@ -147,9 +147,7 @@ def train_cmd(
     if dry_run:
         render_plan(api.train(skill, tasks, flags=flags, dry_run=True))
         return
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=err, transient=True,
-                        disable=not err.is_terminal)
+    progress = make_progress()
     with progress:
         result = api.train(skill, tasks, flags=flags, resume=resume,
                            observers=[TrainProgress(progress)])

