@@ -54,8 +54,9 @@ class TrainProgress:
             self.progress.update(self.bar, description=self._describe(d["stage"]), completed=0,
                                  total=None)
         elif ev.kind == "rollout":
+            label = d["label"].split(" · ", 1)[1] if d["label"].startswith("step ") else d["label"]
             self.progress.update(self.bar, completed=d["done"], total=d["total"],
-                                 description=self._describe(d["label"]))
+                                 description=self._describe(label))
         elif ev.kind == "decision":
             self.current = d.get("val")
             self.best = d.get("best")
