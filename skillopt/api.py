@@ -48,10 +48,13 @@ class Context:
 
 
 def prepare(suite: str | Path | Suite, flags: dict[str, Any] | None = None, *,
-            store: RolloutStore | None = None) -> Context:
-    """Load the suite, resolve settings and models, check the harness, open the store."""
+            store: RolloutStore | None = None, settings: Settings | None = None) -> Context:
+    """Load the suite, resolve settings (unless already resolved) and models, check
+    the harness, open the store."""
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
-    settings = resolve_settings(flags, suite_defaults=suite.defaults, suite_path=suite.path)
+    if settings is None:
+        settings = resolve_settings(flags, suite_defaults=suite.defaults,
+                                    suite_path=suite.path)
     if not settings.target:
         raise InputError("no target model: pass --target MODEL, or set `target:` in "
                          "skillopt.yaml or in the suite's `defaults:`", field="target")
@@ -179,8 +182,7 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
 
     flags = dict(flags or {})
     if resume:
-        base = resolve_settings({k: v for k, v in flags.items() if k == "run_dir"})
-        run = RunDir.find(resume, Path(base.run_dir))
+        run = _find_run(resume, flags)
         config = run.config()
         state = run.load_state()
         if state is None:
@@ -192,7 +194,7 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
             recorded["concurrency"] = flags["concurrency"]
         settings = Settings(**recorded)
         _check_train_splits(suite_obj)
-        ctx = prepare(suite_obj, recorded)
+        ctx = prepare(suite_obj, settings=settings)
         audit = Audit.open(config["audit"]["repo"], run.run_id, config["audit"]["skill_path"])
         optimizer = build_optimizer(settings.optimizer, settings)
     else:
@@ -211,7 +213,7 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
             resolve_model(settings.target, settings.model_settings(settings.target),
                           role="target")
             return make_plan(the_skill, suite_obj, settings, settings.target, optimizer.name)
-        ctx = prepare(suite_obj, settings.model_dump())
+        ctx = prepare(suite_obj, settings=settings)
         runs_dir = Path(settings.run_dir)
         run = RunDir.create(runs_dir, new_run_id(the_skill.name))
         audit = Audit.create(skill_dir, runs_dir, run.run_id)
@@ -244,13 +246,19 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
 
 
 # ---------------------------------------------------------------------- reading runs
+def _find_run(ref: str, flags: dict[str, Any] | None):
+    """A run by id (under the configured runs directory) or by directory."""
+    from skillopt.store.run import RunDir
+
+    base = resolve_settings({"run_dir": (flags or {}).get("run_dir")})
+    return RunDir.find(ref, Path(base.run_dir))
+
+
 def open_run(ref: str, flags: dict[str, Any] | None = None):
     """(RunDir, Audit) of a run given by id or directory."""
     from skillopt.store.audit import Audit
-    from skillopt.store.run import RunDir
 
-    base = resolve_settings({k: v for k, v in (flags or {}).items() if k == "run_dir"})
-    run = RunDir.find(ref, Path(base.run_dir))
+    run = _find_run(ref, flags)
     audit_conf = run.config().get("audit") or {}
     audit = Audit.open(audit_conf["repo"], run.run_id, audit_conf["skill_path"])
     return run, audit

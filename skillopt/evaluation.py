@@ -39,6 +39,21 @@ def task_outcomes(rollouts: Iterable[Rollout]) -> dict[str, TaskOutcome]:
     return out
 
 
+def mean_value(outcomes: dict[str, TaskOutcome]) -> float | None:
+    """Mean over tasks with a scored sample; None when none was scored."""
+    values = [o.value for o in outcomes.values() if o.value is not None]
+    return sum(values) / len(values) if values else None
+
+
+def scored_count(outcomes: dict[str, TaskOutcome]) -> int:
+    return sum(1 for o in outcomes.values() if o.value is not None)
+
+
+def pass_rate(outcomes: dict[str, TaskOutcome]) -> float | None:
+    passed = [o.passed for o in outcomes.values() if o.passed is not None]
+    return sum(passed) / len(passed) if passed else None
+
+
 @dataclass
 class SplitResult:
     """One skill variant ('skill' or 'no-skill') on one split."""
@@ -56,7 +71,7 @@ class SplitResult:
     @property
     def n(self) -> int:
         """Tasks with at least one scored sample."""
-        return sum(1 for o in self.outcomes.values() if o.value is not None)
+        return scored_count(self.outcomes)
 
     @property
     def tasks(self) -> int:
@@ -72,13 +87,11 @@ class SplitResult:
 
     @property
     def mean(self) -> float | None:
-        values = [o.value for o in self.outcomes.values() if o.value is not None]
-        return sum(values) / len(values) if values else None
+        return mean_value(self.outcomes)
 
     @property
     def pass_rate(self) -> float | None:
-        passed = [o.passed for o in self.outcomes.values() if o.passed is not None]
-        return sum(passed) / len(passed) if passed else None
+        return pass_rate(self.outcomes)
 
     @property
     def fresh(self) -> list[Rollout]:

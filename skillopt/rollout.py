@@ -117,10 +117,6 @@ class RolloutEngine:
             self._scorer_fps[id(task.scorer)] = cached
         return cached
 
-    def key(self, skill: Skill, task: Task, sample: int = 0) -> str:
-        return fingerprint(skill.hash, task, sample, self._harness_fp,
-                           self.scorer_fingerprint(task))[0]
-
     def run(self, skill: Skill, tasks: Sequence[Task], *, samples: int = 1,
             label: str = "") -> list[Rollout]:
         """Rollouts for every (task, sample), in task order; store hits cost nothing."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from skillopt.config import Settings
 from skillopt.errors import NothingScored
-from skillopt.evaluation import task_outcomes
+from skillopt.evaluation import mean_value, pass_rate, scored_count, task_outcomes
 from skillopt.models.base import Usage
 from skillopt.optimize.gate import Decision, decide
 from skillopt.optimize.memory import Memory
@@ -222,7 +222,7 @@ class Trainer:
         self.stage("baseline")
         rollouts = self.rollouts(skill, self.val, "baseline · val", self.s.samples)
         outcomes = task_outcomes(rollouts)
-        val = _mean(outcomes)
+        val = mean_value(outcomes)
         if val is None:
             first = next((r.error for r in rollouts if r.error), "unknown error")
             raise NothingScored(f"no validation rollout of the initial skill could be scored "
@@ -232,10 +232,10 @@ class Trainer:
         st["initial"]["val"] = val
         st["epoch_start"] = dict(st["incumbent"])
         sha = self.audit.commit(skill, 0, "initial", f"step 0: initial skill — val {_f(val)}",
-                                "", {"Skillopt-Val": f"{_f(val)} (n={_n(outcomes)})",
+                                "", {"Skillopt-Val": f"{_f(val)} (n={scored_count(outcomes)})",
                                      "Skillopt-Skill-Hash": skill.hash})
         st["steps"].append({"step": 0, "kind": "initial", "epoch": 0, "val": val,
-                            "n": _n(outcomes), "commit": sha, "decision": "initial"})
+                            "n": scored_count(outcomes), "commit": sha, "decision": "initial"})
         self.emit("decision", step=0, kind="initial", accepted=True, val=val,
                   best=val, commit=sha)
         self.checkpoint()
@@ -252,7 +252,7 @@ class Trainer:
         rollouts = self.rollouts(incumbent, batch, f"step {step} · train")
         failures = [r for r in rollouts if r.scored and not r.passed]
         successes = [r for r in rollouts if r.scored and r.passed]
-        train_mean = _mean(task_outcomes(rollouts))
+        train_mean = mean_value(task_outcomes(rollouts))
 
         proposals = self._proposals(step, epoch, incumbent, failures, successes, budget)
         merged = merge_edits([p.edits for p in proposals], budget)
@@ -413,9 +413,8 @@ class Trainer:
             for name, skill in (("no_skill", Skill.empty()), ("initial", initial), ("best", best)):
                 outcomes = task_outcomes(self.rollouts(skill, self.test, f"test · {name}",
                                                        self.s.samples))
-                passed = [o.passed for o in outcomes.values() if o.passed is not None]
-                test[name] = {"mean": _mean(outcomes), "n": _n(outcomes),
-                              "pass_rate": sum(passed) / len(passed) if passed else None}
+                test[name] = {"mean": mean_value(outcomes), "n": scored_count(outcomes),
+                              "pass_rate": pass_rate(outcomes)}
         st["test"] = test
         self.emit("finished", test=test, best_val=st["incumbent"]["val"],
                   initial_val=st["initial"]["val"])
@@ -423,15 +422,6 @@ class Trainer:
 
 
 # ---------------------------------------------------------------------- helpers
-def _mean(outcomes) -> float | None:
-    values = [o.value for o in outcomes.values() if o.value is not None]
-    return sum(values) / len(values) if values else None
-
-
-def _n(outcomes) -> int:
-    return sum(1 for o in outcomes.values() if o.value is not None)
-
-
 def _f(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
