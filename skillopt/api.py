@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.config import Settings, resolve_settings
-from skillopt.errors import InputError, Interrupted
+from skillopt.errors import InputError, Interrupted, SystemicFailure
 from skillopt.evaluation import EvalResult, SplitResult, compare
-from skillopt.harness import Harness, build_harness
+from skillopt.harness import AGENT_HARNESSES, Harness, build_harness
 from skillopt.models import Model, resolve_model
 from skillopt.rollout import Observer, RolloutEngine
 from skillopt.skill.document import Skill
@@ -37,7 +37,7 @@ class Context:
 
     suite: Suite
     settings: Settings
-    target: Model
+    target: Model | None  # None for the agent harnesses
     harness: Harness
     store: RolloutStore
     judge: Model | None
@@ -55,12 +55,8 @@ def prepare(suite: str | Path | Suite, flags: dict[str, Any] | None = None, *,
     if settings is None:
         settings = resolve_settings(flags, suite_defaults=suite.defaults,
                                     suite_path=suite.path)
-    if not settings.target:
-        raise InputError("no target model: pass --target MODEL, or set `target:` in "
-                         "skillopt.yaml or in the suite's `defaults:`", field="target")
-    target = resolve_model(settings.target, settings.model_settings(settings.target),
-                           role="target")
-    harness = build_harness(settings.harness, target)
+    target = _resolve_target(settings)
+    harness = build_harness(settings, target)
     harness.check()
     judge = None
     if any(t.scorer.type == "judge" for t in suite.tasks):
@@ -75,6 +71,18 @@ def prepare(suite: str | Path | Suite, flags: dict[str, Any] | None = None, *,
     if store is None:
         store = RolloutStore(settings.store)
     return Context(suite, settings, target, harness, store, judge)
+
+
+def _resolve_target(settings: Settings) -> Model | None:
+    """The target model for the chat harness; agent harnesses pass the target's name
+    to their CLI (no target: the CLI's default), so there is nothing to resolve."""
+    if settings.harness in AGENT_HARNESSES:
+        return None
+    if not settings.target:
+        raise InputError("no target model: pass --target MODEL, or set `target:` in "
+                         "skillopt.yaml or in the suite's `defaults:`", field="target")
+    return resolve_model(settings.target, settings.model_settings(settings.target),
+                         role="target")
 
 
 def evaluate(skill: str | Path | Skill | None, suite: str | Path | Suite, *,
@@ -208,11 +216,11 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         _check_train_splits(suite_obj)
         optimizer = build_optimizer(settings.optimizer, settings)  # validates the name early
         if dry_run:
-            if not settings.target:
-                raise InputError("no target model: pass --target MODEL", field="target")
-            resolve_model(settings.target, settings.model_settings(settings.target),
-                          role="target")
-            return make_plan(the_skill, suite_obj, settings, settings.target, optimizer.name)
+            _resolve_target(settings)
+            if settings.harness in AGENT_HARNESSES:
+                build_harness(settings)  # validates its settings; runs nothing
+            return make_plan(the_skill, suite_obj, settings, settings.target or "default",
+                             optimizer.name)
         ctx = prepare(suite_obj, settings=settings)
         runs_dir = Path(settings.run_dir)
         run = RunDir.create(runs_dir, new_run_id(the_skill.name))
@@ -224,6 +232,8 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         run.write_config(config)
         state = new_state(the_skill)
         run.save_state(state)
+    if hasattr(ctx.harness, "keep_dir"):  # failed tasks' workspaces stay with the run
+        ctx.harness.keep_dir = run.path / "workspaces"
     engine = ctx.engine()
     try:
         trainer = Trainer(suite=suite_obj, settings=settings, engine=engine,
@@ -235,6 +245,9 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
             except KeyboardInterrupt:
                 raise Interrupted(f"run {run.run_id} is checkpointed; continue it with "
                                   f"`skillopt train --resume {run.run_id}`") from None
+            except SystemicFailure as exc:
+                raise SystemicFailure(f"{exc}; run {run.run_id} is checkpointed: continue it "
+                                      f"with `skillopt train --resume {run.run_id}`") from None
         summ = summary(trainer.state, config)
         run.write_text("summary.json", json.dumps(summ, indent=2, ensure_ascii=False) + "\n")
         run.write_text("report.md", markdown(summ))

@@ -34,6 +34,56 @@ class ModelSettings(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class AgentSettings(BaseModel):
+    """`agent:` — how the agent harnesses (claude-code, codex, command) run a task."""
+
+    model_config = ConfigDict(extra="forbid")
+    timeout: float = Field(600.0, gt=0, description="seconds per task; the process group is killed")
+    env: list[str] = Field(default_factory=list,
+                           description="extra environment variables passed to the agent")
+    keep_workspaces: Literal["failed", "all", "none"] = "failed"
+    trace: bool = Field(True, description="record the agent's tool steps (claude: stream-json)")
+    invoke: Literal["auto", "explicit"] = Field(
+        "auto", description="auto: the agent picks the skill by its description; explicit: "
+                            "the prompt starts with /<name> (claude) or $<name> (codex)")
+
+
+class ClaudeCodeSettings(BaseModel):
+    """`claude_code:` — the `claude -p` invocation."""
+
+    model_config = ConfigDict(extra="forbid")
+    binary: str = "claude"
+    permission_mode: Literal["default", "acceptEdits", "plan", "auto", "dontAsk",
+                             "bypassPermissions"] = "acceptEdits"
+    allowed_tools: list[str] | None = None
+    disallowed_tools: list[str] | None = None
+    tools: list[str] | None = None
+    max_turns: int | None = Field(30, ge=1)
+    args: list[str] = Field(default_factory=list, description="extra arguments, passed as is")
+
+
+class CodexSettings(BaseModel):
+    """`codex:` — the `codex exec` invocation."""
+
+    model_config = ConfigDict(extra="forbid")
+    binary: str = "codex"
+    sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
+    args: list[str] = Field(default_factory=list, description="extra arguments, passed as is")
+
+
+class CommandSettings(BaseModel):
+    """`command:` — any program as the agent, given as an argv template."""
+
+    model_config = ConfigDict(extra="forbid")
+    argv: list[str] | str | None = None
+    output: str = Field("stdout", description="'stdout', or a file the program writes, "
+                                              "relative to the workspace")
+    skills_dir: str = Field(".agents/skills", description="where the skill is installed in "
+                                                          "the workspace")
+    version: str = Field("1", description="change it when the program changes, so stored "
+                                          "rollouts are not reused")
+
+
 class Settings(BaseModel):
     """Everything a command needs besides its positional arguments."""
 
@@ -59,6 +109,11 @@ class Settings(BaseModel):
     seed: int = 0
     run_dir: str = "runs"
     slow_update: bool = True
+    # agent harnesses
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    claude_code: ClaudeCodeSettings = Field(default_factory=ClaudeCodeSettings)
+    codex: CodexSettings = Field(default_factory=CodexSettings)
+    command: CommandSettings = Field(default_factory=CommandSettings)
 
     def model_settings(self, name: str) -> ModelSettings:
         return self.models.get(name) or ModelSettings()
@@ -117,12 +172,17 @@ def resolve_settings(flags: dict[str, Any] | None = None, *, suite_defaults: dic
         raise InputError(f"invalid setting: {err['msg']}", field=field) from None
 
 
+SECTIONS = ("agent", "claude_code", "codex", "command")  # merged key by key across layers
+
+
 def _merge(into: dict, layer: dict) -> None:
     for key, value in layer.items():
         if key == "models" and isinstance(value, dict):
             models = into.setdefault("models", {})
             for name, conf in value.items():
                 models[name] = {**models.get(name, {}), **(conf or {})}
+        elif key in SECTIONS and isinstance(value, dict) and isinstance(into.get(key), dict):
+            into[key] = {**into[key], **value}
         else:
             into[key] = value
 

@@ -80,3 +80,9 @@ class Interrupted(SkilloptError):
 class NothingScored(SkilloptError):
     """Not one rollout could be scored: every task failed the same way (a key, a
     quota, a server), so training would only spend money on noise."""
+
+
+class SystemicFailure(HarnessError):
+    """Task after task failed the same way (bad key, exhausted quota, missing
+    program): the run stops instead of collecting unscored rollouts. The finished
+    rollouts stay in the store."""

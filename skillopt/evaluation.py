@@ -116,8 +116,21 @@ class SplitResult:
     def model_calls(self) -> int:
         return sum(r.model_calls for r in self.fresh)
 
+    @property
+    def invocations(self) -> tuple[int, int]:
+        """(rollouts whose trace shows the skill invoked, rollouts whose trace can tell)."""
+        known = [r.trajectory.get("skill_invoked") for r in self.rollouts
+                 if isinstance(r.trajectory.get("skill_invoked"), bool)]
+        return sum(known), len(known)
+
+    @property
+    def kept_workspaces(self) -> list[str]:
+        return [r.trajectory["workspace"] for r in self.fresh if r.trajectory.get("workspace")]
+
     def summary(self) -> dict:
+        invoked, traced = self.invocations
         return {"variant": self.variant, "split": self.split, "skill_hash": self.skill_hash,
+                "skill_invoked": invoked if traced else None, "traced": traced,
                 "mean": self.mean, "pass_rate": self.pass_rate, "n": self.n,
                 "tasks": self.tasks, "unscored": self.unscored, "cached": self.cached,
                 "model_calls": self.model_calls, "tokens": self.tokens, "cost": self.cost,

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from skillopt.errors import ScorerError
+from skillopt.errors import ScorerError, SystemicFailure
 from skillopt.harness.base import Harness, Trajectory
 from skillopt.models.base import Usage
 from skillopt.skill.document import Skill
@@ -33,6 +33,12 @@ if TYPE_CHECKING:
     from skillopt.store.rollouts import RolloutStore
 
 log = logging.getLogger("skillopt")
+
+# A run stops when this many rollouts in a row fail with the same systemic kind
+# (or when every rollout of a smaller batch does, for kinds no retry can fix).
+STOP_AFTER = 5
+SYSTEMIC = frozenset({"auth", "quota", "not_found", "rate_limit"})
+HOPELESS = frozenset({"auth", "quota", "not_found"})
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,8 @@ class Rollout:
             "error_kind": self.error_kind, "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens, "cost": self.cost,
             "latency_s": round(self.latency_s, 6), "cached": self.cached, "key": self.key,
+            "skill_invoked": self.trajectory.get("skill_invoked"),
+            "workspace": self.trajectory.get("workspace"),
         }
 
 
@@ -107,6 +115,7 @@ class RolloutEngine:
         self._harness_fp = harness.fingerprint()
         self._pool: ThreadPoolExecutor | None = None
         self._scorer_fps: dict[int, dict] = {}
+        self._streak: tuple[str | None, int, str] = (None, 0, "")  # kind, count, message
 
     def scorer_fingerprint(self, task: Task) -> dict:
         cached = self._scorer_fps.get(id(task.scorer))
@@ -143,10 +152,15 @@ class RolloutEngine:
             self.store.remember_skill(skill_hash, skill.text)
 
         if self.concurrency == 1 or len(pending) == 1:
-            for i, task, sample, key, fp in pending:
-                results[i] = self._one(skill, task, sample, key, fp)
-                done += 1
-                self._emit(RolloutEvent(label, results[i], done, total))
+            try:
+                for i, task, sample, key, fp in pending:
+                    results[i] = self._one(skill, task, sample, key, fp)
+                    done += 1
+                    self._emit(RolloutEvent(label, results[i], done, total))
+                    self._watch(results[i], len(pending))
+            except BaseException:
+                self._cancel()
+                raise
             return results  # type: ignore[return-value]
 
         # Workers hand results back through a queue: O(1) per rollout, unlike
@@ -175,9 +189,11 @@ class RolloutEngine:
                 results[i] = rollout
                 done += 1
                 self._emit(RolloutEvent(label, rollout, done, total))
+                self._watch(rollout, len(pending))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+            self._cancel()
             raise
         return results  # type: ignore[return-value]
 
@@ -193,9 +209,42 @@ class RolloutEngine:
             self._pool.shutdown(wait=True)
             self._pool = None
 
+    def _cancel(self) -> None:
+        """The run is stopping: agent processes still running are killed."""
+        cancel = getattr(self.harness, "cancel", None)
+        if callable(cancel):
+            cancel()
+
+    def _watch(self, rollout: Rollout, batch: int) -> None:
+        """Stop the run when task after task fails the same systemic way."""
+        if rollout.scored or rollout.error_kind not in SYSTEMIC:
+            self._streak = (None, 0, "")
+            return
+        kind, count, _ = self._streak
+        count = count + 1 if kind == rollout.error_kind else 1
+        self._streak = (rollout.error_kind, count, rollout.error or "")
+        limit = min(STOP_AFTER, batch) if rollout.error_kind in HOPELESS else STOP_AFTER
+        if count >= limit:
+            self._streak = (None, 0, "")
+            raise SystemicFailure(
+                f"stopped: {count} tasks in a row failed the same way ({rollout.error_kind}): "
+                f"{rollout.error}. These are unscored, not zeros; fix the cause and run again "
+                "(every finished rollout is kept)")
+
     def _one(self, skill: Skill, task: Task, sample: int, key: str, fp: dict) -> Rollout:
         traj = self.harness.run(skill, task)
-        rollout = self._score(skill, task, sample, key, traj)
+        release = getattr(self.harness, "release", None)
+        try:
+            rollout = self._score(skill, task, sample, key, traj)
+        except BaseException:
+            if callable(release):
+                release(traj, failed=True)
+            raise
+        if callable(release):
+            kept = release(traj, failed=not (rollout.scored and rollout.passed))
+            if kept is not None:
+                rollout = replace(rollout, trajectory={**rollout.trajectory,
+                                                       "workspace": str(kept)})
         self.store.put(rollout, fp)
         return rollout
 
@@ -204,7 +253,7 @@ class RolloutEngine:
         base = dict(key=key, task_id=task.id, split=task.split, sample=sample,
                     skill_hash=skill.hash, answer=traj.answer, usage=traj.usage, cost=traj.cost,
                     latency_s=traj.latency_s, model_calls=traj.model_calls,
-                    trajectory={"messages": list(traj.messages), "steps": list(traj.steps)})
+                    trajectory=_trajectory_record(traj))
         if not traj.ok:
             return Rollout(scored=False, error=traj.error or "the harness returned no answer",
                            error_kind=traj.error_kind or "harness", **base)
@@ -225,6 +274,15 @@ class RolloutEngine:
                 observer(event)
             except Exception:  # an observer must never break the run
                 log.exception("observer %r failed; ignored", observer)
+
+
+def _trajectory_record(traj: Trajectory) -> dict:
+    record: dict = {"messages": list(traj.messages), "steps": list(traj.steps)}
+    if traj.skill_invoked is not None:
+        record["skill_invoked"] = traj.skill_invoked
+    if traj.info:
+        record["info"] = dict(traj.info)
+    return record
 
 
 def _relabel(hit: Rollout, split: str) -> Rollout:

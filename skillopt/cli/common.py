@@ -23,10 +23,13 @@ out = Console(highlight=False, emoji=False)
 err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
 
 Target = Annotated[Optional[str], typer.Option(
-    "--target", "-t", help="Target model the agent runs on (a litellm name, e.g. "
-    "openai/gpt-4o-mini; scripted/echo for a dry check).", show_default=False)]
+    "--target", "-t", help="Target model the agent runs on: a litellm name (e.g. "
+    "openai/gpt-4o-mini) for chat; for claude-code and codex the CLI's --model (or "
+    "'default').", show_default=False)]
 Harness = Annotated[Optional[str], typer.Option(
-    "--harness", help="How the agent runs a task: chat.", show_default=False)]
+    "--harness", help="How the agent runs a task: chat (the skill as system prompt), "
+    "claude-code (claude -p), codex (codex exec) or command (any program; `command:` in "
+    "skillopt.yaml) [default: chat].", show_default=False)]
 Concurrency = Annotated[Optional[int], typer.Option(
     "--concurrency", "-j", min=1, help="Rollouts run at once [default: 8].",
     show_default=False)]

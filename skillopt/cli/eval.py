@@ -96,7 +96,7 @@ def eval_cmd(
 
 def render(result: EvalResult) -> None:
     out.print(f"[bold]{escape(result.skill)}[/] ({result.skill_hash[:12]}) on "
-              f"[bold]{escape(result.suite)}[/] · target {escape(result.target)} · "
+              f"[bold]{escape(result.suite)}[/] · target {escape(result.target or 'default')} · "
               f"harness {result.harness}", soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
                   collapse_padding=True)
@@ -119,6 +119,15 @@ def render(result: EvalResult) -> None:
                   + f" · pass→fail {len(c.pass_to_fail)}"
                   + (f": {escape(fmt_ids(c.pass_to_fail))}" if c.pass_to_fail else ""),
                   soft_wrap=True)
+    for r in result.results:
+        invoked, traced = r.invocations
+        if traced:
+            out.print(f"skill invoked in {invoked}/{traced} traced rollouts ({r.variant} · "
+                      f"{r.split})")
+    kept = [w for r in result.results for w in r.kept_workspaces]
+    if kept:
+        err.print(f"kept {len(kept)} workspace(s) of failed tasks for inspection under "
+                  f"{escape(str(Path(kept[0]).parent))}")
     unscored = [r for r in result.all_rollouts if not r.scored]
     if unscored:
         err.print(f"[yellow]{len(unscored)} rollout(s) unscored[/] (not counted in any score; "

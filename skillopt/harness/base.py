@@ -33,6 +33,8 @@ class Trajectory:
     steps: tuple[dict, ...] = ()  # tool calls and outputs of agent harnesses
     workspace: Path | None = None  # the finished workspace, for file-checking scorers
     model_calls: int = 0
+    skill_invoked: bool | None = None  # what the trace shows; None when it cannot tell
+    info: dict = field(default_factory=dict)  # harness-specific facts (result subtype, turns)
 
     @property
     def ok(self) -> bool:
@@ -54,4 +56,17 @@ class Harness(Protocol):
 
     def run(self, skill: Skill, task: Task) -> Trajectory:
         """Run one task with `skill`; never raises for this task's failure."""
+        ...
+
+
+class WorkspaceHarness(Harness, Protocol):
+    """A harness whose trajectories carry a workspace. The caller scores the task in
+    it and then hands it back with `release`, which keeps or removes it."""
+
+    def release(self, trajectory: Trajectory, *, failed: bool) -> Path | None:
+        """Keep (returning where) or remove the trajectory's workspace."""
+        ...
+
+    def cancel(self) -> None:
+        """Kill every agent process still running (the run is being stopped)."""
         ...

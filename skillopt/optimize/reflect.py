@@ -172,6 +172,10 @@ def render_trajectories(rollouts: list[Rollout], tasks: dict[str, Task]) -> str:
         lines += ["Agent's answer:", "```", _clip(r.answer or "", FIELD_LIMIT), "```",
                   f"Score: {r.score:.2f} ({'pass' if r.passed else 'fail'}). "
                   f"Feedback: {_clip(r.feedback, 400)}"]
+        invoked = (r.trajectory or {}).get("skill_invoked")
+        if invoked is not None:
+            lines.append("Skill invoked: " + ("yes" if invoked else
+                                              "no — the agent never loaded the skill"))
         steps = (r.trajectory or {}).get("steps") or []
         if steps:
             lines.append("Agent's steps:")
@@ -189,7 +193,10 @@ def _step_text(step: dict) -> str:
         out = step.get("output", "")
         return f"{kind}: `{step['command']}` → {out}"
     if "tool" in step:
-        return f"{kind}: {step['tool']}({json.dumps(step.get('input', ''), ensure_ascii=False)})"
+        call = f"{kind}: {step['tool']}({json.dumps(step.get('input', ''), ensure_ascii=False)})"
+        return f"{call} → {step['output']}" if step.get("output") else call
+    if "text" in step:
+        return f"{kind}: {step['text']}"
     return f"{kind}: {json.dumps(step, ensure_ascii=False)}"
 
 

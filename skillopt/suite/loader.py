@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
@@ -154,6 +154,12 @@ def load_suite(path: str | Path) -> Suite:
             raise InputError("must not be empty", path=items_path, item=item_id, field="input",
                              line=line)
 
+        for rel in it.files:
+            problem = _file_path_problem(rel)
+            if problem:
+                raise InputError(f"file {rel!r}: {problem}", path=items_path, item=item_id,
+                                 field="files", line=line)
+
         scorer = default_scorer
         if it.scorer is not None:
             key = json.dumps(it.scorer, sort_keys=True, default=str)
@@ -186,6 +192,18 @@ def load_suite(path: str | Path) -> Suite:
 
     return Suite(name=spec.name or path.stem, description=spec.description, path=path,
                  tasks=tuple(tasks), defaults=dict(spec.defaults), judge=spec.judge)
+
+
+def _file_path_problem(rel: str) -> str | None:
+    """Why a task file's path may not be written into a workspace (None if it may)."""
+    p = PurePosixPath(rel.replace("\\", "/"))
+    if not rel.strip() or p.is_absolute() or rel.startswith(("/", "\\")) or ":" in p.parts[0]:
+        return "must be a relative path inside the workspace"
+    if ".." in p.parts:
+        return "must not contain '..'"
+    if p.parts[0] in (".claude", ".agents", ".codex"):
+        return f"must not be under {p.parts[0]}/, where the harness installs the skill"
+    return None
 
 
 def require_split(suite: Suite, split: str) -> list[Task]:

@@ -267,14 +267,25 @@ def test_ctrl_c_says_how_to_resume(world, models):
         api.train(world["skill"], world["suite"], flags=flags(epochs=2))
 
 
-def test_nothing_scored_stops_before_spending_optimizer_calls(world, models):
-    from skillopt.errors import ModelError, NothingScored
+@pytest.mark.parametrize("kind, expected, match", [
+    ("server", "NothingScored", "first error: provider down"),  # each task fails on its own
+    ("auth", "SystemicFailure", r"4 tasks in a row failed the same way \(auth\): provider down"),
+])
+def test_nothing_scored_stops_before_spending_optimizer_calls(world, models, kind, expected,
+                                                               match):
+    from skillopt import errors
+    from skillopt.errors import ModelError
+
+    calls = []
 
     def down(messages):
-        raise ModelError("invalid api key", kind="auth", retryable=False)
+        calls.append(1)
+        raise ModelError("provider down", kind=kind, retryable=False)
 
     models["target"]._fn = down
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
-    with pytest.raises(NothingScored, match="first error: invalid api key"):
+    with pytest.raises(getattr(errors, expected), match=match):
         api.train(world["skill"], world["suite"], flags=flags(epochs=1))
     assert models["optimizer"].call_count == 0
+    if kind == "auth":  # a split smaller than the breaker's 5: all of it, and no more
+        assert len(calls) == 4

@@ -1,0 +1,225 @@
+"""What the agent harnesses (claude-code, codex, command) share: the binary check,
+the isolated workspace per task, the scrubbed environment, the process run and the
+keeping or removal of workspaces after scoring.
+
+Contract for a subclass: `skills_dir` (where the agent looks for skills in its cwd),
+`env_names` / `env_prefixes` (what it needs from the environment), `argv()` and
+`parse()`. `parse` turns a finished process into a `Trajectory` and never raises:
+an output it cannot read is an unscored error, never a score.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from skillopt.config import Settings
+from skillopt.errors import HarnessError, InputError
+from skillopt.harness import process
+from skillopt.harness.base import Trajectory
+from skillopt.harness.process import ProcessResult
+from skillopt.harness.workspace import Workspace, install_name
+from skillopt.skill.document import Skill
+from skillopt.suite.task import Task
+
+STEP_OUTPUT_LIMIT = 2000  # characters of one tool output kept in a trajectory
+STEP_INPUT_LIMIT = 1000
+
+# Failures that no task can get past: the same one on every task stops the run.
+SYSTEMIC_KINDS = frozenset({"auth", "quota", "rate_limit", "not_found"})
+
+_KIND_PATTERNS = (
+    ("auth", re.compile(
+        r"invalid (x-)?api[ _-]?key|api key|authenticat|unauthori[sz]ed|\b401\b|\b403\b|"
+        r"not logged in|please run /login|log ?in (is )?required|oauth token|permission denied "
+        r"for model|forbidden", re.I)),
+    ("quota", re.compile(
+        r"quota|credit balance|billing|usage limit|insufficient[_ ](funds|credit)|"
+        r"payment required|\b402\b|out of credits|spend limit", re.I)),
+    ("rate_limit", re.compile(r"rate[ _-]?limit|\b429\b|too many requests|overloaded", re.I)),
+)
+
+
+def classify(message: str, default: str = "agent_error") -> str:
+    """The error kind of an agent's failure message (auth, quota, rate_limit, …)."""
+    for kind, pattern in _KIND_PATTERNS:
+        if pattern.search(message or ""):
+            return kind
+    return default
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters with a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"…[truncated {len(text) - limit} chars]"
+
+
+def cli_model(target: str | None, harness: str, prefixes: tuple[str, ...]) -> str | None:
+    """The `--model` value for an agent CLI: None (the CLI's default) for no target
+    or 'default'; a litellm-style provider prefix the CLI would not know is dropped."""
+    if not target or target == "default":
+        return None
+    provider = target.split("/", 1)[0] if "/" in target else ""
+    if provider in ("local", "scripted"):
+        raise InputError(f"target {target!r} is a model skillopt runs itself; the {harness} "
+                         "harness passes the target to its CLI as --model: give a model that "
+                         "CLI knows, or 'default' for its own default", field="target")
+    if provider in prefixes:
+        return target.split("/", 1)[1]
+    return target
+
+
+class AgentHarness:
+    """Base of the harnesses that run an agent program in a workspace."""
+
+    name = "agent"
+    version = "1"
+    binary_label = "agent"
+    skills_dir = ".agents/skills"
+    env_names: tuple[str, ...] = ()
+    env_prefixes: tuple[str, ...] = ()
+    install_hint = ""
+
+    def __init__(self, settings: Settings, binary: str):
+        self.settings = settings
+        self.agent = settings.agent
+        self.binary = binary
+        self.keep_dir: Path | None = Path(settings.run_dir) / "workspaces"
+        self.cli_version: str | None = None
+        self._resolved: str | None = None
+        self._open: dict[Path, tuple[Workspace, str]] = {}
+        self._lock = threading.Lock()
+
+    # -- the Harness contract ------------------------------------------------------------
+    def fingerprint(self) -> dict:
+        return {"harness": self.name, "version": self.version, "cli": self.cli_version,
+                "invoke": self.agent.invoke, **self.options()}
+
+    def options(self) -> dict:
+        """Settings that change what the agent does (in the fingerprint)."""
+        return {}
+
+    def check(self) -> None:
+        """The binary exists and answers `--version`; nothing else runs before this."""
+        self._resolved = self.resolve_binary()
+        self.cli_version = self.probe_version(self._resolved)
+
+    def run(self, skill: Skill, task: Task) -> Trajectory:
+        ws = Workspace.create(skill, task, self.skills_dir)
+        with self._lock:
+            self._open[ws.path] = (ws, f"{_label(task.id)}-{skill.short_hash[:8]}")
+        prompt = self.prompt(skill, task)
+        messages = ({"role": "user", "content": prompt},)
+        try:
+            argv = self.argv(ws, skill, task)
+            result = process.run_process(argv, cwd=ws.path, env=self.env(ws, skill, task),
+                                         stdin_text=self.stdin(prompt), timeout=self.agent.timeout,
+                                         io_dir=ws.io)
+        except OSError as exc:
+            return Trajectory(messages=messages, workspace=ws.path, error_kind="not_found",
+                              error=f"{self.binary_label} could not start: {exc.strerror or exc}")
+        if result.timed_out:
+            traj = self.parse(result, ws, skill, task)
+            return _merge(traj, messages=messages, workspace=ws.path,
+                          latency_s=result.duration_s, answer=None, error_kind="timeout",
+                          error=f"{self.binary_label} timed out after {self.agent.timeout:g}s "
+                                "(its process group was killed)")
+        traj = self.parse(result, ws, skill, task)
+        if traj.answer is not None and traj.error is None:
+            messages = (*messages, {"role": "assistant", "content": traj.answer})
+        return _merge(traj, messages=messages, workspace=ws.path, latency_s=result.duration_s)
+
+    def release(self, trajectory: Trajectory, *, failed: bool) -> Path | None:
+        """Keep the workspace under `keep_dir` (per `agent.keep_workspaces`) or remove it."""
+        if trajectory.workspace is None:
+            return None
+        with self._lock:
+            entry = self._open.pop(trajectory.workspace, None)
+        if entry is None:
+            return None
+        ws, label = entry
+        mode = self.agent.keep_workspaces
+        if self.keep_dir is not None and (mode == "all" or (mode == "failed" and failed)):
+            return ws.keep(self.keep_dir, label)
+        ws.remove()
+        return None
+
+    def cancel(self) -> None:
+        process.kill_all()
+
+    # -- pieces a subclass may change -----------------------------------------------------
+    def prompt(self, skill: Skill, task: Task) -> str:
+        if self.agent.invoke == "explicit" and not skill.is_empty:
+            return f"{self.invoke_prefix}{install_name(skill)} {task.prompt}"
+        return task.prompt
+
+    invoke_prefix = "/"
+
+    def stdin(self, prompt: str) -> str:
+        return prompt
+
+    def argv(self, ws: Workspace, skill: Skill, task: Task) -> list[str]:
+        raise NotImplementedError
+
+    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill,
+              task: Task) -> Trajectory:
+        raise NotImplementedError
+
+    def env(self, ws: Workspace, skill: Skill, task: Task) -> dict[str, str]:
+        """The scrubbed environment: base variables, the CLI's own, `agent.env`."""
+        prefixed = [k for k in os.environ if self.env_prefixes and k.startswith(self.env_prefixes)]
+        return process.scrubbed_env([*process.BASE_ENV, *self.env_names, *prefixed,
+                                     *self.agent.env])
+
+    # -- helpers ------------------------------------------------------------------------
+    def executable(self) -> str:
+        if self._resolved is None:
+            self._resolved = self.resolve_binary()
+        return self._resolved
+
+    def resolve_binary(self) -> str:
+        found = shutil.which(self.binary, path=os.environ.get("PATH"))
+        if found is None:
+            where = "" if "/" not in self.binary else " (no executable file there)"
+            raise HarnessError(
+                f"the {self.name} harness needs `{self.binary}`, which is not on PATH{where}; "
+                f"{self.install_hint}or choose another harness with --harness "
+                "chat|claude-code|codex|command")
+        return os.path.abspath(found)  # the agent runs elsewhere: its cwd is the workspace
+
+    def probe_version(self, executable: str) -> str:
+        """First line of `<binary> --version` (part of every rollout's fingerprint)."""
+        try:
+            proc = subprocess.run([executable, "--version"], capture_output=True, text=True,
+                                  timeout=60, env=process.scrubbed_env(process.BASE_ENV),
+                                  errors="replace")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise HarnessError(f"`{self.binary} --version` failed: {exc}") from None
+        if proc.returncode != 0:
+            raise HarnessError(f"`{self.binary} --version` exited {proc.returncode}: "
+                               f"{process.tail(proc.stderr or proc.stdout, 300)}")
+        lines = (proc.stdout or proc.stderr).strip().splitlines()
+        return lines[0].strip() if lines else "unknown"
+
+    def failure(self, result: ProcessResult, what: str | None = None,
+                default_kind: str = "agent_error") -> Trajectory:
+        """An unscored trajectory for a process that exited badly."""
+        detail = what or result.stderr_tail() or process.tail(result.stdout, 800) \
+            or "no output"
+        message = f"{self.binary_label} exited {result.returncode}: {detail}"
+        return Trajectory(error=message, error_kind=classify(detail, default_kind))
+
+
+def _label(task_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", task_id).strip("-.")[:60] or "task"
+
+
+def _merge(traj: Trajectory, **changes) -> Trajectory:
+    from dataclasses import replace
+
+    return replace(traj, **changes)

@@ -1,0 +1,152 @@
+"""The command harness: any program as the agent, configured as an argv template.
+
+    command:
+      argv: ["my-agent", "--skill", "{skill_dir}", "--task", "{task_file}"]
+      output: stdout            # or a file the program writes, relative to the workspace
+
+Placeholders: {workspace} (the cwd), {skill_dir} (the installed skill; an empty
+directory for the no-skill baseline), {skill_file}, {skill_name}, {task_file} (the
+prompt, outside the workspace), {task_id}, {prompt}, {model} (the target, or ''),
+{output_file} (the absolute path of `output` when it is a file) and {steps_file}: a
+file where the program may write JSON lines of the steps it took, which the
+optimizer then reads. `{{` and `}}` are literal braces. The same values are in the
+environment as SKILLOPT_WORKSPACE, SKILLOPT_SKILL_DIR, SKILLOPT_TASK_FILE, … .
+
+A non-zero exit is unscored, with the tail of stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import string
+from pathlib import Path
+
+from skillopt.config import Settings
+from skillopt.errors import InputError
+from skillopt.harness.agent import STEP_OUTPUT_LIMIT, AgentHarness, clip
+from skillopt.harness.base import Trajectory
+from skillopt.harness.process import ProcessResult
+from skillopt.harness.workspace import Workspace, install_name
+from skillopt.skill.document import SKILL_FILE, Skill
+from skillopt.suite.task import Task
+
+PLACEHOLDERS = ("workspace", "skill_dir", "skill_file", "skill_name", "task_file", "task_id",
+                "prompt", "model", "output_file", "steps_file")
+MAX_STEPS = 200
+
+
+class CommandHarness(AgentHarness):
+    name = "command"
+    binary_label = "the command"
+    install_hint = ""
+
+    def __init__(self, settings: Settings):
+        conf = settings.command
+        if not conf.argv:
+            raise InputError('the command harness needs `command.argv` in skillopt.yaml, e.g. '
+                             '["my-agent", "--skill", "{skill_dir}", "--task", "{task_file}"]',
+                             field="command.argv")
+        argv = shlex.split(conf.argv) if isinstance(conf.argv, str) else list(conf.argv)
+        if not argv:
+            raise InputError("must name a program", field="command.argv")
+        for i, part in enumerate(argv):
+            problem = _template_problem(part)
+            if problem:
+                raise InputError(f"{problem} in {part!r}", field=f"command.argv[{i}]")
+        out = conf.output
+        if out != "stdout" and (Path(out).is_absolute() or ".." in Path(out).parts):
+            raise InputError("must be 'stdout' or a path relative to the workspace",
+                             field="command.output")
+        super().__init__(settings, argv[0])
+        self.conf = conf
+        self.template = argv
+        self.skills_dir = conf.skills_dir
+        self.model = settings.target or ""
+        self.binary_label = f"`{argv[0]}`"
+
+    def fingerprint(self) -> dict:
+        # the program's own version string is not ours to probe; `command.version` is
+        return {"harness": self.name, "version": self.version, "argv": self.template,
+                "output": self.conf.output, "skills_dir": self.conf.skills_dir,
+                "program_version": self.conf.version, "model": self.model,
+                "invoke": self.agent.invoke}
+
+    def check(self) -> None:
+        self._resolved = self.resolve_binary()
+
+    def values(self, ws: Workspace, skill: Skill, task: Task) -> dict[str, str]:
+        task_file = ws.io / "task.md"
+        if not task_file.exists():
+            task_file.write_text(self.prompt(skill, task), encoding="utf-8")
+        if ws.skill_dir is None:  # the no-skill baseline: an empty directory
+            skill_dir = ws.io / "no-skill"
+            skill_dir.mkdir(exist_ok=True)
+            skill_file = ""
+        else:
+            skill_dir = ws.skill_dir
+            skill_file = str(ws.skill_dir / SKILL_FILE)
+        output = "" if self.conf.output == "stdout" else str(ws.path / self.conf.output)
+        return {"workspace": str(ws.path), "skill_dir": str(skill_dir),
+                "skill_file": skill_file,
+                "skill_name": "" if skill.is_empty else install_name(skill),
+                "task_file": str(task_file), "task_id": task.id,
+                "prompt": self.prompt(skill, task), "model": self.model,
+                "output_file": output, "steps_file": str(ws.io / "steps.jsonl")}
+
+    def argv(self, ws: Workspace, skill: Skill, task: Task) -> list[str]:
+        values = self.values(ws, skill, task)
+        argv = [part.format_map(values) for part in self.template]
+        argv[0] = self.executable()
+        return argv
+
+    def env(self, ws: Workspace, skill: Skill, task: Task) -> dict[str, str]:
+        env = super().env(ws, skill, task)
+        env.update({f"SKILLOPT_{k.upper()}": v for k, v in self.values(ws, skill, task).items()
+                    if k != "prompt"})
+        return env
+
+    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill,
+              task: Task) -> Trajectory:
+        steps = read_steps(ws.io / "steps.jsonl")
+        if result.returncode not in (0, None):
+            traj = self.failure(result, default_kind="command_error")
+            return Trajectory(error=traj.error, error_kind=traj.error_kind, steps=steps)
+        if self.conf.output == "stdout":
+            answer = result.stdout
+        else:
+            path = ws.path / self.conf.output
+            if not path.is_file():
+                return Trajectory(error=f"{self.binary_label} exited 0 but wrote no "
+                                        f"{self.conf.output} in the workspace",
+                                  error_kind="bad_output", steps=steps)
+            answer = path.read_text(encoding="utf-8", errors="replace")
+        return Trajectory(answer=answer.strip("\n"), steps=steps, model_calls=1)
+
+
+def read_steps(path: Path) -> tuple[dict, ...]:
+    """The program's own JSON-lines record of its steps, if it wrote one."""
+    if not path.is_file():
+        return ()
+    steps: list[dict] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[:MAX_STEPS]:
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            steps.append({k: clip(v, STEP_OUTPUT_LIMIT) if isinstance(v, str) else v
+                          for k, v in obj.items()})
+    return tuple(steps)
+
+
+def _template_problem(part: str) -> str | None:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(part) if f is not None]
+    except ValueError as exc:
+        return f"bad template ({exc}; write {{{{ and }}}} for literal braces)"
+    for f in fields:
+        if f not in PLACEHOLDERS:
+            return (f"unknown placeholder {{{f}}} (known: "
+                    + ", ".join("{" + p + "}" for p in PLACEHOLDERS) + ")")
+    return None

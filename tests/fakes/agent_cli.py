@@ -1,0 +1,364 @@
+"""Stand-in `claude` and `codex` executables (standard library only).
+
+They honour the documented contracts (formats.md §2.3, §3): the flags each CLI
+accepts (an unknown flag is an error, as upstream), the prompt on stdin, the
+skill read from where the real CLI looks for it (`.claude/skills/<name>/` or
+`.agents/skills/<name>/` in the working directory), and the documented output
+shapes: claude's result object, its array-of-messages shape and stream-json
+lines; codex's JSONL events, including event and item types a parser must skip.
+
+Behaviour is set by `<name>.json` next to the executable and every call is
+appended to `<name>.calls.jsonl` there, so a test can check the argv, stdin,
+cwd, environment and the workspace's files.
+
+The "brain" follows the skill literally (the same rules as the training tests'
+world): HELPFUL makes it capitalise `word-*` prompts, HARMFUL reverses every
+answer, SAVE makes it also write the answer to `answer.txt` in the workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HELPFUL = "Write WORD items in capitals."
+HARMFUL = "Reverse every answer."
+SAVE = "Save the answer to answer.txt."
+
+CLAUDE_VERSION = "2.1.230 (Claude Code)"
+CODEX_VERSION = "codex-cli 0.150.0"
+PERMISSION_MODES = {"default", "manual", "acceptEdits", "plan", "auto", "dontAsk",
+                    "bypassPermissions"}
+SANDBOXES = {"read-only", "workspace-write", "danger-full-access"}
+
+
+# ---------------------------------------------------------------------- shared
+def load_config(bin_dir: Path, name: str) -> dict:
+    path = bin_dir / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def log_call(bin_dir: Path, name: str, record: dict) -> None:
+    with open(bin_dir / f"{name}.calls.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def read_skills(cwd: Path, skills_dir: str) -> dict[str, str]:
+    """name -> SKILL.md text for every skill installed where the CLI looks."""
+    base = cwd / skills_dir
+    if not base.is_dir():
+        return {}
+    return {d.name: (d / "SKILL.md").read_text(encoding="utf-8")
+            for d in sorted(base.iterdir()) if (d / "SKILL.md").is_file()}
+
+
+def tree(cwd: Path) -> dict[str, str]:
+    files = {}
+    for p in sorted(cwd.rglob("*")):
+        if p.is_file():
+            files[str(p.relative_to(cwd))] = p.read_text(encoding="utf-8", errors="replace")
+    return files
+
+
+def brain(prompt: str, skill_text: str) -> tuple[str, bool]:
+    """(answer, whether to save it to answer.txt)."""
+    text = prompt.strip()
+    # an explicit invocation (/name or $name) comes first; the task follows it
+    if text.startswith(("/", "$")) and " " in text:
+        text = text.split(" ", 1)[1]
+    answer = text
+    if HELPFUL in skill_text and text.startswith("word-"):
+        answer = answer.upper()
+    if HARMFUL in skill_text:
+        answer = answer[::-1]
+    return answer, SAVE in skill_text
+
+
+def mode_for(config: dict, prompt: str) -> str:
+    for needle, mode in (config.get("modes") or {}).items():
+        if needle in prompt:
+            return mode
+    return config.get("mode", "agent")
+
+
+def hang(bin_dir: Path) -> None:
+    """Sleep forever, with a child that sleeps too: only a group kill stops both."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(bin_dir / "hang.pids", "a") as f:
+        f.write(f"{os.getpid()} {child.pid}\n")
+    time.sleep(600)
+
+
+def fail_usage(message: str, code: int) -> int:
+    sys.stderr.write(message + "\n")
+    return code
+
+
+def base_record(argv: list[str], stdin: str, cwd: Path) -> dict:
+    return {"argv": argv, "stdin": stdin, "cwd": str(cwd), "env": sorted(os.environ),
+            "env_values": {k: os.environ[k] for k in os.environ if k.startswith("FAKE_")},
+            "files": tree(cwd), "pid": os.getpid()}
+
+
+# ---------------------------------------------------------------------- claude
+CLAUDE_VALUED = {"--output-format", "--input-format", "--permission-mode", "--allowedTools",
+                 "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--tools",
+                 "--max-turns", "--model", "--settings", "--append-system-prompt",
+                 "--system-prompt", "--add-dir", "--setting-sources", "--max-budget-usd",
+                 "--fallback-model", "--session-id", "--mcp-config", "--json-schema"}
+CLAUDE_FLAGS = {"-p", "--print", "--verbose", "--bare", "--no-session-persistence",
+                "--include-partial-messages", "--strict-mcp-config",
+                "--dangerously-skip-permissions"}
+
+
+def claude(bin_dir: Path, argv: list[str]) -> int:
+    if argv == ["--version"]:
+        print(CLAUDE_VERSION)
+        return 0
+    opts: dict[str, str] = {}
+    flags: set[str] = set()
+    positional = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in CLAUDE_VALUED:
+            if i + 1 >= len(argv):
+                return fail_usage(f"error: option '{a}' argument missing", 1)
+            opts[a] = argv[i + 1]
+            i += 2
+            continue
+        if a in CLAUDE_FLAGS:
+            flags.add(a)
+        elif a.startswith("-"):
+            return fail_usage(f"error: unknown option '{a}'", 1)
+        else:
+            positional.append(a)
+        i += 1
+    if not flags & {"-p", "--print"}:
+        return fail_usage("error: the stand-in only supports print mode (-p)", 1)
+    fmt = opts.get("--output-format", "text")
+    if fmt not in ("text", "json", "stream-json"):
+        return fail_usage(f"error: option '--output-format <format>' argument '{fmt}' is "
+                          "invalid", 1)
+    if fmt == "stream-json" and "--verbose" not in flags:
+        return fail_usage("Error: When using --print, --output-format=stream-json requires "
+                          "--verbose", 1)
+    mode_opt = opts.get("--permission-mode")
+    if mode_opt is not None and mode_opt not in PERMISSION_MODES:
+        return fail_usage(f"error: option '--permission-mode <mode>' argument '{mode_opt}' "
+                          "is invalid", 1)
+    if "--max-turns" in opts and not opts["--max-turns"].isdigit():
+        return fail_usage("error: --max-turns must be a number", 1)
+    stdin = sys.stdin.read()
+    prompt = " ".join(positional) or stdin
+    if not prompt.strip():
+        return fail_usage("Error: Input must be provided either through stdin or as a prompt "
+                          "argument when using --print", 1)
+    cwd = Path.cwd()
+    config = load_config(bin_dir, "claude")
+    skills = read_skills(cwd, ".claude/skills")
+    log_call(bin_dir, "claude", {**base_record(argv, stdin, cwd), "skills": skills})
+    mode = mode_for(config, prompt)
+    if mode == "hang":
+        hang(bin_dir)
+    if mode == "garbage":
+        print("<html>503 Service Temporarily Unavailable</html>")
+        return 0
+    if mode == "exit":
+        sys.stderr.write(config.get("stderr", "fatal: something broke inside the agent") + "\n")
+        return int(config.get("exit_code", 3))
+
+    invoke = config.get("invoke", True)
+    name = next(iter(skills), None)
+    skill_text = skills[name] if (name and invoke) else ""
+    answer, save = brain(prompt, skill_text)
+    messages: list[dict] = [{"type": "system", "subtype": "init", "session_id": "s-1",
+                             "cwd": str(cwd), "skills": list(skills), "tools": [
+                                 "Bash", "Read", "Write", "Skill"]}]
+    result: dict = {"type": "result", "subtype": "success", "is_error": False,
+                    "duration_ms": 1200, "duration_api_ms": 900, "num_turns": 1,
+                    "result": answer, "stop_reason": "end_turn", "session_id": "s-1",
+                    "total_cost_usd": 0.0125, "uuid": "u-1",
+                    "usage": {"input_tokens": 100, "cache_creation_input_tokens": 20,
+                              "cache_read_input_tokens": 30, "output_tokens": 12},
+                    "modelUsage": {opts.get("--model", "claude-sonnet-4-5"): {
+                        "inputTokens": 100, "outputTokens": 12, "costUSD": 0.0125}},
+                    "permission_denials": []}
+    if mode == "agent":
+        if name and invoke:
+            messages.append(_assistant([{"type": "tool_use", "id": "t1", "name": "Skill",
+                                         "input": {"skill": name}}]))
+            messages.append(_tool_result("t1", f"Launching skill: {name}\n\n{skills[name]}"))
+        if save:
+            messages.append(_assistant([{"type": "tool_use", "id": "t2", "name": "Write",
+                                         "input": {"file_path": str(cwd / "answer.txt"),
+                                                   "content": answer}}]))
+            (cwd / "answer.txt").write_text(answer + "\n", encoding="utf-8")
+            messages.append(_tool_result("t2", "File created successfully"))
+        if config.get("big_output"):
+            messages.append(_assistant([{"type": "tool_use", "id": "t3", "name": "Bash",
+                                         "input": {"command": "cat big.log"}}]))
+            messages.append(_tool_result("t3", "x" * 50_000))
+        messages.append(_assistant([{"type": "text", "text": answer}]))
+        result["num_turns"] = len([m for m in messages if m["type"] == "assistant"])
+    elif mode == "auth":
+        result.update(is_error=True, result="Invalid API key · Please run /login",
+                      total_cost_usd=0, num_turns=0)
+    elif mode == "error":
+        result.update(subtype="error_during_execution", is_error=True, errors=[
+            "Tool execution failed: ENOSPC"])
+        result.pop("result")
+    elif mode == "max_turns":
+        result.update(subtype="error_max_turns", is_error=True, num_turns=3)
+        result.pop("result")
+    messages.append(result)
+    if fmt == "stream-json":
+        for m in messages:
+            print(json.dumps(m), flush=True)
+    elif config.get("shape") == "array":
+        print(json.dumps(messages))
+    elif fmt == "json":
+        print(json.dumps(result))
+    else:
+        print(result.get("result", ""))
+    return 1 if result["is_error"] and mode != "max_turns" else 0
+
+
+def _assistant(content: list) -> dict:
+    return {"type": "assistant", "message": {"role": "assistant", "content": content},
+            "session_id": "s-1"}
+
+
+def _tool_result(tool_use_id: str, text: str) -> dict:
+    return {"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}]},
+        "session_id": "s-1"}
+
+
+# ---------------------------------------------------------------------- codex
+CODEX_VALUED = {"--sandbox", "-s", "-C", "--cd", "-m", "--model", "--output-last-message",
+                "-o", "-c", "--config", "-p", "--profile", "--output-schema", "--add-dir",
+                "--color", "-i", "--image", "--local-provider"}
+CODEX_FLAGS = {"--json", "--experimental-json", "--skip-git-repo-check", "--ephemeral",
+               "--ignore-user-config", "--ignore-rules", "--oss",
+               "--dangerously-bypass-approvals-and-sandbox", "--yolo"}
+
+
+def codex(bin_dir: Path, argv: list[str]) -> int:
+    if argv == ["--version"]:
+        print(CODEX_VERSION)
+        return 0
+    if not argv or argv[0] != "exec":
+        return fail_usage("error: the stand-in only supports `codex exec`", 2)
+    opts: dict[str, str] = {}
+    flags: set[str] = set()
+    positional = []
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a in CODEX_VALUED:
+            if i + 1 >= len(argv):
+                return fail_usage(f"error: a value is required for '{a}'", 2)
+            opts[a] = argv[i + 1]
+            i += 2
+            continue
+        if a in CODEX_FLAGS:
+            flags.add(a)
+        elif a == "-" or not a.startswith("-"):
+            positional.append(a)
+        else:  # --full-auto among them: removed upstream
+            return fail_usage(f"error: unexpected argument '{a}' found", 2)
+        i += 1
+    sandbox = opts.get("--sandbox", opts.get("-s", "read-only"))
+    if sandbox not in SANDBOXES:
+        return fail_usage(f"error: invalid value '{sandbox}' for '--sandbox'", 2)
+    cwd = Path(opts.get("-C", opts.get("--cd", "."))).resolve()
+    if "--skip-git-repo-check" not in flags and not any(
+            (d / ".git").exists() for d in (cwd, *cwd.parents)):
+        return fail_usage("Not inside a trusted directory and --skip-git-repo-check was not "
+                          "specified.", 1)
+    stdin = sys.stdin.read()
+    if positional == ["-"]:
+        prompt = stdin
+    elif positional:
+        prompt = positional[0]
+    else:
+        prompt = stdin
+    if not prompt.strip():
+        return fail_usage("No prompt provided via stdin.", 1)
+    config = load_config(bin_dir, "codex")
+    skills = read_skills(cwd, ".agents/skills")
+    log_call(bin_dir, "codex", {**base_record(argv, stdin, cwd), "skills": skills,
+                                "process_cwd": os.getcwd()})
+    json_out = bool(flags & {"--json", "--experimental-json"})
+    last_file = opts.get("--output-last-message", opts.get("-o"))
+    mode = mode_for(config, prompt)
+
+    def emit(event: dict) -> None:
+        if json_out:
+            print(json.dumps(event), flush=True)
+
+    emit({"type": "thread.started", "thread_id": "th-1"})
+    emit({"type": "turn.started"})
+    if mode == "hang":
+        hang(bin_dir)
+    if mode == "garbage":
+        print("Segmentation fault (core dumped) <<< not json >>>")
+        return 0
+    if mode in ("auth", "quota"):
+        message = ("unexpected status 401 Unauthorized: invalid api key" if mode == "auth"
+                   else "You exceeded your current quota, please check your plan and billing "
+                        "details.")
+        emit({"type": "error", "message": message})
+        emit({"type": "turn.failed", "error": {"message": message}})
+        sys.stderr.write(f"ERROR: {message}\n")
+        return 1
+    if mode == "exit":
+        sys.stderr.write(config.get("stderr", "thread 'main' panicked at codex-rs/exec") + "\n")
+        return int(config.get("exit_code", 101))
+
+    invoke = config.get("invoke", True)
+    name = next(iter(skills), None)
+    skill_text = skills[name] if (name and invoke) else ""
+    answer, save = brain(prompt, skill_text)
+    if name and invoke:
+        cmd = {"id": "item_1", "type": "command_execution",
+               "command": f"bash -lc 'cat .agents/skills/{name}/SKILL.md'",
+               "aggregated_output": "", "exit_code": None, "status": "in_progress"}
+        emit({"type": "item.started", "item": cmd})
+        emit({"type": "item.completed", "item": {**cmd, "aggregated_output": skills[name],
+                                                 "exit_code": 0, "status": "completed"}})
+    emit({"type": "item.plan.delta", "item_id": "item_2", "delta": "thinking"})  # skipped
+    emit({"type": "session.configured", "model": opts.get("-m", "gpt-5-codex")})  # unknown
+    emit({"type": "item.completed", "item": {"id": "item_3", "type": "reasoning",
+                                             "text": "**Answering the task**"}})
+    emit({"type": "item.completed", "item": {"id": "item_4", "type": "hologram",
+                                             "payload": {"x": 1}}})  # unknown item type
+    if save:
+        if sandbox == "read-only":
+            emit({"type": "item.completed", "item": {
+                "id": "item_5", "type": "file_change", "status": "failed",
+                "changes": [{"path": "answer.txt", "kind": "add"}]}})
+        else:
+            (cwd / "answer.txt").write_text(answer + "\n", encoding="utf-8")
+            emit({"type": "item.completed", "item": {
+                "id": "item_5", "type": "file_change", "status": "completed",
+                "changes": [{"path": "answer.txt", "kind": "add"}]}})
+    emit({"type": "item.completed", "item": {"id": "item_6", "type": "agent_message",
+                                             "text": answer}})
+    emit({"type": "turn.completed", "usage": {"input_tokens": 200, "cached_input_tokens": 50,
+                                              "output_tokens": 20}})
+    if last_file:
+        Path(last_file).write_text(answer, encoding="utf-8")
+    if not json_out:
+        print(answer)
+    return 0
+
+
+def main(name: str, bin_dir: str) -> int:
+    tool = {"claude": claude, "codex": codex}[name]
+    return tool(Path(bin_dir), sys.argv[1:])
