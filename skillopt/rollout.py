@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("skillopt")
 
 # A run stops when this many rollouts in a row fail with the same systemic kind
-# (or when every rollout of a smaller batch does, for kinds no retry can fix).
+# (or when every rollout of a smaller batch does, at least two, for kinds no retry
+# can fix).
 STOP_AFTER = 5
 SYSTEMIC = frozenset({"auth", "quota", "not_found", "rate_limit"})
 HOPELESS = frozenset({"auth", "quota", "not_found"})
@@ -223,7 +224,7 @@ class RolloutEngine:
         kind, count, _ = self._streak
         count = count + 1 if kind == rollout.error_kind else 1
         self._streak = (rollout.error_kind, count, rollout.error or "")
-        limit = min(STOP_AFTER, batch) if rollout.error_kind in HOPELESS else STOP_AFTER
+        limit = max(2, min(STOP_AFTER, batch)) if rollout.error_kind in HOPELESS else STOP_AFTER
         if count >= limit:
             self._streak = (None, 0, "")
             raise SystemicFailure(

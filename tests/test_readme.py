@@ -30,12 +30,14 @@ def readme_commands() -> list[str]:
     return commands
 
 
-def test_readme_commands_run(isolated):
+def test_readme_commands_run(isolated, agents):
+    """`agents` puts stand-in claude/codex on PATH for the --harness examples."""
     for folder in ("skills", "tasks"):
         shutil.copytree(ROOT / folder, isolated / folder)
     commands = readme_commands()
     assert any(c.startswith("skillopt eval") for c in commands)
     assert any(c.startswith("skillopt lint") for c in commands)
+    assert any("--harness claude-code" in c for c in commands)
     for command in commands:
         res = CliRunner().invoke(app, shlex.split(command)[1:])
         assert res.exit_code == 0, (command, res.output)

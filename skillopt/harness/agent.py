@@ -89,7 +89,7 @@ class AgentHarness:
         self.settings = settings
         self.agent = settings.agent
         self.binary = binary
-        self.keep_dir: Path | None = Path(settings.run_dir) / "workspaces"
+        self.keep_dir: Path | None = Path(settings.run_dir).resolve() / "workspaces"
         self.cli_version: str | None = None
         self._resolved: str | None = None
         self._open: dict[Path, tuple[Workspace, str]] = {}

@@ -110,8 +110,11 @@ class CodexHarness(AgentHarness):
                                     + (tail(result.stdout, 400) or "no output"),
                               error_kind="bad_output", **common)
         if not answer.strip() and not completed:
+            stray = "\n".join(line for line in result.stdout.splitlines()
+                              if line.strip() and not line.lstrip().startswith("{"))
             return Trajectory(error="codex finished without completing a turn or a final "
-                                    "message", error_kind="bad_output", **common)
+                                    "message" + (f": {tail(stray, 400)}" if stray else ""),
+                              error_kind="bad_output", **common)
         return Trajectory(answer=answer.strip("\n"), **common)
 
 

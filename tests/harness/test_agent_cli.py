@@ -1,0 +1,89 @@
+"""`skillopt eval --harness claude-code|codex` through the CLI with the stand-ins:
+what the user sees, the exit codes, and Ctrl-C killing agents still running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fakes.agent_cli import HELPFUL
+from helpers import wait_dead, write_skill, write_suite
+from typer.testing import CliRunner
+
+from skillopt.cli.main import app
+
+runner = CliRunner()
+TESTS = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def project(isolated):
+    skill = write_skill(isolated / "skills", "caps", body=f"# Caps\n\n- {HELPFUL}\n")
+    items = [{"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}",
+              "split": "test"} for i in range(4)]
+    suite = write_suite(isolated / "tasks" / "caps.yaml", items)
+    return skill, suite
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_eval_through_an_agent_cli(agents, project, isolated, harness):
+    skill, suite = project
+    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness", harness,
+                              "--compare-no-skill", "--json", "out.json"])
+    assert res.exit_code == 0, res.output
+    assert f"target default · harness {harness}" in res.stdout
+    assert "skill invoked in 4/4 traced rollouts (skill · test)" in res.stdout
+    assert "Δ test: +1.000" in res.stdout
+    assert "kept 4 workspace(s) of failed tasks" in res.stderr  # the no-skill failures
+    data = json.loads((isolated / "out.json").read_text())
+    skill_result = next(r for r in data["results"] if r["variant"] == "skill")
+    assert skill_result["skill_invoked"] == 4 and skill_result["traced"] == 4
+    kept = [r["workspace"] for r in data["rollouts"] if r["workspace"]]
+    assert len(kept) == 4 and all(Path(k, "work").is_dir() for k in kept)
+
+
+def test_missing_cli_exits_2_with_one_line(project, tmp_path, monkeypatch):
+    skill, suite = project
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness", "codex"])
+    assert res.exit_code == 2
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "needs `codex`, which is not on PATH" in lines[0]
+    assert "--harness chat|claude-code|codex|command" in lines[0]
+
+
+def test_auth_failure_on_every_task_exits_with_the_clis_message(agents, project):
+    agents.configure("claude", mode="auth")
+    skill, suite = project
+    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness",
+                              "claude-code", "--concurrency", "1"])
+    assert res.exit_code == 2
+    assert "4 tasks in a row failed the same way (auth)" in res.stderr
+    assert "Invalid API key · Please run /login" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_ctrl_c_kills_the_agents_still_running(agents, project, isolated):
+    agents.configure("claude", mode="hang")
+    skill, suite = project
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillopt", "eval", str(skill), "--tasks", str(suite),
+         "--harness", "claude-code", "--concurrency", "2"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(agents.hang_pids()) < 4 and time.monotonic() < deadline:  # 2 agents + children
+        time.sleep(0.05)
+    assert len(agents.hang_pids()) == 4
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - start < 10  # not the 600 s agent timeout
+    assert wait_dead(agents.hang_pids())

@@ -1,0 +1,198 @@
+"""The codex harness against the stand-in `codex` (tests/fakes/agent_cli.py): the
+`codex exec` contract, the skill in `.agents/skills/`, JSONL events with unknown
+types, turn failures, garbage, crashes and hangs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from fakes.agent_cli import HELPFUL, SAVE
+from helpers import write_skill, write_suite
+
+from skillopt import api
+from skillopt.config import Settings
+from skillopt.errors import HarnessError, SystemicFailure
+from skillopt.harness import build_harness
+from skillopt.harness.codex import LAST_MESSAGE, CodexHarness, item_steps, read_jsonl
+from skillopt.rollout import RolloutEngine
+from skillopt.skill.document import Skill
+from skillopt.store.rollouts import RolloutStore
+from skillopt.suite.loader import load_suite
+
+
+@pytest.fixture
+def skill_dir(isolated):
+    return write_skill(isolated / "skills", "caps", body=f"# Caps\n\n- {HELPFUL}\n")
+
+
+@pytest.fixture
+def suite_path(isolated):
+    items = [{"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
+             for i in range(3)]
+    return write_suite(isolated / "tasks" / "caps.yaml", items)
+
+
+def harness(tmp_path, **conf) -> CodexHarness:
+    agent = conf.pop("agent", {})
+    settings = Settings(harness="codex", target=conf.pop("target", None), codex=conf,
+                        agent=agent, run_dir=str(tmp_path / "runs"))
+    h = build_harness(settings)
+    h.check()
+    return h
+
+
+def first_task(suite_path, i=0):
+    return load_suite(suite_path).tasks[i]
+
+
+def test_exec_contract_and_skill_location(agents, tmp_path, skill_dir, suite_path):
+    h = harness(tmp_path, target="openai/gpt-5-codex", args=["--ephemeral"])
+    task = first_task(suite_path, 1)
+    traj = h.run(Skill.load(skill_dir), task)
+    (call,) = agents.calls("codex")
+    ws = call["cwd"]
+    io = str(Path(ws).parent / "io")
+    assert call["argv"] == ["exec", "--json", "--sandbox", "workspace-write",
+                            "--skip-git-repo-check", "-C", ws, "-m", "gpt-5-codex",
+                            "--output-last-message", f"{io}/{LAST_MESSAGE}", "--ephemeral", "-"]
+    assert "--full-auto" not in call["argv"]
+    assert call["stdin"] == task.prompt and call["process_cwd"] == ws
+    assert call["skills"] == {"caps": (skill_dir / "SKILL.md").read_text()}
+    assert set(call["files"]) == {".agents/skills/caps/SKILL.md"}  # the last message is not
+    assert traj.answer == "WORD-1" and traj.skill_invoked is True
+    assert h.release(traj, failed=False) is None and not Path(ws).exists()
+    assert h.fingerprint()["cli"] == "codex-cli 0.150.0"
+
+
+def test_events_become_usage_steps_and_the_answer(agents, tmp_path, skill_dir, suite_path,
+                                                  isolated):
+    skill = write_skill(isolated / "skills", "saver", body=f"- {HELPFUL}\n- {SAVE}\n")
+    h = harness(tmp_path)
+    traj = h.run(Skill.load(skill), first_task(suite_path))
+    assert traj.answer == "WORD-0" and traj.error is None
+    assert traj.usage.input_tokens == 200 and traj.usage.output_tokens == 20
+    assert traj.model_calls == 1 and traj.info["thread_id"] == "th-1"
+    types = [s["type"] for s in traj.steps]
+    assert types == ["command", "reasoning", "hologram", "file_change"]  # unknowns tolerated
+    command = traj.steps[0]
+    assert command["command"] == "bash -lc 'cat .agents/skills/saver/SKILL.md'"
+    assert SAVE in command["output"] and command["exit_code"] == 0
+    assert traj.steps[3]["input"] == [{"path": "answer.txt", "kind": "add"}]
+    assert (traj.workspace / "answer.txt").read_text() == "WORD-0\n"
+    h.release(traj, failed=False)
+
+
+def test_skill_not_read_is_reported(agents, tmp_path, skill_dir, suite_path):
+    agents.configure("codex", invoke=False)
+    traj = harness(tmp_path).run(Skill.load(skill_dir), first_task(suite_path))
+    assert traj.answer == "word-0" and traj.skill_invoked is False
+
+
+@pytest.mark.parametrize("mode, kind, text", [
+    ("auth", "auth", "401 Unauthorized: invalid api key"),
+    ("quota", "quota", "You exceeded your current quota"),
+])
+def test_turn_failures_are_unscored_and_classified(agents, tmp_path, skill_dir, suite_path,
+                                                   mode, kind, text):
+    agents.configure("codex", mode=mode)
+    engine = RolloutEngine(harness(tmp_path), RolloutStore(":memory:"), concurrency=1)
+    (r,) = engine.run(Skill.load(skill_dir), [first_task(suite_path)])
+    assert not r.scored and r.error_kind == kind and text in r.error
+    assert r.error.startswith("codex turn failed:")
+
+
+def test_quota_on_every_task_stops_the_run(agents, tmp_path, skill_dir, isolated):
+    agents.configure("codex", mode="quota")
+    suite = write_suite(isolated / "tasks" / "many.yaml", [
+        {"id": f"t{i}", "input": f"word-{i}", "expected": "x", "split": "test"}
+        for i in range(20)])
+    with pytest.raises(SystemicFailure, match=r"\(quota\): codex turn failed: You exceeded"):
+        api.evaluate(skill_dir, suite, flags={"harness": "codex", "concurrency": 2})
+    assert 5 <= len(agents.calls("codex")) <= 7  # the in-flight ones finish, no more start
+
+
+@pytest.mark.parametrize("mode, kind, text", [
+    ("garbage", "bad_output", "without completing a turn or a final message: Segmentation"),
+    ("exit", "agent_error", "codex exited 101: thread 'main' panicked"),
+])
+def test_garbage_and_crashes_are_unscored(agents, tmp_path, skill_dir, suite_path, mode, kind,
+                                          text):
+    agents.configure("codex", mode=mode)
+    engine = RolloutEngine(harness(tmp_path), RolloutStore(":memory:"), concurrency=1)
+    (r,) = engine.run(Skill.load(skill_dir), [first_task(suite_path)])
+    assert not r.scored and r.error_kind == kind and text in r.error
+
+
+def test_a_hang_is_killed(agents, tmp_path, skill_dir, suite_path):
+    agents.configure("codex", mode="hang")
+    h = harness(tmp_path, agent={"timeout": 1})
+    start = time.monotonic()
+    traj = h.run(Skill.load(skill_dir), first_task(suite_path))
+    assert time.monotonic() - start < 10
+    assert traj.error_kind == "timeout" and traj.answer is None
+    assert traj.info["turns"] == 1  # what was printed before the hang is still read
+    h.release(traj, failed=True)
+
+
+def test_a_removed_flag_is_a_usage_error_the_run_reports(agents, tmp_path, skill_dir,
+                                                          suite_path):
+    h = harness(tmp_path, args=["--full-auto"])  # what an old config might still say
+    traj = h.run(Skill.load(skill_dir), first_task(suite_path))
+    assert traj.answer is None and "unexpected argument '--full-auto'" in traj.error
+
+
+def test_read_only_sandbox_means_the_file_is_not_written(agents, tmp_path, isolated,
+                                                         suite_path):
+    skill = write_skill(isolated / "skills", "saver", body=f"- {HELPFUL}\n- {SAVE}\n")
+    verify = {"type": "command", "run": 'test "$(cat answer.txt)" = "$SKILLOPT_EXPECTED"'}
+    suite = write_suite(isolated / "tasks" / "files.yaml", [
+        {"id": "word-0", "input": "word-0", "expected": "WORD-0", "split": "test",
+         "scorer": verify}])
+    ok = api.evaluate(skill, suite, flags={"harness": "codex"}).results[0].rollouts[0]
+    assert ok.scored and ok.passed
+    (isolated / "skillopt.yaml").write_text("codex:\n  sandbox: read-only\n")
+    denied = api.evaluate(skill, suite, flags={"harness": "codex"}).results[0].rollouts[0]
+    assert not denied.cached  # the sandbox is in the fingerprint
+    assert denied.scored and not denied.passed  # the agent's failure, scored as such
+    assert json.loads(json.dumps(denied.trajectory["steps"]))[-1]["status"] == "failed"
+
+
+def test_missing_codex_is_one_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(HarnessError, match=r"needs `codex`, which is not on PATH.*--harness"):
+        build_harness(Settings(harness="codex")).check()
+
+
+def test_environment_passes_openai_and_codex_variables_only(agents, tmp_path, skill_dir,
+                                                            suite_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret")
+    h = harness(tmp_path)
+    h.release(h.run(Skill.load(skill_dir), first_task(suite_path)), failed=False)
+    env = agents.calls("codex")[0]["env"]
+    assert "OPENAI_API_KEY" in env and "CODEX_HOME" in env
+    assert "ANTHROPIC_API_KEY" not in env and "GITHUB_TOKEN" not in env
+
+
+def test_parsing_tolerates_old_names_and_partial_items():
+    lines = "\n".join(json.dumps(e) for e in [
+        {"type": "thread.started", "thread_id": "x"},
+        {"type": "item.started", "item": {"id": "1", "type": "command_execution",
+                                          "command": "ls", "status": "in_progress"}},
+        {"type": "item.completed", "item": {"id": "2", "item_type": "assistant_message",
+                                            "text": "old shape"}},
+        {"type": "item.completed", "item": {"id": "3", "type": "todo_list",
+                                            "items": [{"text": "a", "completed": True}]}},
+    ]) + "\nnot json\n{broken\n"
+    events = read_jsonl(lines)
+    assert len(events) == 4
+    steps, messages, invoked = item_steps(events, "caps")
+    assert messages == ["old shape"] and invoked is False
+    assert steps[0] == {"type": "command", "command": "ls", "output": "",
+                        "status": "in_progress"}
+    assert steps[1]["type"] == "todo_list" and '"completed": true' in steps[1]["text"]
