@@ -66,9 +66,10 @@ def cli_model(target: str | None, harness: str, prefixes: tuple[str, ...]) -> st
         return None
     provider = target.split("/", 1)[0] if "/" in target else ""
     if provider in ("local", "scripted"):
-        raise InputError(f"target {target!r} is a model skillopt runs itself; the {harness} "
-                         "harness passes the target to its CLI as --model: give a model that "
-                         "CLI knows, or 'default' for its own default", field="target")
+        raise InputError(f"{target!r} is a model skillopt runs itself, but the {harness} "
+                         "harness hands the target to its CLI as --model: pass --target with a "
+                         "model that CLI knows, or --target default for the CLI's own",
+                         field="target")
     if provider in prefixes:
         return target.split("/", 1)[1]
     return target

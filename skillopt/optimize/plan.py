@@ -83,6 +83,10 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str,
         note = "; ".join(n for n in (note, onote) if n)
     notes = ["rollout counts are upper bounds: the store serves repeated evaluations "
              "(the incumbent on validation, unchanged skills on train tasks)"]
+    if s.harness != "chat":
+        notes.append(f"the {s.harness} harness runs an agent per task: its tokens and cost "
+                     "are the agent's and are not estimated here (each task's usage is "
+                     "recorded from the CLI's output)")
     return Plan(len(train), len(val), len(test), s.epochs, per_epoch, total, budgets, rollouts,
                 calls, target_tokens, optimizer_tokens, cost, note, notes)
 

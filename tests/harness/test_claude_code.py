@@ -293,8 +293,8 @@ def test_binary_can_be_configured(agents, tmp_path, skill_dir, suite_path):
 
 
 def test_a_model_skillopt_runs_itself_is_not_a_claude_model(tmp_path):
-    with pytest.raises(InputError, match="target 'local/gemma-3-270m' is a model skillopt "
-                                         "runs itself"):
+    with pytest.raises(InputError, match="^target: 'local/gemma-3-270m' is a model skillopt "
+                                         "runs itself.*--target default"):
         build_harness(Settings(harness="claude-code", target="local/gemma-3-270m"))
 
 
