@@ -363,3 +363,44 @@ def models(env: dict[str, str] | None = None) -> list[ModelInfo]:
         out.append(ModelInfo(name, "configured", not conf.api_key_env or bool(
             env.get(conf.api_key_env)), f"{where}; {key}"))
     return out
+
+
+# ---------------------------------------------------------------------- shipping
+def load_skill_or_run(ref: str | Path, flags: dict[str, Any] | None = None) -> Skill:
+    """A skill from its directory (or SKILL.md), or a run's best skill by run id/dir."""
+    path = Path(ref)
+    if path.exists() and not (path / "run.yaml").is_file():
+        return Skill.load(path)
+    try:
+        run = _find_run(str(ref), flags)
+    except InputError:
+        raise InputError(f"{str(ref)!r} is neither a skill (a directory with SKILL.md) nor a "
+                         "run (a run directory or id)") from None
+    best = run.path / "best"
+    if not (best / "SKILL.md").is_file():
+        raise InputError(f"run {run.run_id} has no best skill yet; continue it with "
+                         f"`skillopt train --resume {run.run_id}`", path=run.path)
+    return Skill.load(best)
+
+
+def export(source: str | Path, to: str, *, scope: str = "project", dest: Path | None = None,
+           force: bool = False, flags: dict[str, Any] | None = None):
+    """Export a skill (or a run's best) where an agent loads it; see `skillopt.export`."""
+    from skillopt.export import export as export_skill
+
+    return export_skill(load_skill_or_run(source, flags), to, scope=scope, dest=dest,
+                        force=force)
+
+
+def adopt(run_ref: str, *, force: bool = False, flags: dict[str, Any] | None = None):
+    """Write a run's best skill back into the skill directory it was trained from."""
+    from skillopt.export import adopt as adopt_run
+
+    return adopt_run(_find_run(run_ref, flags), force=force)
+
+
+def validate(skill: str | Path, suite: str | Path, **kwargs):
+    """Lint and score a skill against thresholds and a baseline; see `skillopt.validate`."""
+    from skillopt.validate import validate as run_validate
+
+    return run_validate(skill, suite, **kwargs)

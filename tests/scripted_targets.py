@@ -33,3 +33,10 @@ def sleepy(messages):
 
 def always_down(messages):
     raise ModelError("provider unavailable (503)", kind="server")
+
+
+def follows_skill_but_boom_fails(messages):
+    """Like `follows_skill`, but an input containing 'boom' is a provider failure."""
+    if "boom" in messages[-1]["content"]:
+        raise ModelError("provider unavailable (503)", kind="server")
+    return follows_skill(messages)

@@ -11,6 +11,7 @@ from skillopt.cli import eval as eval_cli
 from skillopt.cli import lint as lint_cli
 from skillopt.cli import models as models_cli
 from skillopt.cli import runs as runs_cli
+from skillopt.cli import ship as ship_cli
 from skillopt.cli import train as train_cli
 from skillopt.cli.common import set_debug
 
@@ -46,6 +47,7 @@ eval_cli.register(app)
 lint_cli.register(app)
 runs_cli.register(app)
 models_cli.register(app)
+ship_cli.register(app)
 
 
 def run() -> None:
