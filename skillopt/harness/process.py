@@ -77,22 +77,31 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin_text: 
                                 start_new_session=True)
         with _live_lock:
             _live.add(proc.pid)
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        exited = threading.Event()
+        fired = threading.Event()
+
+        def on_timeout() -> None:
+            fired.set()
             _kill_group(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=TERM_GRACE_S)
-            except subprocess.TimeoutExpired:
-                pass
+            if not exited.wait(TERM_GRACE_S):
+                _kill_group(proc.pid, signal.SIGKILL)
+
+        # A blocking wait, not Popen.wait(timeout=…), which polls with sleeps of up
+        # to 50 ms and would add that to every task; a timer enforces the timeout.
+        timer = threading.Timer(timeout, on_timeout)
+        timer.daemon = True
+        timer.start()
+        try:
+            proc.wait()
         finally:
+            exited.set()
+            timer.cancel()
             _kill_group(proc.pid, signal.SIGKILL)  # the rest of the group, if any
             proc.wait()
             with _live_lock:
                 _live.discard(proc.pid)
     duration = time.perf_counter() - start
+    timed_out = fired.is_set()
     return ProcessResult(None if timed_out else proc.returncode, _read(out_path),
                          _read(err_path), timed_out, duration)
 
