@@ -331,8 +331,8 @@ class ModelInfo:
 
 def models(env: dict[str, str] | None = None) -> list[ModelInfo]:
     """What can be used here: the embedded model, providers whose key is set (the
-    keys themselves are never read out), models configured in skillopt.yaml, and
-    the offline optimizer."""
+    keys themselves are never read out), models configured in skillopt.yaml, the
+    offline optimizer, and the agent CLIs found on PATH."""
     import os
 
     from skillopt.models import local
@@ -362,6 +362,14 @@ def models(env: dict[str, str] | None = None) -> list[ModelInfo]:
                if conf.api_key_env else "no key")
         out.append(ModelInfo(name, "configured", not conf.api_key_env or bool(
             env.get(conf.api_key_env)), f"{where}; {key}"))
+    import shutil
+
+    for harness, binary in (("claude-code", settings.claude_code.binary),
+                            ("codex", settings.codex.binary)):
+        found = shutil.which(binary, path=env.get("PATH"))
+        out.append(ModelInfo(f"--harness {harness}", "agent CLI", found is not None,
+                             f"{binary} at {found}; --target is its --model" if found else
+                             f"`{binary}` not on PATH"))
     return out
 
 

@@ -34,3 +34,15 @@ def test_help_does_not_import_litellm_or_llama_cpp():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_models_lists_the_agent_clis_found_on_path(agents, monkeypatch):
+    from skillopt import api
+
+    infos = {m.name: m for m in api.models()}
+    claude = infos["--harness claude-code"]
+    assert claude.usable and str(agents.bin / "claude") in claude.detail
+    monkeypatch.setenv("PATH", "/nonexistent")
+    infos = {m.name: m for m in api.models()}
+    assert not infos["--harness codex"].usable
+    assert infos["--harness codex"].detail == "`codex` not on PATH"
