@@ -241,9 +241,20 @@ def dir_files(path: Path) -> dict[str, bytes]:
 
 
 def text_diff(old: str, new: str, name: str) -> str:
+    """A unified diff of one file. A relative `name` gets git's `a/` and `b/`; an
+    absolute one is shown relative to the current directory when it lies below it,
+    else as it is."""
+    if os.path.isabs(name):
+        try:
+            name = str(Path(name).relative_to(Path.cwd()))
+            fromfile, tofile = f"a/{name}", f"b/{name}"
+        except ValueError:
+            fromfile = tofile = name
+    else:
+        fromfile, tofile = f"a/{name}", f"b/{name}"
     return "".join(difflib.unified_diff(old.splitlines(keepends=True),
                                         new.splitlines(keepends=True),
-                                        fromfile=f"a/{name}", tofile=f"b/{name}"))
+                                        fromfile=fromfile, tofile=tofile))
 
 
 def files_diff(old: dict[str, bytes], new: dict[str, bytes], root: str) -> str:

@@ -29,9 +29,7 @@ from skillopt.suite.task import Task
 STEP_OUTPUT_LIMIT = 2000  # characters of one tool output kept in a trajectory
 STEP_INPUT_LIMIT = 1000
 
-# Failures that no task can get past: the same one on every task stops the run.
-SYSTEMIC_KINDS = frozenset({"auth", "quota", "rate_limit", "not_found"})
-
+# The kinds `classify` gives; `rollout.SYSTEMIC` says which of them stop a run.
 _KIND_PATTERNS = (
     ("auth", re.compile(
         r"invalid (x-)?api[ _-]?key|api key|authenticat|unauthori[sz]ed|\b401\b|\b403\b|"

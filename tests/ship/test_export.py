@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from skillopt import api
 from skillopt.cli.main import app
-from skillopt.export import Refused, begin_marker, destination, end_marker
+from skillopt.export import Refused, begin_marker, destination, end_marker, text_diff
 
 runner = CliRunner()
 
@@ -72,6 +72,7 @@ def test_re_export_is_unchanged_and_a_different_skill_needs_force(skill, isolate
     assert refused.exit_code == 1
     assert "-Answer in capitals." in refused.stdout and "+Answer in CAPITALS, always." \
         in refused.stdout  # the diff is shown
+    assert "+++ b/.agents/skills/caps/SKILL.md" in refused.stdout  # relative to the cwd
     assert "pass --force" in refused.stderr
     dest = isolated / ".agents" / "skills" / "caps"
     assert "Answer in capitals." in (dest / "SKILL.md").read_text()  # untouched
@@ -182,3 +183,12 @@ def test_adopt_refuses_to_overwrite_edits_made_since_the_run(trained):
 def test_refused_carries_the_diff():
     err = Refused("no", "--- a\n+++ b\n")
     assert err.diff.startswith("--- a") and err.exit_code == 1
+
+
+def test_diff_headers_name_the_file_as_a_user_would_type_it(isolated, tmp_path):
+    inside = text_diff("a\n", "b\n", str(isolated / "AGENTS.md"))
+    assert inside.startswith("--- a/AGENTS.md\n+++ b/AGENTS.md\n")
+    outside = text_diff("a\n", "b\n", str(tmp_path / "home" / "AGENTS.md"))
+    assert outside.startswith(f"--- {tmp_path}/home/AGENTS.md\n+++ {tmp_path}/home/AGENTS.md")
+    assert text_diff("a\n", "b\n", "caps/SKILL.md").startswith("--- a/caps/SKILL.md\n")
+    assert text_diff("same\n", "same\n", "x") == ""
