@@ -42,6 +42,23 @@ def test_triggers_secrets_cache_and_reports():
     assert wf["permissions"]["checks"] == "write"
 
 
+def test_install_step_needs_a_pinned_requirement_and_checks_what_it_got(tmp_path):
+    step = next(s for s in steps() if s.get("name") == "Install skillopt")
+    assert step["env"]["SKILLOPT_REQUIREMENT"] == "${{ vars.SKILLOPT_REQUIREMENT }}"
+    lines = [line.strip() for line in step["run"].splitlines()]
+    # never a bare `pip install skillopt`: that name on PyPI is another project
+    assert 'pip install "$SKILLOPT_REQUIREMENT"' in lines
+    assert not any(line.split("#")[0].strip() == "pip install skillopt" for line in lines)
+    assert lines.index('pip install "$SKILLOPT_REQUIREMENT"') < next(
+        i for i, line in enumerate(lines) if line.startswith("skillopt validate --help"))
+    # unset, the step stops before pip with a message naming the variable
+    env = {"PATH": os.environ["PATH"], "SKILLOPT_REQUIREMENT": ""}
+    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "::error::set the repository variable SKILLOPT_REQUIREMENT" in proc.stdout
+
+
 def git(cwd, *args):
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
