@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
+import xmlschema
 from helpers import write_skill, write_suite
 from junitparser import Failure, JUnitXml, Skipped
 from typer.testing import CliRunner
@@ -15,6 +18,26 @@ from skillopt.cli.main import app
 from skillopt.models import ScriptedModel, register_model, unregister_model
 
 runner = CliRunner()
+JUNIT_XSD = xmlschema.XMLSchema(str(Path(__file__).with_name("junit.xsd")))
+
+
+def valid_junit(path) -> JUnitXml:
+    """The report read back, after checking it against the JUnit schema and that every
+    count attribute matches the testcases it sums up."""
+    JUNIT_XSD.validate(str(path))
+    root = ET.parse(path).getroot()
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for suite in root.iter("testsuite"):
+        cases = suite.findall("testcase")
+        counts = {"tests": len(cases),
+                  "failures": sum(c.find("failure") is not None for c in cases),
+                  "errors": sum(c.find("error") is not None for c in cases),
+                  "skipped": sum(c.find("skipped") is not None for c in cases)}
+        assert {k: int(suite.get(k)) for k in counts} == counts, suite.get("name")
+        for k in totals:
+            totals[k] += counts[k]
+    assert {k: int(root.get(k)) for k in totals} == totals
+    return JUnitXml.fromfile(str(path))
 FOLLOW = "scripted/scripted_targets:follows_skill"
 GOOD = "# Caps\n\nAnswer in capitals.\n"
 BAD = "# Caps\n\nEcho the input.\n"
@@ -88,7 +111,7 @@ def test_regression_against_main_exits_1_with_flips_and_diff(repo, isolated):
     assert "- ❌ max-regressions: 4 regression(s) > 1: w0, w1, w2, w3" in md
     assert "- `w0` (0.00): expected 'WORD0', got 'word0'" in md
 
-    xml = JUnitXml.fromfile(str(isolated / "out" / "report.junit.xml"))
+    xml = valid_junit(isolated / "out" / "report.junit.xml")
     suites = {s.name: s for s in xml}
     tasks = suites["skillopt.caps.test"]
     assert tasks.tests == 5 and tasks.failures == 4 and tasks.skipped == 0
@@ -186,7 +209,7 @@ def test_lint_errors_fail_before_any_model_call(isolated, tmp_path):
     assert res.exit_code == 1
     assert "error: name:" in res.stdout and "FAIL lint" in res.stdout
     assert model.call_count == 0
-    xml = JUnitXml.fromfile(str(tmp_path / "j.xml"))
+    xml = valid_junit(tmp_path / "j.xml")
     (checks,) = list(xml)
     assert checks.name == "skillopt.checks" and checks.failures == 1
     assert "lint errors, so no task was run" in (tmp_path / "s.md").read_text()
@@ -202,7 +225,7 @@ def test_unscored_tasks_are_skipped_not_failed(isolated, tmp_path):
                  "--junit", tmp_path / "j.xml")
     assert res.exit_code == 0, res.output  # the unscored task is not a zero
     assert "unscored 1" in res.stdout
-    cases = {c.name: c for s in JUnitXml.fromfile(str(tmp_path / "j.xml")) for c in s}
+    cases = {c.name: c for s in valid_junit(tmp_path / "j.xml") for c in s}
     (skipped,) = cases["down"].result
     assert isinstance(skipped, Skipped) and "provider unavailable (503)" in skipped.message
     assert cases["ok"].is_passed
@@ -226,3 +249,32 @@ def test_baseline_rollouts_come_from_the_store_the_second_time(repo, isolated):
     second = json.loads(invoke(*args).stdout)
     assert first["baseline"]["cached"] == 0 and second["baseline"]["cached"] == 5
     assert second["result"]["cached"] == 5
+
+
+def test_junit_stays_valid_with_markup_and_control_characters_in_answers(isolated, tmp_path):
+    skill = write_skill(isolated / "skills", "caps", body=BAD)
+    weird = 'a <b> & "c" ]]> \x1b[31m \x00 é'
+    suite = write_suite(isolated / "tasks" / "s.yaml", [
+        {"id": "weird", "input": weird, "expected": "X", "split": "test"}])
+    res = invoke("validate", skill, "--tasks", suite, "-t", FOLLOW, "--junit",
+                 tmp_path / "j.xml")
+    assert res.exit_code == 0, res.output
+    (case,) = [c for s in valid_junit(tmp_path / "j.xml") for c in s if c.name == "weird"]
+    (fail,) = case.result
+    assert 'answer: a <b> & "c" ]]> [31m  é' in fail.text  # markup kept, controls dropped
+
+
+def test_the_schema_rejects_what_consumers_reject(tmp_path):
+    """The schema has teeth: a report missing a count, or with its outcome elements
+    out of order, does not pass."""
+    bad = [
+        '<testsuites><testsuite name="s" failures="0" errors="0" time="0" '
+        'timestamp="2026-01-01T00:00:00" hostname="h"/></testsuites>',
+        '<testsuites><testsuite name="s" tests="1" failures="1" errors="0" time="0" '
+        'timestamp="2026-01-01T00:00:00" hostname="h"><testcase name="t" classname="c" '
+        'time="0"><failure/><skipped/></testcase></testsuite></testsuites>',
+        '<testsuites><testsuite name="s" tests="x" failures="0" errors="0" time="0" '
+        'timestamp="2026-01-01T00:00:00" hostname="h"/></testsuites>',
+    ]
+    for text in bad:
+        assert not JUNIT_XSD.is_valid(text), text
