@@ -48,16 +48,17 @@ class Context:
 
 
 def prepare(suite: str | Path | Suite, flags: dict[str, Any] | None = None, *,
-            store: RolloutStore | None = None, settings: Settings | None = None) -> Context:
+            store: RolloutStore | None = None, settings: Settings | None = None,
+            skills: Sequence[Skill] = ()) -> Context:
     """Load the suite, resolve settings (unless already resolved) and models, check
-    the harness, open the store."""
+    the harness can run `skills`, open the store."""
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     if settings is None:
         settings = resolve_settings(flags, suite_defaults=suite.defaults,
                                     suite_path=suite.path)
     target = _resolve_target(settings)
     harness = build_harness(settings, target)
-    harness.check()
+    harness.check(skills)
     judge = None
     if any(t.scorer.type == "judge" for t in suite.tasks):
         judge_name = (next((t.scorer.params.model for t in suite.tasks
@@ -102,7 +103,7 @@ def evaluate(skill: str | Path | Skill | None, suite: str | Path | Suite, *,
         the_skill = skill if isinstance(skill, Skill) else Skill.load(skill)
     splits = [s for s in SPLITS if suite_obj.split(s)] if split == "all" else [split]
     tasks_by_split = {s: require_split(suite_obj, s) for s in splits}
-    ctx = prepare(suite_obj, flags, store=store)
+    ctx = prepare(suite_obj, flags, store=store, skills=[the_skill])
     try:
         return _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers)
     finally:
@@ -202,7 +203,8 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
             recorded["concurrency"] = flags["concurrency"]
         settings = Settings(**recorded)
         _check_train_splits(suite_obj)
-        ctx = prepare(suite_obj, settings=settings)
+        initial = Skill.parse(state["initial"]["text"], root=skill_dir)
+        ctx = prepare(suite_obj, settings=settings, skills=[initial])
         audit = Audit.open(config["audit"]["repo"], run.run_id, config["audit"]["skill_path"])
         optimizer = build_optimizer(settings.optimizer, settings)
     else:
@@ -221,7 +223,7 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
                 build_harness(settings)  # validates its settings; runs nothing
             return make_plan(the_skill, suite_obj, settings, settings.target or "default",
                              optimizer.name)
-        ctx = prepare(suite_obj, settings=settings)
+        ctx = prepare(suite_obj, settings=settings, skills=[the_skill])
         runs_dir = Path(settings.run_dir)
         run = RunDir.create(runs_dir, new_run_id(the_skill.name))
         audit = Audit.create(skill_dir, runs_dir, run.run_id)

@@ -119,7 +119,7 @@ def validate(skill_path: str | Path, suite_path: str | Path, *, split: str = "te
                               checks=[lint_check], **base_info)
     skill = Skill.load(skill_path)
     with _baseline(skill, baseline) as (base_skill, base_label, base_note):
-        ctx = prepare(suite, flags)
+        ctx = prepare(suite, flags, skills=[skill])
         engine = ctx.engine(observers)
         start = time.perf_counter()
         try:

@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from skillopt.config import Settings
@@ -23,7 +24,7 @@ from skillopt.harness import process
 from skillopt.harness.base import Trajectory
 from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
-from skillopt.skill.document import Skill
+from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.suite.task import Task
 
 STEP_OUTPUT_LIMIT = 2000  # characters of one tool output kept in a trajectory
@@ -103,10 +104,36 @@ class AgentHarness:
         """Settings that change what the agent does (in the fingerprint)."""
         return {}
 
-    def check(self) -> None:
-        """The binary exists and answers `--version`; nothing else runs before this."""
+    def check(self, skills: Sequence[Skill] = ()) -> None:
+        """The binary exists and answers `--version`, and no user-level copy of a skill
+        under test would stand in for it; nothing else runs before this."""
+        self.check_shadowing(skills)
         self._resolved = self.resolve_binary()
         self.cli_version = self.probe_version(self._resolved)
+
+    def check_shadowing(self, skills: Sequence[Skill]) -> None:
+        """Refuse to run when the agent would also find a skill of the same name in the
+        user's own skills: it might read that copy, and every score would measure it
+        instead of the candidate (a personal skill installed by `export --scope user`,
+        say)."""
+        for skill in skills:
+            if skill.is_empty:
+                continue
+            name = install_name(skill)
+            for root in self.user_skill_roots():
+                if (root / name / SKILL_FILE).is_file():
+                    raise HarnessError(
+                        f"{root / name} holds a user-level skill named {name!r}. "
+                        f"{self.shadow_reason} so the scores would not measure the copy "
+                        "under test. Move it aside while training or evaluating (e.g. "
+                        f"`mv {root / name} {root.parent / (name + '.skillopt-aside')}`)")
+
+    shadow_reason = "The agent would see it beside the workspace's copy,"
+
+    def user_skill_roots(self) -> list[Path]:
+        """The user-level directories the agent reads skills from (besides the
+        workspace's own)."""
+        return []
 
     def run(self, skill: Skill, task: Task) -> Trajectory:
         ws = Workspace.create(skill, task, self.skills_dir)

@@ -10,6 +10,7 @@ and only from `check()`, before any task runs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -50,8 +51,10 @@ class Harness(Protocol):
         outcome (not timeouts, not concurrency)."""
         ...
 
-    def check(self) -> None:
-        """Raise `HarnessError` if no task can run (binary missing, bad config)."""
+    def check(self, skills: Sequence[Skill] = ()) -> None:
+        """Raise `HarnessError` if no task can run with `skills` (the skills about to be
+        scored): a missing binary, bad configuration, or another copy of a skill that
+        the agent would read instead of the one under test."""
         ...
 
     def run(self, skill: Skill, task: Task) -> Trajectory:

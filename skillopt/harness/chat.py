@@ -8,6 +8,7 @@ baseline is the bare model, not a model with an empty instruction.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from skillopt.errors import ModelError
 from skillopt.harness.base import Trajectory
@@ -26,7 +27,7 @@ class ChatHarness:
     def fingerprint(self) -> dict:
         return {"harness": self.name, "version": self.version, "target": self.model.fingerprint()}
 
-    def check(self) -> None:
+    def check(self, skills: Sequence[Skill] = ()) -> None:
         """Models that load something (the embedded model) do it now, before any task."""
         check = getattr(self.model, "check", None)
         if callable(check):

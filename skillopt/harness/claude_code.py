@@ -17,6 +17,8 @@ result, unreadable output or a crash is unscored, with the CLI's message.
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from skillopt.config import Settings
 from skillopt.harness.agent import (
@@ -53,6 +55,12 @@ class ClaudeCodeHarness(AgentHarness):
         super().__init__(settings, settings.claude_code.binary)
         self.conf = settings.claude_code
         self.model = cli_model(settings.target, self.name, ("anthropic",))
+
+    shadow_reason = "Claude Code prefers personal skills to project skills,"
+
+    def user_skill_roots(self) -> list[Path]:
+        config = os.environ.get("CLAUDE_CONFIG_DIR")
+        return [(Path(config) if config else Path.home() / ".claude") / "skills"]
 
     def options(self) -> dict:
         c = self.conf

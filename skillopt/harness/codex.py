@@ -16,6 +16,8 @@ else the last agent message. `--full-auto` is never passed (removed upstream).
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from skillopt.config import Settings
 from skillopt.harness.agent import (
@@ -52,6 +54,13 @@ class CodexHarness(AgentHarness):
         super().__init__(settings, settings.codex.binary)
         self.conf = settings.codex
         self.model = cli_model(settings.target, self.name, ("openai",))
+
+    shadow_reason = "Codex would list both copies and could read either,"
+
+    def user_skill_roots(self) -> list[Path]:
+        codex_home = os.environ.get("CODEX_HOME")
+        return [Path.home() / ".agents" / "skills",
+                (Path(codex_home) if codex_home else Path.home() / ".codex") / "skills"]
 
     def options(self) -> dict:
         return {"model": self.model, "sandbox": self.conf.sandbox, "args": self.conf.args}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import shlex
 import string
+from collections.abc import Sequence
 from pathlib import Path
 
 from skillopt.config import Settings
@@ -72,7 +73,8 @@ class CommandHarness(AgentHarness):
                 "program_version": self.conf.version, "model": self.model,
                 "invoke": self.agent.invoke}
 
-    def check(self) -> None:
+    def check(self, skills: Sequence[Skill] = ()) -> None:
+        # the program's skill directories are its own business: only the binary is checked
         self._resolved = self.resolve_binary()
 
     def values(self, ws: Workspace, skill: Skill, task: Task) -> dict[str, str]:

@@ -87,3 +87,37 @@ def test_ctrl_c_kills_the_agents_still_running(agents, project, isolated):
     assert proc.returncode == 130, err
     assert time.monotonic() - start < 10  # not the 600 s agent timeout
     assert wait_dead(agents.hang_pids())
+
+
+@pytest.mark.parametrize("harness, where", [
+    ("claude-code", "home/.claude/skills"),          # personal skills beat project skills
+    ("claude-code", "claude-config/skills"),         # ... wherever CLAUDE_CONFIG_DIR puts them
+    ("codex", "home/.agents/skills"),
+    ("codex", "codex-home/skills"),                  # $CODEX_HOME/skills, the legacy place
+])
+def test_a_user_level_copy_of_the_skill_stops_the_run_before_any_task(
+        agents, project, tmp_path, monkeypatch, harness, where):
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    if where.startswith("claude-config"):
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))
+    if where.startswith("codex-home"):
+        monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    skill, suite = project
+    write_skill(tmp_path / where, "caps", body="# An older copy\n")
+    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness", harness])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, res.stderr
+    assert f"{tmp_path / where / 'caps'} holds a user-level skill named 'caps'" in lines[0]
+    assert "Move it aside" in lines[0]
+    assert agents.calls("claude") == [] and agents.calls("codex") == []  # no task ran
+
+
+def test_user_skills_of_other_names_are_no_obstacle(agents, project, isolated):
+    write_skill(isolated.parent / "home" / ".claude" / "skills", "other", body="# Other\n")
+    skill, suite = project
+    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness",
+                              "claude-code"])
+    assert res.exit_code == 0, res.output
+    assert "mean" in res.stdout and len(agents.calls("claude")) == 4

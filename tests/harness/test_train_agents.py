@@ -13,6 +13,7 @@ from fakes.agent_cli import HELPFUL
 from train.world import ScriptedOptimizer, edits_reply, flags, models, world  # noqa: F401
 
 from skillopt import api
+from skillopt.errors import HarnessError
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"
 
@@ -90,3 +91,19 @@ def test_resume_through_an_agent_harness_reuses_stored_rollouts(world, models,  
     # after resuming, the initial skill only runs on the test split
     initial_runs = {c["stdin"] for c in resumed if HELPFUL not in c["skills"].get("words", "")}
     assert initial_runs and all(p.endswith(("-5", "-6")) for p in initial_runs)
+
+
+def test_a_personal_copy_of_the_skill_stops_training_before_anything_runs(
+        world, models, agents, isolated, monkeypatch):  # noqa: F811
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    personal = isolated.parent / "home" / ".claude" / "skills" / "words"
+    personal.mkdir(parents=True)
+    (personal / "SKILL.md").write_text("---\nname: words\ndescription: old.\n---\n# Old\n")
+    opt = ScriptedOptimizer([edits_reply(HELPFUL)])
+    models["set"](opt)
+    with pytest.raises(HarnessError, match="holds a user-level skill named 'words'"):
+        api.train(world["skill"], world["suite"],
+                  flags=flags(epochs=1, harness="claude-code", target=None))
+    assert agents.calls("claude") == [] and opt.prompts == []
+    assert not (world["root"] / "runs").exists() or not any(
+        (p / "run.yaml").exists() for p in (world["root"] / "runs").iterdir())
