@@ -56,7 +56,8 @@ class CommandHarness(AgentHarness):
             if problem:
                 raise InputError(f"{problem} in {part!r}", field=f"command.argv[{i}]")
         out = conf.output
-        if out != "stdout" and (Path(out).is_absolute() or ".." in Path(out).parts):
+        if out != "stdout" and (not out.strip() or Path(out).is_absolute()
+                                or ".." in Path(out).parts):
             raise InputError("must be 'stdout' or a path relative to the workspace",
                              field="command.output")
         super().__init__(settings, argv[0])
@@ -143,12 +144,22 @@ def read_steps(path: Path) -> tuple[dict, ...]:
 
 
 def _template_problem(part: str) -> str | None:
+    """What is wrong with one argv template part, or None. Every part is also filled
+    in once with stand-in values, so a template that passes here cannot fail at task
+    time (a placeholder nested in a format spec, a spec a string does not take)."""
     try:
         fields = [f for _, f, _, _ in string.Formatter().parse(part) if f is not None]
     except ValueError as exc:
         return f"bad template ({exc}; write {{{{ and }}}} for literal braces)"
+    known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
     for f in fields:
         if f not in PLACEHOLDERS:
-            return (f"unknown placeholder {{{f}}} (known: "
-                    + ", ".join("{" + p + "}" for p in PLACEHOLDERS) + ")")
+            return f"unknown placeholder {{{f}}} (known: {known})"
+    try:
+        part.format_map(dict.fromkeys(PLACEHOLDERS, "x"))
+    except KeyError as exc:
+        return f"unknown placeholder {{{exc.args[0]}}} (known: {known})"
+    except (ValueError, IndexError) as exc:
+        return (f"bad template ({exc}); placeholders take no format spec or conversion, "
+                "write {{ and }} for literal braces")
     return None
