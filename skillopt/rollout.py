@@ -194,7 +194,10 @@ class RolloutEngine:
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
-            self._cancel()
+            if self._cancel():
+                # the agents are killed and no more start, so the jobs still running end
+                # at once: wait for them to put their workspaces away
+                pool.shutdown(wait=True)
             raise
         return results  # type: ignore[return-value]
 
@@ -210,11 +213,14 @@ class RolloutEngine:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _cancel(self) -> None:
-        """The run is stopping: agent processes still running are killed."""
+    def _cancel(self) -> bool:
+        """The run is stopping: agent processes still running are killed. Whether the
+        harness could cancel (a chat harness's model calls just run out)."""
         cancel = getattr(self.harness, "cancel", None)
         if callable(cancel):
             cancel()
+            return True
+        return False
 
     def _watch(self, rollout: Rollout, batch: int) -> None:
         """Stop the run when task after task fails the same systemic way."""

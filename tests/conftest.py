@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,18 @@ def isolated(tmp_path, monkeypatch, session_cache):
     work.mkdir()
     monkeypatch.chdir(work)
     return work
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_workspaces(tmp_path, monkeypatch):
+    """Temporary files of this test go to its own directory, and every agent workspace
+    made there is kept or removed by the end: none is left behind."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    yield
+    leaked = sorted(p.name for p in tmp.glob("skillopt-*"))
+    assert not leaked, f"temporary directories left behind: {leaked}"
 
 
 FAKES = Path(__file__).resolve().parent / "fakes"

@@ -94,6 +94,7 @@ class AgentHarness:
         self._resolved: str | None = None
         self._open: dict[Path, tuple[Workspace, str]] = {}
         self._lock = threading.Lock()
+        self._cancelled = threading.Event()
 
     # -- the Harness contract ------------------------------------------------------------
     def fingerprint(self) -> dict:
@@ -136,6 +137,8 @@ class AgentHarness:
         return []
 
     def run(self, skill: Skill, task: Task) -> Trajectory:
+        if self._cancelled.is_set():
+            return Trajectory(error="not run: the run is stopping", error_kind="cancelled")
         ws = Workspace.create(skill, task, self.skills_dir)
         with self._lock:
             self._open[ws.path] = (ws, f"{_label(task.id)}-{skill.short_hash[:8]}")
@@ -145,10 +148,14 @@ class AgentHarness:
             argv = self.argv(ws, skill, task)
             result = process.run_process(argv, cwd=ws.path, env=self.env(ws, skill, task),
                                          stdin_text=self.stdin(prompt), timeout=self.agent.timeout,
-                                         io_dir=ws.io)
+                                         io_dir=ws.io, cancelled=self._cancelled)
         except OSError as exc:
             return Trajectory(messages=messages, workspace=ws.path, error_kind="not_found",
                               error=f"{self.binary_label} could not start: {exc.strerror or exc}")
+        if self._cancelled.is_set() and (result.returncode or 0) < 0:  # killed by cancel()
+            return Trajectory(messages=messages, workspace=ws.path, error_kind="cancelled",
+                              latency_s=result.duration_s,
+                              error=f"{self.binary_label} was stopped: the run is stopping")
         if result.timed_out:
             traj = self.parse(result, ws, skill, task)
             return _merge(traj, messages=messages, workspace=ws.path,
@@ -176,6 +183,9 @@ class AgentHarness:
         return None
 
     def cancel(self) -> None:
+        """The run is stopping: kill the agents running now and start no more (for the
+        rest of this harness's life)."""
+        self._cancelled.set()
         process.kill_all()
 
     # -- pieces a subclass may change -----------------------------------------------------

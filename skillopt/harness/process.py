@@ -64,9 +64,11 @@ def scrubbed_env(names: Iterable[str], *, environ: Mapping[str, str] | None = No
 
 
 def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin_text: str,
-                timeout: float, io_dir: Path) -> ProcessResult:
+                timeout: float, io_dir: Path,
+                cancelled: threading.Event | None = None) -> ProcessResult:
     """Run `argv` in `cwd` with `stdin_text` on stdin; raises `OSError` when the program
-    cannot start at all."""
+    cannot start at all. Once `cancelled` is set (before `kill_all`), a process that
+    starts is killed at once, so no agent outlives a stopped run."""
     stdin_path, out_path, err_path = (io_dir / n for n in ("stdin.txt", "stdout.txt",
                                                            "stderr.txt"))
     stdin_path.write_text(stdin_text, encoding="utf-8")
@@ -77,6 +79,10 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin_text: 
                                 start_new_session=True)
         with _live_lock:
             _live.add(proc.pid)
+        # kill_all sets `cancelled` first and then reads the live set: a process is
+        # either in what it reads or sees the flag here.
+        if cancelled is not None and cancelled.is_set():
+            _kill_group(proc.pid, signal.SIGKILL)
         exited = threading.Event()
         fired = threading.Event()
 
@@ -107,7 +113,8 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin_text: 
 
 
 def kill_all() -> int:
-    """Kill every running agent's process group (on Ctrl-C); returns how many."""
+    """Kill every running agent's process group (on Ctrl-C or a stopped run); returns
+    how many. Set the runs' `cancelled` event first, so none starts after this."""
     with _live_lock:
         groups = list(_live)
     for pgid in groups:

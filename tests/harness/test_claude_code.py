@@ -344,3 +344,33 @@ def test_tool_steps_pair_results_and_detect_reads_of_the_skill():
                       "output": "no such file", "is_error": True},)
     assert tool_steps(events, "other")[1] is False
     assert tool_steps(events, None)[1] is None
+
+
+def test_after_cancel_no_agent_starts_and_nothing_is_left(agents, tmp_path, skill_dir,
+                                                          suite_path):
+    h = harness(tmp_path)
+    h.cancel()
+    traj = h.run(Skill.load(skill_dir), tasks(suite_path)["word-0"])
+    assert traj.error_kind == "cancelled" and traj.workspace is None
+    assert agents.calls("claude") == []
+    assert h.release(traj, failed=True) is None
+
+
+def test_a_systemic_stop_waits_for_killed_agents_to_clean_up(agents, tmp_path, skill_dir,
+                                                             isolated):
+    """Two agents hang while others fail on auth: the stop kills the hanging ones and
+    returns only once their workspaces are put away (the leak guard checks none is
+    left in the temp directory)."""
+    agents.configure("claude", mode="auth", modes={"slow": "hang"})
+    items = [{"id": f"slow-{i}", "input": f"slow-{i}", "expected": "x", "split": "test"}
+             for i in range(2)]
+    items += [{"id": f"t{i}", "input": f"word-{i}", "expected": "x", "split": "test"}
+              for i in range(8)]
+    suite = write_suite(isolated / "tasks" / "mixed.yaml", items)
+    start = time.monotonic()
+    with pytest.raises(SystemicFailure, match=r"\(auth\)"):
+        api.evaluate(skill_dir, suite, flags={"harness": "claude-code", "concurrency": 3})
+    assert time.monotonic() - start < 30  # not the 600 s agent timeout
+    assert wait_dead(agents.hang_pids())
+    kept = sorted(p.name for p in (isolated / "runs" / "workspaces").iterdir())
+    assert any(name.startswith("slow-") for name in kept)  # killed agents' workspaces kept

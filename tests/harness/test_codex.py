@@ -87,7 +87,9 @@ def test_events_become_usage_steps_and_the_answer(agents, tmp_path, skill_dir, s
 
 def test_skill_not_read_is_reported(agents, tmp_path, skill_dir, suite_path):
     agents.configure("codex", invoke=False)
-    traj = harness(tmp_path).run(Skill.load(skill_dir), first_task(suite_path))
+    h = harness(tmp_path)
+    traj = h.run(Skill.load(skill_dir), first_task(suite_path))
+    h.release(traj, failed=False)
     assert traj.answer == "word-0" and traj.skill_invoked is False
 
 
@@ -141,6 +143,7 @@ def test_a_removed_flag_is_a_usage_error_the_run_reports(agents, tmp_path, skill
                                                           suite_path):
     h = harness(tmp_path, args=["--full-auto"])  # what an old config might still say
     traj = h.run(Skill.load(skill_dir), first_task(suite_path))
+    h.release(traj, failed=False)
     assert traj.answer is None and "unexpected argument '--full-auto'" in traj.error
 
 

@@ -385,3 +385,20 @@ def test_stderr_tail_clips_stderr_only():
     short = ProcessResult(returncode=0, stdout="", stderr=" warn \n", timed_out=False,
                           duration_s=0)
     assert short.stderr_tail() == "warn"
+
+
+def test_a_process_started_after_cancel_is_killed_at_once(io_dir):
+    cancelled = threading.Event()
+    cancelled.set()  # what kill_all's caller does first
+    start = time.monotonic()
+    result = run_process([PY, "-c", "import time; time.sleep(60)"], cwd=Path.cwd(),
+                         env=dict(MIN_ENV), stdin_text="", timeout=120, io_dir=io_dir,
+                         cancelled=cancelled)
+    assert time.monotonic() - start < 10
+    assert result.returncode == -9 and not result.timed_out
+
+
+def test_an_unset_cancel_event_changes_nothing(io_dir):
+    result = run_process([PY, "-c", "print('ok')"], cwd=Path.cwd(), env=dict(MIN_ENV),
+                         stdin_text="", timeout=20, io_dir=io_dir, cancelled=threading.Event())
+    assert result.returncode == 0 and result.stdout.strip() == "ok"
