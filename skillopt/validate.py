@@ -353,9 +353,13 @@ def summary_markdown(res: ValidateResult) -> str:
                   f"| pass rate | {_p(r.pass_rate)} | {_p(b.pass_rate)} | "
                   f"{_pp(r.pass_rate, b.pass_rate)} |",
                   f"| scored | {r.n}/{r.tasks} | {b.n}/{b.tasks} | |"]
+        if r.invocations[1] or b.invocations[1]:
+            lines.append(f"| skill invoked | {_inv(r)} | {_inv(b)} | |")
     else:
         lines += ["| | skill |", "|---|---|", f"| mean | {_f(r.mean)} |",
                   f"| pass rate | {_p(r.pass_rate)} |", f"| scored | {r.n}/{r.tasks} |"]
+        if r.invocations[1]:
+            lines.append(f"| skill invoked | {_inv(r)} |")
     if res.baseline_note:
         lines += ["", f"Baseline: {res.baseline_note}."]
     lines += ["", "**Checks**", ""]
@@ -387,6 +391,12 @@ def summary_markdown(res: ValidateResult) -> str:
         lines += ["", f"{r.unscored} rollout(s) unscored (infrastructure failures, not "
                       "counted)."]
     return "\n".join(lines) + "\n"
+
+
+def _inv(r: SplitResult) -> str:
+    """How many traced rollouts show the agent loading the skill."""
+    invoked, traced = r.invocations
+    return f"{invoked}/{traced}" if traced else "—"
 
 
 def _f(x: float | None) -> str:

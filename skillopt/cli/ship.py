@@ -169,10 +169,12 @@ def render(result) -> None:
                   f"{escape(result.target or 'default')} · harness {result.harness}",
                   soft_wrap=True)
         out.print(f"skill:    mean {fmt_score(r.mean)} · pass {fmt_pct(r.pass_rate)} · "
-                  f"scored {r.n}/{r.tasks}" + (f" · unscored {r.unscored}" if r.unscored else ""))
+                  f"scored {r.n}/{r.tasks}" + (f" · unscored {r.unscored}" if r.unscored else "")
+                  + _invoked(r))
         if b is not None:
             out.print(f"baseline: mean {fmt_score(b.mean)} · pass {fmt_pct(b.pass_rate)} · "
-                      f"scored {b.n}/{b.tasks} ({escape(result.baseline_label or '')})")
+                      f"scored {b.n}/{b.tasks}{_invoked(b)} "
+                      f"({escape(result.baseline_label or '')})")
         if c is not None:
             delta = "—" if c.delta is None else f"{c.delta:+.3f}"
             out.print(f"Δ {delta} (n={c.n}) · fail→pass {len(c.fail_to_pass)} · pass→fail "
@@ -185,6 +187,11 @@ def render(result) -> None:
         mark = "[green]pass[/]" if check.passed else "[red]FAIL[/]"
         out.print(f"{mark} {check.name}: {escape(check.detail)}", soft_wrap=True)
     out.print("[green]validate passed[/]" if result.passed else "[red]validate failed[/]")
+
+
+def _invoked(r) -> str:
+    invoked, traced = r.invocations
+    return f" · skill invoked {invoked}/{traced}" if traced else ""
 
 
 def register(app: typer.Typer) -> None:

@@ -278,3 +278,19 @@ def test_the_schema_rejects_what_consumers_reject(tmp_path):
     ]
     for text in bad:
         assert not JUNIT_XSD.is_valid(text), text
+
+
+def test_through_claude_code_the_summary_says_whether_the_skill_was_invoked(agents, repo,
+                                                                            isolated):
+    skill, suite = repo
+    res = invoke("validate", skill, "--tasks", suite, "--harness", "claude-code",
+                 "--baseline", "main", "--summary", isolated / "s.md")
+    assert res.exit_code == 0, res.output
+    assert "skill invoked 5/5 (main)" in res.stdout  # the baseline line
+    assert "| skill invoked | 5/5 | 5/5 | |" in (isolated / "s.md").read_text()
+    agents.configure("claude", invoke=False)  # the agent stops loading the skill
+    set_body(skill, GOOD + "\nBe brief.\n")
+    res = invoke("validate", skill, "--tasks", suite, "--harness", "claude-code",
+                 "--summary", isolated / "s.md")
+    assert "skill invoked 0/5" in res.stdout
+    assert "| skill invoked | 0/5 |" in (isolated / "s.md").read_text()
