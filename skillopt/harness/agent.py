@@ -10,6 +10,7 @@ an output it cannot read is an unscored error, never a score.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -56,6 +57,36 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"…[truncated {len(text) - limit} chars]"
+
+
+def json_lines(text: str) -> list[dict]:
+    """The JSON objects among the lines of `text`; anything else (progress, warnings,
+    a half-written last line) is skipped."""
+    objects = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            objects.append(obj)
+    return objects
+
+
+def clip_json(value, limit: int = STEP_INPUT_LIMIT):
+    """`value` itself when its JSON fits in `limit` characters, else that JSON clipped
+    with a marker."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= limit else clip(text, limit)
+
+
+def as_int(value, default: int = 0) -> int:
+    """A count from a CLI's JSON: numbers only (not booleans), else `default`."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else default
 
 
 def cli_model(target: str | None, harness: str, prefixes: tuple[str, ...]) -> str | None:

@@ -22,12 +22,14 @@ from pathlib import Path
 
 from skillopt.config import Settings
 from skillopt.harness.agent import (
-    STEP_INPUT_LIMIT,
     STEP_OUTPUT_LIMIT,
     AgentHarness,
+    as_int,
     classify,
     cli_model,
     clip,
+    clip_json,
+    json_lines,
 )
 from skillopt.harness.base import Trajectory
 from skillopt.harness.process import ProcessResult, tail
@@ -109,7 +111,7 @@ class ClaudeCodeHarness(AgentHarness):
             info["permission_denials"] = len(denials)
         cost = final.get("total_cost_usd")
         common = dict(usage=_usage(usage), cost=float(cost) if isinstance(cost, (int, float))
-                      else None, model_calls=_int(final.get("num_turns"), 1), steps=steps,
+                      else None, model_calls=as_int(final.get("num_turns"), 1), steps=steps,
                       skill_invoked=invoked if traced else None, info=info)
         text = final.get("result")
         if subtype in AGENT_OUTCOMES:
@@ -144,18 +146,7 @@ def read_events(stdout: str) -> list[dict]:
         return [whole]
     if isinstance(whole, list):
         return [e for e in whole if isinstance(e, dict)]
-    events = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            events.append(obj)
-    return events
+    return json_lines(text)
 
 
 def tool_steps(events: list[dict], skill_name: str | None
@@ -181,7 +172,7 @@ def tool_steps(events: list[dict], skill_name: str | None
                 tool = str(block.get("name") or "?")
                 tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
                 step = {"type": "tool_use", "tool": tool,
-                        "input": _clip_input(tool_input)}
+                        "input": clip_json(tool_input)}
                 steps.append(step)
                 if isinstance(block.get("id"), str):
                     by_id[block["id"]] = step
@@ -212,13 +203,6 @@ def _invokes(tool: str, tool_input: dict, name: str) -> bool:
     return False
 
 
-def _clip_input(value: dict) -> dict:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) <= STEP_INPUT_LIMIT:
-        return value
-    return {"truncated": clip(text, STEP_INPUT_LIMIT)}
-
-
 def _result_text(content) -> str:
     if isinstance(content, str):
         return content
@@ -229,14 +213,9 @@ def _result_text(content) -> str:
 
 
 def _usage(usage: dict) -> Usage:
-    return Usage(input_tokens=sum(_int(usage.get(k)) for k in (
+    return Usage(input_tokens=sum(as_int(usage.get(k)) for k in (
                      "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")),
-                 output_tokens=_int(usage.get("output_tokens")))
-
-
-def _int(value, default: int = 0) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        else default
+                 output_tokens=as_int(usage.get("output_tokens")))
 
 
 def _with(traj: Trajectory, steps: tuple, invoked: bool | None) -> Trajectory:

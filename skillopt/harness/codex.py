@@ -21,12 +21,14 @@ from pathlib import Path
 
 from skillopt.config import Settings
 from skillopt.harness.agent import (
-    STEP_INPUT_LIMIT,
     STEP_OUTPUT_LIMIT,
     AgentHarness,
+    as_int,
     classify,
     cli_model,
     clip,
+    clip_json,
+    json_lines,
 )
 from skillopt.harness.base import Trajectory
 from skillopt.harness.process import ProcessResult, tail
@@ -88,7 +90,7 @@ class CodexHarness(AgentHarness):
             elif kind == "turn.completed":
                 completed += 1
                 u = e.get("usage") if isinstance(e.get("usage"), dict) else {}
-                usage = usage + Usage(_int(u.get("input_tokens")), _int(u.get("output_tokens")))
+                usage = usage + Usage(as_int(u.get("input_tokens")), as_int(u.get("output_tokens")))
             elif kind == "turn.failed":
                 err = e.get("error")
                 failures.append(str(err.get("message") if isinstance(err, dict) else err))
@@ -128,18 +130,8 @@ class CodexHarness(AgentHarness):
 
 
 def read_jsonl(stdout: str) -> list[dict]:
-    events = []
-    for line in stdout.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("type"), str):
-            events.append(obj)
-    return events
+    """The events codex printed: JSON lines with a `type`."""
+    return [e for e in json_lines(stdout) if isinstance(e.get("type"), str)]
 
 
 def item_steps(events: list[dict], skill_name: str | None
@@ -192,7 +184,7 @@ def _step(kind: str, item: dict) -> dict | None:
             if isinstance(c, dict)], "status": item.get("status")}
     if kind == "mcp_tool_call":
         return {"type": "mcp_tool_call", "tool": f"{item.get('server')}.{item.get('tool')}",
-                "input": _clip_json(item.get("arguments")),
+                "input": clip_json(item.get("arguments")),
                 "output": clip(json.dumps(item.get("result") or item.get("error"),
                                           ensure_ascii=False, default=str), STEP_OUTPUT_LIMIT)}
     if kind == "reasoning":
@@ -206,12 +198,3 @@ def _step(kind: str, item: dict) -> dict | None:
     fields = {k: v for k, v in item.items() if k not in ("id", "type", "item_type")}
     return {"type": kind, "text": clip(json.dumps(fields, ensure_ascii=False, default=str),
                                        600)}
-
-
-def _clip_json(value):
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(text) <= STEP_INPUT_LIMIT else clip(text, STEP_INPUT_LIMIT)
-
-
-def _int(value) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0

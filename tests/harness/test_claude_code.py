@@ -374,3 +374,14 @@ def test_a_systemic_stop_waits_for_killed_agents_to_clean_up(agents, tmp_path, s
     assert wait_dead(agents.hang_pids())
     kept = sorted(p.name for p in (isolated / "runs" / "workspaces").iterdir())
     assert any(name.startswith("slow-") for name in kept)  # killed agents' workspaces kept
+
+
+def test_a_long_tool_input_is_kept_as_clipped_json():
+    big = {"file_path": "a.txt", "content": "x" * 5000}
+    events = [{"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": "t1", "name": "Write", "input": big},
+        {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "a.txt"}}]}}]
+    steps, _, _ = tool_steps(events, None)
+    assert steps[0]["input"].startswith('{"file_path": "a.txt", "content": "xxx')
+    assert steps[0]["input"].endswith("chars]") and len(steps[0]["input"]) < 1100
+    assert steps[1]["input"] == {"file_path": "a.txt"}  # short inputs stay structured
