@@ -244,14 +244,13 @@ def text_diff(old: str, new: str, name: str) -> str:
     """A unified diff of one file. A relative `name` gets git's `a/` and `b/`; an
     absolute one is shown relative to the current directory when it lies below it,
     else as it is."""
+    fromfile, tofile = f"a/{name}", f"b/{name}"
     if os.path.isabs(name):
         try:
-            name = str(Path(name).relative_to(Path.cwd()))
-            fromfile, tofile = f"a/{name}", f"b/{name}"
+            rel = Path(name).relative_to(Path.cwd())
+            fromfile, tofile = f"a/{rel}", f"b/{rel}"
         except ValueError:
             fromfile = tofile = name
-    else:
-        fromfile, tofile = f"a/{name}", f"b/{name}"
     return "".join(difflib.unified_diff(old.splitlines(keepends=True),
                                         new.splitlines(keepends=True),
                                         fromfile=fromfile, tofile=tofile))
