@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fakes.agent_cli import HELPFUL
+from helpers import write_skill
 from train.world import ScriptedOptimizer, edits_reply, flags, models, world  # noqa: F401
 
 from skillopt import api
@@ -96,9 +97,7 @@ def test_resume_through_an_agent_harness_reuses_stored_rollouts(world, models,  
 def test_a_personal_copy_of_the_skill_stops_training_before_anything_runs(
         world, models, agents, isolated, monkeypatch):  # noqa: F811
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    personal = isolated.parent / "home" / ".claude" / "skills" / "words"
-    personal.mkdir(parents=True)
-    (personal / "SKILL.md").write_text("---\nname: words\ndescription: old.\n---\n# Old\n")
+    write_skill(isolated.parent / "home" / ".claude" / "skills", "words", body="# Old\n")
     opt = ScriptedOptimizer([edits_reply(HELPFUL)])
     models["set"](opt)
     with pytest.raises(HarnessError, match="holds a user-level skill named 'words'"):
