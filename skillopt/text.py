@@ -1,0 +1,64 @@
+"""Text from outside (model replies, agent output, verifier output, suites) made safe
+to keep: `clean` replaces what cannot be encoded or stored, `safe` also blanks
+known secrets.
+
+Invariant: whatever a model or a program sends, `safe(text)` can be written as
+UTF-8 to SQLite, JSON, YAML and git, and holds no secret skillopt knows.
+"""
+
+from __future__ import annotations
+
+import re
+
+from skillopt.secrets import scrub
+
+REPLACEMENT = "\ufffd"
+# lone UTF-16 surrogates cannot be encoded as UTF-8; NUL ends strings in C, git and
+# many terminals
+_BAD = re.compile("[\ud800-\udfff\x00]")
+# the same written as JSON escapes, which become lone surrogates (and NULs) when the
+# reply is decoded; a high surrogate followed by a low one is a real character
+_HIGH, _LOW = r"\\u[dD][89abAB][0-9a-fA-F]{2}", r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+_BAD_ESCAPE = re.compile(rf"{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW}|\\u0000")
+
+
+def clean(text: str) -> tuple[str, int]:
+    """(`text` with unencodable characters and NULs replaced by U+FFFD — raw, or as
+    JSON escapes that would decode to them — and how many were replaced)."""
+    n = 0
+    if "\\u" in text:
+        text, n = _BAD_ESCAPE.subn(r"\\ufffd", text)
+    if "\x00" not in text:
+        try:
+            text.encode("utf-8")
+            return text, n
+        except UnicodeEncodeError:
+            pass
+    text, m = _BAD.subn(REPLACEMENT, text)
+    return text, n + m
+
+
+def safe(text: str | None) -> str | None:
+    """`clean` and `scrub`: text that can be stored and shown."""
+    if not text:
+        return text
+    return scrub(clean(text)[0])
+
+
+def safe_value(value):
+    """`safe` applied to every string (keys included) inside a JSON-like value."""
+    if isinstance(value, str):
+        return safe(value)
+    if isinstance(value, dict):
+        return {safe_value(k) if isinstance(k, str) else k: safe_value(v)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [safe_value(v) for v in value]
+    return value
+
+
+def replaced_note(count: int, where: str = "the reply") -> str:
+    """The sentence that tells a reader characters were replaced."""
+    plural = "s" if count != 1 else ""
+    return (f"{where} held {count} character{plural} that cannot be stored (a lone UTF-16 "
+            f"surrogate or NUL), replaced with U+FFFD")
