@@ -10,9 +10,18 @@ from __future__ import annotations
 
 
 class SkilloptError(Exception):
-    """Base error: `str(err)` is the whole message shown to the user."""
+    """Base error: `str(err)` is the whole message shown to the user. Messages often
+    quote what a provider or program said, so they are made safe on construction:
+    no known secret value and no character that cannot be printed or stored.
+    `details` are lines printed under the message (the lint problems of a skill)."""
 
     exit_code = 1
+    details: tuple[str, ...] = ()
+
+    def __init__(self, message: object = "", *args: object):
+        from skillopt.text import safe
+
+        super().__init__(safe(str(message)), *args)
 
 
 class InputError(SkilloptError):
@@ -52,9 +61,11 @@ class ModelError(SkilloptError):
     `retryable` says whether a later run may succeed by simply trying again.
     """
 
-    def __init__(self, message: str, *, kind: str = "error", retryable: bool = True):
+    def __init__(self, message: str, *, kind: str = "error", retryable: bool = True,
+                 attempts: int = 1):
         self.kind = kind
         self.retryable = retryable
+        self.attempts = attempts  # provider requests made before giving up
         super().__init__(message)
 
 
@@ -63,6 +74,15 @@ class ScorerError(SkilloptError):
 
     Recorded as an unscored rollout: the answer was neither right nor wrong.
     """
+
+
+class BadSkill(InputError):
+    """The skill has lint errors, so nothing is scored with it (no model is called)."""
+
+    def __init__(self, message: str, problems: list, *, path: object = None):
+        self.problems = problems
+        self.details = tuple(str(p) for p in problems)
+        super().__init__(message, path=path)
 
 
 class HarnessError(SkilloptError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -18,9 +19,31 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from skillopt.errors import Interrupted, SkilloptError
+from skillopt.text import safe
 
-out = Console(highlight=False, emoji=False)
-err = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
+
+class SafeStream:
+    """The process's stdout or stderr (looked up at each write, so a test runner's
+    replacement is honoured) with every write made safe: what skillopt prints often
+    quotes a provider, an agent or a verifier, and no known secret may reach the
+    terminal or a CI log."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    @property
+    def stream(self):
+        return getattr(sys, self._name)
+
+    def write(self, text: str) -> int:
+        return self.stream.write(safe(text))
+
+    def __getattr__(self, attr: str):  # isatty, flush, fileno, encoding, …
+        return getattr(self.stream, attr)
+
+
+out = Console(file=SafeStream("stdout"), highlight=False, emoji=False)
+err = Console(file=SafeStream("stderr"), highlight=False, emoji=False, soft_wrap=True)
 
 Target = Annotated[Optional[str], typer.Option(
     "--target", "-t", help="Target model the agent runs on: a litellm name (e.g. "
@@ -72,6 +95,8 @@ def handle_errors(fn):
             if debug_enabled():
                 raise
             err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            for line in exc.details:
+                err.print(f"  {escape(line)}")
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             if debug_enabled():
@@ -87,6 +112,11 @@ def handle_errors(fn):
             raise typer.Exit(1) from None
 
     return wrapper
+
+
+def warn(message: str) -> None:
+    """A warning on stderr (lint warnings of the skill about to be scored, …)."""
+    err.print(f"[yellow]warning:[/] {escape(message)}")
 
 
 def fmt_score(value: float | None) -> str:

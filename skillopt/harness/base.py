@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Protocol
 
 from skillopt.models.base import Usage
+from skillopt.secrets import scrub
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
+from skillopt.text import clean, safe
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,17 @@ class Trajectory:
     model_calls: int = 0
     skill_invoked: bool | None = None  # what the trace shows; None when it cannot tell
     info: dict = field(default_factory=dict)  # harness-specific facts (result subtype, turns)
+    replaced: int = 0  # characters of the answer that could not be stored (see `text.clean`)
+
+    def __post_init__(self) -> None:
+        # the agent's answer and error are text from outside: make them storable and
+        # blank any secret the agent (or its provider) echoed
+        if self.answer is not None:
+            answer, n = clean(str(self.answer))
+            object.__setattr__(self, "answer", scrub(answer))
+            object.__setattr__(self, "replaced", self.replaced + n)
+        if self.error is not None:
+            object.__setattr__(self, "error", safe(str(self.error)))
 
     @property
     def ok(self) -> bool:

@@ -67,6 +67,16 @@ def resolve_model(name: str, settings: ModelSettings | None = None, *,
                         backoff=settings.backoff, extra=settings.params)
 
 
+def context_window(model: Model) -> int | None:
+    """How many input tokens `model` takes, when it says (None when unknown)."""
+    window = getattr(model, "context_window", None)
+    try:
+        window = window() if callable(window) else window
+    except Exception:  # a model that cannot tell
+        return None
+    return window if isinstance(window, int) and window > 0 else None
+
+
 def _scripted(name: str, role: str) -> Model:
     ref = name[len("scripted/"):]
     if ref == "echo":
@@ -82,5 +92,5 @@ def _scripted(name: str, role: str) -> Model:
     return ScriptedModel(fn, name=name)
 
 
-__all__ = ["Completion", "Model", "ScriptedModel", "Usage", "register_model",
-           "resolve_model", "unregister_model"]
+__all__ = ["Completion", "Model", "ScriptedModel", "Usage", "context_window",
+           "register_model", "resolve_model", "unregister_model"]

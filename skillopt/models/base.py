@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Union, runtime_checkable
 
+from skillopt.text import clean
+
 Messages = list[dict]
 Prompt = Union[Messages, str]
 
@@ -32,12 +34,25 @@ class Usage:
 
 @dataclass(frozen=True)
 class Completion:
+    """A model's reply. The text is made storable on construction (every model, ours
+    or a user's, builds one): lone UTF-16 surrogates and NULs, which no UTF-8 file or
+    database can hold, are replaced with U+FFFD and counted in `replaced`."""
+
     text: str
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None  # USD; None when the price is unknown (never guessed as 0)
     latency_s: float = 0.0
     model: str = ""
     finish_reason: str | None = None
+    replaced: int = 0  # characters of the reply replaced because they cannot be stored
+    attempts: int = 1  # provider requests made for this reply (retries included)
+
+    def __post_init__(self) -> None:
+        text = self.text if isinstance(self.text, str) else str(self.text)
+        text, n = clean(text)
+        object.__setattr__(self, "text", text)
+        if n:
+            object.__setattr__(self, "replaced", self.replaced + n)
 
 
 @runtime_checkable

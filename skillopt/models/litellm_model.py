@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any
 
+from skillopt import secrets
 from skillopt.errors import InputError, ModelError
 from skillopt.models.base import Completion, Prompt, Usage, as_messages
 
@@ -55,8 +56,14 @@ def check_model_name(name: str, role: str = "model") -> None:
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 529}
 
 
+class EmptyResponse(Exception):
+    """A successful HTTP response that holds no reply (no choices, no message)."""
+
+
 def _classify(exc: Exception) -> tuple[str, bool]:
     """(kind, retryable) for a litellm / SDK exception."""
+    if isinstance(exc, EmptyResponse):
+        return "empty_response", True
     litellm = import_litellm()
     status = getattr(exc, "status_code", None)
     if isinstance(exc, litellm.Timeout):
@@ -67,6 +74,8 @@ def _classify(exc: Exception) -> tuple[str, bool]:
         return "context_window", False
     if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
         return "auth", False
+    if isinstance(exc, litellm.NotFoundError) or status == 404:  # no such model here
+        return "not_found", False
     if isinstance(exc, litellm.APIConnectionError) and not isinstance(status, int):
         return "connection", True
     if isinstance(status, int):
@@ -109,19 +118,31 @@ class LiteLLMModel:
                                        {"temperature": temperature, "max_tokens": max_tokens}.items()
                                        if v is not None}
         self.params.update(extra or {})
+        secrets.register(api_key)
+        secrets.register_params(self.params)
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.backoff_max = backoff_max
 
     def fingerprint(self) -> dict:
-        fp = {"name": self.name, **self.params}
+        # a header or key in `params` changes nothing about the output but is a secret:
+        # the store keeps a digest of it, never the value
+        fp = {"name": self.name, **secrets.redact(self.params, replace_with=secrets.digest)}
         if self.api_base:
             fp["api_base"] = self.api_base
         return fp
 
     def __repr__(self) -> str:  # never show the key
         return f"LiteLLMModel({self.name!r})"
+
+    def context_window(self) -> int | None:
+        """The model's input-token limit from litellm's model map (None if unknown)."""
+        try:
+            info = import_litellm().get_model_info(self.name)
+        except Exception:  # not in the map
+            return None
+        return info.get("max_input_tokens") or info.get("max_tokens")
 
     def json_params(self, schema: dict, name: str) -> dict:
         """Request arguments for JSON replies: the provider's schema mode where litellm
@@ -155,33 +176,35 @@ class LiteLLMModel:
             start = time.perf_counter()
             try:
                 response = litellm.completion(**kwargs)
+                return self._completion(response, time.perf_counter() - start, attempt + 1)
             except Exception as exc:
                 kind, retryable = _classify(exc)
                 if not retryable or attempt >= self.retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise ModelError(f"{self.name}: {kind}{tries}: {_short(exc)}", kind=kind,
-                                     retryable=retryable) from exc
+                                     retryable=retryable, attempts=attempt + 1) from exc
                 delay = min(self.backoff_max, self.backoff * 2 ** attempt) * (0.5 + random.random())
                 hinted = _retry_after(exc)
                 if hinted is not None:  # the server said when to come back
                     delay = min(self.backoff_max, hinted)
                 time.sleep(delay)
                 attempt += 1
-                continue
-            return self._completion(response, time.perf_counter() - start)
 
-    def _completion(self, response: Any, latency: float) -> Completion:
-        choice = response.choices[0]
-        text = choice.message.content or ""
+    def _completion(self, response: Any, latency: float, attempts: int) -> Completion:
+        choices = getattr(response, "choices", None) or []
+        message = getattr(choices[0], "message", None) if choices else None
+        if message is None:  # a 200 with nothing in it: the provider's fault, try again
+            raise EmptyResponse("the provider answered with no choices (an empty reply)")
         usage = getattr(response, "usage", None)
         return Completion(
-            text=text,
+            text=message.content or "",
             usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0),
                         int(getattr(usage, "completion_tokens", 0) or 0)),
             cost=self._cost(response),
             latency_s=latency,
             model=getattr(response, "model", self.name) or self.name,
-            finish_reason=getattr(choice, "finish_reason", None),
+            finish_reason=getattr(choices[0], "finish_reason", None),
+            attempts=attempts,
         )
 
     def _cost(self, response: Any) -> float | None:

@@ -210,6 +210,11 @@ class LocalModel:
         return {"name": self.name, "weights": self._sha[:16], "format": PROMPT_FORMAT,
                 "temperature": self.temperature, "max_tokens": self.max_tokens}
 
+    @property
+    def context_window(self) -> int:
+        """Tokens of prompt the model takes (its answer needs `max_tokens` of them too)."""
+        return self.n_ctx - self.max_tokens
+
     def check(self) -> None:
         """Load now (assembling the weights if needed) so a problem shows before any
         task runs."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import tempfile
 import threading
 import time
@@ -18,30 +17,27 @@ from typing import Any
 
 import yaml
 
+from skillopt import secrets
 from skillopt.errors import InputError
+from skillopt.text import safe
 
 STATE_VERSION = 1
-_SECRET_WORDS = ("key", "token", "secret", "password")
 
 
 def new_run_id(skill_name: str) -> str:
-    return f"{skill_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    return f"{skill_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"
 
 
 def redact(value: Any) -> Any:
-    """Drop values of secret-looking keys (a key *name*, like api_key_env, stays)."""
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            secret = any(w in str(k).lower() for w in _SECRET_WORDS) and not str(k).endswith("_env")
-            out[k] = "***" if secret and v else redact(v)
-        return out
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
+    """Values of secret-looking keys and every header value blanked (a key *name*, like
+    api_key_env, stays)."""
+    return secrets.redact(value)
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` at once. The text is made safe first: a reply that
+    reached a run file must neither crash the write nor carry a secret."""
+    text = safe(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -107,8 +103,8 @@ class RunDir:
 
     # -- events ----------------------------------------------------------------------
     def event(self, kind: str, /, **data: Any) -> None:
-        line = json.dumps({"t": round(time.time(), 3), "event": kind, **data},
-                          ensure_ascii=False, default=str)
+        line = safe(json.dumps({"t": round(time.time(), 3), "event": kind, **data},
+                               ensure_ascii=False, default=str))
         with self._events_lock:
             if self._events_fh is None:
                 self._events_fh = open(self.path / "events.jsonl", "a", encoding="utf-8")

@@ -22,6 +22,7 @@ class Reply:
     headers: dict = field(default_factory=dict)
     delay: float = 0.0
     error: str = "error"
+    body: dict | None = None  # a whole response body sent as is (malformed replies)
 
 
 class FakeOpenAI:
@@ -44,13 +45,16 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with outer._lock:
                     outer.requests.append({"path": self.path, "body": body,
-                                           "auth": self.headers.get("authorization")})
+                                           "auth": self.headers.get("authorization"),
+                                           "headers": dict(self.headers)})
                     reply = outer.script.pop(0) if outer.script else None
                 if reply is None:
                     reply = Reply(content=outer.answer(body))
                 if reply.delay:
                     time.sleep(reply.delay)
-                if reply.status == 200:
+                if reply.body is not None:
+                    payload = reply.body
+                elif reply.status == 200:
                     payload = {
                         "id": f"chatcmpl-{len(outer.requests)}", "object": "chat.completion",
                         "created": int(time.time()), "model": body.get("model", "x"),

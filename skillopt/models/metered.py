@@ -1,0 +1,45 @@
+"""A model wrapper that reports every call, answered or failed, as it happens.
+
+Invariant: the report is made before `complete` returns or raises, so a ledger fed
+by it (the rollout store's `spend` table) holds every paid call even when the
+process is killed right after: a run's accounting is never lost with a checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from skillopt.errors import ModelError
+from skillopt.models.base import Completion, Model, Prompt, Usage
+
+# (provider requests made, usage, cost in USD or None when unknown)
+Meter = Callable[[int, Usage, "float | None"], None]
+
+
+class MeteredModel:
+    """`model`, with `meter` called once per `complete` (a failed call reports its
+    requests at no cost: providers do not bill refused requests)."""
+
+    def __init__(self, model: Model, meter: Meter):
+        self.model = model
+        self.name = model.name
+        self._meter = meter
+
+    def fingerprint(self) -> dict:
+        return self.model.fingerprint()
+
+    def complete(self, prompt: Prompt, **params) -> Completion:
+        try:
+            reply = self.model.complete(prompt, **params)
+        except ModelError as exc:
+            self._meter(getattr(exc, "attempts", 1), Usage(), 0.0)
+            raise
+        self._meter(reply.attempts, reply.usage, reply.cost)
+        return reply
+
+    def __getattr__(self, name: str) -> Any:  # json_params, check, … of the wrapped model
+        return getattr(self.model, name)
+
+    def __repr__(self) -> str:
+        return f"MeteredModel({self.model!r})"
