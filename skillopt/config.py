@@ -46,6 +46,10 @@ class AgentSettings(BaseModel):
     invoke: Literal["auto", "explicit"] = Field(
         "auto", description="auto: the agent picks the skill by its description; explicit: "
                             "the prompt starts with /<name> (claude) or $<name> (codex)")
+    pid_namespace: Literal["auto", "off"] = Field(
+        "auto", description="auto: each agent runs in its own PID namespace with its own /proc "
+                            "when the platform allows (Linux, util-linux unshare), so it cannot "
+                            "see skillopt or any other process; off: never")
 
 
 class ClaudeCodeSettings(BaseModel):

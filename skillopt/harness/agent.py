@@ -179,7 +179,8 @@ class AgentHarness:
             argv = self.argv(ws, skill, task)
             result = process.run_process(argv, cwd=ws.path, env=self.env(ws, skill, task),
                                          stdin_text=self.stdin(prompt), timeout=self.agent.timeout,
-                                         io_dir=ws.io, cancelled=self._cancelled)
+                                         io_dir=ws.io, cancelled=self._cancelled,
+                                         pid_namespace=self.agent.pid_namespace != "off")
         except OSError as exc:
             return Trajectory(messages=messages, workspace=ws.path, error_kind="not_found",
                               error=f"{self.binary_label} could not start: {exc.strerror or exc}")
@@ -261,6 +262,7 @@ class AgentHarness:
 
     def probe_version(self, executable: str) -> str:
         """First line of `<binary> --version` (part of every rollout's fingerprint)."""
+        process.make_non_dumpable()  # the agent's own program runs from here on
         try:
             proc = subprocess.run([executable, "--version"], capture_output=True, text=True,
                                   timeout=60, env=process.scrubbed_env(process.BASE_ENV),

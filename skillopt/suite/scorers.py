@@ -17,10 +17,7 @@ import importlib
 import importlib.util
 import json
 import math
-import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import unicodedata
@@ -331,24 +328,62 @@ class JsonParams(_Params):
     pass
 
 
+MAX_JSON_DEPTH = 100  # nesting a reply may use; deeper is refused, never recursed into
+MAX_JSON_STARTS = 200  # bracket positions tried when the JSON is embedded in prose
+NO_JSON = "no JSON value found"
+
+
+def json_depth(text: str) -> int:
+    """The deepest bracket nesting in `text`, outside JSON strings (linear, no
+    recursion): checked before decoding, because Python's decoder recurses once per
+    level and a reply of 100,000 `[` would exhaust the stack."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
 def parse_json_answer(text: str) -> Any:
-    """Parse JSON from a model answer: bare, fenced in ``` blocks, or embedded in prose."""
+    """Parse JSON from a model answer: bare, fenced in ``` blocks, or embedded in prose.
+    Raises `ValueError` (never anything else) when there is none, or when it is nested
+    deeper than `MAX_JSON_DEPTH`."""
     text = text.strip()
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"the JSON is nested {depth} levels deep (at most {MAX_JSON_DEPTH})")
     fenced = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.DOTALL)
     candidates = [text] + ([fenced.group(1)] if fenced else [])
-    for cand in candidates:
-        try:
-            return json.loads(cand)
-        except (json.JSONDecodeError, ValueError):
-            pass
-    decoder = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch in "{[":
+    try:
+        for cand in candidates:
             try:
-                return decoder.raw_decode(text[i:])[0]
+                return json.loads(cand)
+            except (json.JSONDecodeError, ValueError):
+                pass
+        decoder = json.JSONDecoder()
+        starts = (i for i, ch in enumerate(text) if ch in "{[")
+        for _, i in zip(range(MAX_JSON_STARTS), starts):
+            try:
+                return decoder.raw_decode(text, i)[0]
             except json.JSONDecodeError:
                 continue
-    raise ValueError("no JSON value found")
+    except RecursionError:  # a small stack (a thread's) can still be too small
+        raise ValueError("the JSON is nested too deeply to read") from None
+    raise ValueError(NO_JSON)
 
 
 def _subset(expected: Any, got: Any, path: str, problems: list[str]) -> tuple[int, int]:
@@ -431,8 +466,10 @@ class PythonParams(_Params):
 
 class Python(Scorer):
     """Calls `module:function(answer, expected, task)`; the module is imported with
-    the suite's directory on `sys.path`. It may return a bool, a number in [0, 1],
-    a `Score`, or a mapping with `value`/`score`, `passed` and `feedback`."""
+    the suite's directory on `sys.path`, only while it is imported (import sibling
+    modules at the top of the file, not inside the function). It may return a bool,
+    a number in [0, 1], a `Score`, or a mapping with `value`/`score`, `passed` and
+    `feedback`."""
 
     type = "python"
     needs_expected = False
@@ -478,7 +515,9 @@ def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
     that file under a private name, fresh each time: a cached module could be
     another suite's file of the same name, or this file before it was edited, and
     the user's file must never replace a module the process already uses. Other
-    names are imported normally (installed packages)."""
+    names are imported normally (installed packages). While the file runs, the
+    suite's directory is on `sys.path`, so it can import its siblings at import
+    time; afterwards `sys.path` is exactly what it was (also when the import fails)."""
     if ":" not in ref:
         raise ValueError(f"'{ref}' is not of the form module:function")
     module_name, _, attr = ref.partition(":")
@@ -492,9 +531,13 @@ def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
             private = f"_skillopt_scorer_{digest}_{module_name.replace('.', '_')}"
             spec = importlib.util.spec_from_file_location(private, path)
             module = importlib.util.module_from_spec(spec)
-            if str(base_dir) not in sys.path:  # so the scorer can import its siblings
-                sys.path.append(str(base_dir))
-            spec.loader.exec_module(module)
+            saved = list(sys.path)
+            try:  # the suite's directory is on sys.path only while the module runs
+                if str(base_dir) not in sys.path:  # so the scorer can import its siblings
+                    sys.path.append(str(base_dir))
+                spec.loader.exec_module(module)
+            finally:
+                sys.path[:] = saved
         else:
             module = importlib.import_module(module_name)
             file = getattr(module, "__file__", None)
@@ -511,6 +554,7 @@ def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
 class CommandParams(_Params):
     run: str
     timeout: float = 60.0
+    env: list[str] = []  # names of variables passed through besides the basic ones
 
 
 class Command(Scorer):
@@ -519,43 +563,51 @@ class Command(Scorer):
     the task's finished workspace when there is one, and scores by exit code (0 =
     pass) or by a JSON object on its last stdout line: {"score": x, "feedback": …}.
 
+    The verifier runs like an agent (`skillopt.harness.process`): a scrubbed
+    environment (the basics in `BASE_ENV`, the SKILLOPT_* variables above,
+    `SKILLOPT_TASK_ID`, `SKILLOPT_SUITE_DIR`, and the names listed in `env` —
+    nothing else of skillopt's, so no provider key unless listed), its own process
+    group, and its own PID namespace where the platform allows. Its output becomes
+    feedback, so it is passed through `skillopt.text.safe`: known secrets are
+    blanked.
+
     A verifier that cannot start (exit 126/127) is unscored; one that times out
     fails the task (the agent's output is what made it hang)."""
 
     type = "command"
+    version = 2  # 2: the verifier gets a scrubbed environment, not skillopt's own
     needs_expected = False
     Params = CommandParams
 
     def score(self, task, answer, ctx):
+        from skillopt.harness import process
+        from skillopt.text import safe
+
         with tempfile.TemporaryDirectory(prefix="skillopt-verify-") as tmp:
             answer_file = Path(tmp) / "answer.txt"
             answer_file.write_text(answer, encoding="utf-8")
+            io_dir = Path(tmp) / "io"
+            io_dir.mkdir()
             cwd = ctx.workspace if ctx.workspace is not None else Path(tmp)
-            env = {**os.environ,
-                   "SKILLOPT_ANSWER_FILE": str(answer_file),
-                   "SKILLOPT_EXPECTED": "" if task.expected is None else (
-                       task.expected if isinstance(task.expected, str) else json.dumps(task.expected)),
-                   "SKILLOPT_TASK_ID": task.id,
-                   "SKILLOPT_SUITE_DIR": str(self.base_dir)}
+            expected = "" if task.expected is None else (
+                task.expected if isinstance(task.expected, str) else json.dumps(task.expected))
+            env = process.scrubbed_env(
+                [*process.BASE_ENV, *self.params.env],
+                extra={"SKILLOPT_ANSWER_FILE": str(answer_file), "SKILLOPT_EXPECTED": expected,
+                       "SKILLOPT_TASK_ID": task.id, "SKILLOPT_SUITE_DIR": str(self.base_dir)})
             try:
-                proc = subprocess.Popen(self.params.run, shell=True, cwd=cwd, env=env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, encoding="utf-8",
-                                        errors="replace", start_new_session=True)
+                result = process.run_process(["/bin/sh", "-c", self.params.run], cwd=cwd,
+                                             env=env, stdin_text=answer,
+                                             timeout=self.params.timeout, io_dir=io_dir)
             except OSError as exc:
                 raise ScorerError(f"verifier could not start: {exc}") from exc
-            with proc:
-                try:
-                    stdout, stderr = proc.communicate(answer, timeout=self.params.timeout)
-                except subprocess.TimeoutExpired:
-                    try:  # the shell and everything it started, not just the shell
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    return Score(0.0, False, f"verifier timed out after {self.params.timeout:g}s")
+        if result.timed_out:  # its process group was killed
+            return Score(0.0, False, f"verifier timed out after {self.params.timeout:g}s")
+        stdout, stderr = safe(result.stdout), safe(result.stderr)
+        returncode = result.returncode
         tail = _tail(stdout + stderr)
-        if proc.returncode in (126, 127):
-            raise ScorerError(f"verifier could not run (exit {proc.returncode}): {tail}")
+        if returncode in (126, 127):
+            raise ScorerError(f"verifier could not run (exit {returncode}): {tail}")
         last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
         if last.startswith("{"):
             try:
@@ -565,11 +617,11 @@ class Command(Scorer):
             if isinstance(data, dict) and isinstance(data.get("score"), (int, float)):
                 value = min(1.0, max(0.0, float(data["score"])))
                 passed = bool(data.get("passed", value >= self.params.threshold))
-                return Score(value, passed, str(data.get("feedback", tail)))
-        if proc.returncode == 0:
+                return Score(value, passed, safe(str(data.get("feedback", tail))))
+        if returncode == 0:
             return Score(1.0, True, tail or "verifier passed")
-        return Score(0.0, False, f"verifier exited {proc.returncode}: {tail}" if tail
-                     else f"verifier exited {proc.returncode}")
+        return Score(0.0, False, f"verifier exited {returncode}: {tail}" if tail
+                     else f"verifier exited {returncode}")
 
 
 def _tail(text: str, limit: int = 600) -> str:

@@ -402,3 +402,149 @@ def test_an_unset_cancel_event_changes_nothing(io_dir):
     result = run_process([PY, "-c", "print('ok')"], cwd=Path.cwd(), env=dict(MIN_ENV),
                          stdin_text="", timeout=20, io_dir=io_dir, cancelled=threading.Event())
     assert result.returncode == 0 and result.stdout.strip() == "ok"
+
+
+# -- the PID namespace (the default where available; every test above runs in one) ------
+needs_ns = pytest.mark.skipif(not process.pid_namespace_available(),
+                              reason="no PID namespaces here (Linux with util-linux unshare)")
+VIEW = ("import json, os\n"
+        "procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+        "init = open('/proc/1/cmdline', 'rb').read().decode('utf-8', 'replace')\n"
+        "print(json.dumps({'pid': os.getpid(), 'ppid': os.getppid(), 'procs': procs,"
+        " 'init': init}))\n")
+
+
+def _outer_pids(marker: str) -> list[int]:
+    """The live processes (seen from here) whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _wait_outer(marker: str, n: int, timeout: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while len(pids := _outer_pids(marker)) < n:
+        assert time.monotonic() < deadline, f"never saw {n} processes marked {marker}"
+        time.sleep(0.02)
+    return pids
+
+
+@needs_ns
+def test_namespaced_child_sees_only_itself_and_its_init(io_dir):
+    view = json.loads(run_py(VIEW, io_dir).stdout)
+    assert view["ppid"] == 1  # its parent is the namespace's init, not skillopt
+    assert "ns_last_pid" in view["init"]
+    assert set(view["procs"]) == {1, view["pid"]}  # nothing of ours, nothing else
+
+
+def test_without_the_namespace_the_child_sees_us(io_dir):
+    res = run_process([PY, "-c", VIEW], cwd=Path.cwd(), env=dict(MIN_ENV), stdin_text="",
+                      timeout=20, io_dir=io_dir, pid_namespace=False)
+    view = json.loads(res.stdout)
+    assert view["ppid"] == os.getpid()
+    assert os.getpid() in view["procs"]
+
+
+@needs_ns
+def test_namespaced_agents_running_at_once_get_distinct_pids(tmp_path):
+    pids: list[int] = []
+
+    def one(i: int) -> None:
+        io = tmp_path / f"io{i}"
+        io.mkdir()
+        pids.append(int(run_py("import os, time; time.sleep(0.3); print(os.getpid())",
+                               io).stdout))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert len(set(pids)) == 3  # they share /tmp: a pid used in a file name must not clash
+
+
+@pytest.mark.parametrize("namespace", [True, False])
+def test_death_by_signal_is_a_negative_returncode(io_dir, namespace):
+    res = run_process([PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGUSR1)"],
+                      cwd=Path.cwd(), env=dict(MIN_ENV), stdin_text="", timeout=20,
+                      io_dir=io_dir, pid_namespace=namespace)
+    assert res.returncode == -10 and not res.timed_out
+
+
+@pytest.mark.parametrize("namespace", [True, False])
+def test_files_the_child_writes_are_ours(io_dir, tmp_path, namespace):
+    run_process([PY, "-c", "open('made.txt', 'w').write('x')"], cwd=tmp_path,
+                env=dict(MIN_ENV), stdin_text="", timeout=20, io_dir=io_dir,
+                pid_namespace=namespace)
+    assert (tmp_path / "made.txt").stat().st_uid == os.getuid()
+
+
+# the child's argv holds the marker; only the grandchild's holds marker + "-gc"
+SPAWN = ("import subprocess, sys, time\n"
+         "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)',"
+         " sys.argv[1] + '-gc'])\n")
+
+
+@needs_ns
+def test_namespaced_timeout_kills_the_real_processes(io_dir):
+    # pids the child reports are its namespace's: find the processes from out here
+    marker = f"skillopt-test-timeout-{os.getpid()}-{time.monotonic_ns()}"
+    results: list[ProcessResult] = []
+    t = threading.Thread(target=lambda: results.append(run_process(
+        [PY, "-c", SPAWN + "time.sleep(30)\n", marker], cwd=Path.cwd(), env=dict(MIN_ENV),
+        stdin_text="", timeout=1.5, io_dir=io_dir)), daemon=True)
+    t.start()
+    _wait_outer(marker + "-gc", 1)
+    outer = _outer_pids(marker)  # the wrapper, the init, the child and the grandchild
+    assert len(outer) >= 3
+    t.join(timeout=10)
+    assert not t.is_alive()
+    assert results[0].timed_out and results[0].returncode is None
+    assert wait_dead(outer, timeout=5), f"{outer} survived the timeout"
+    assert _outer_pids(marker) == []
+
+
+@needs_ns
+def test_namespaced_stragglers_and_kill_all_reach_the_real_processes(tmp_path):
+    marker = f"skillopt-test-straggler-{os.getpid()}-{time.monotonic_ns()}"
+    io = tmp_path / "io-a"
+    io.mkdir()
+    start = time.monotonic()
+    res = run_process([PY, "-c", SPAWN + "print('child done', flush=True)\n", marker],
+                      cwd=Path.cwd(), env=dict(MIN_ENV), stdin_text="", timeout=20, io_dir=io)
+    assert time.monotonic() - start < 5
+    assert res.returncode == 0 and res.stdout == "child done\n"
+    assert wait_dead(_outer_pids(marker), timeout=5)
+
+    marker += "-kill"
+    io = tmp_path / "io-b"
+    io.mkdir()
+    results: list[ProcessResult] = []
+    t = threading.Thread(target=lambda: results.append(run_process(
+        [PY, "-c", SPAWN + "time.sleep(30)\n", marker], cwd=Path.cwd(), env=dict(MIN_ENV),
+        stdin_text="", timeout=60, io_dir=io)), daemon=True)
+    t.start()
+    _wait_outer(marker + "-gc", 1)
+    outer = _outer_pids(marker)
+    assert kill_all() == 1
+    t.join(timeout=10)
+    assert not t.is_alive()
+    assert results[0].returncode is not None and results[0].returncode < 0
+    assert wait_dead(outer, timeout=5), f"{outer} survived kill_all"
+    assert _outer_pids(marker) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux only")
+def test_running_a_child_makes_us_non_dumpable(io_dir):
+    run_py("pass", io_dir)
+    assert process.make_non_dumpable() is True
+    import ctypes
+
+    assert ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE

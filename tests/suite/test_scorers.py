@@ -920,3 +920,89 @@ def test_judge_without_a_model_is_unscored():
     with pytest.raises(ScorerError) as info:
         scorer(make_task(scorer), "a")
     assert "no judge model" in str(info.value)
+
+
+# ---------------------------------------------------------------------- isolation
+VERIFIER_SECRET = "sk-verifier-test-secret-0987654321"
+
+
+def test_python_scorer_leaves_sys_path_as_it_was(tmp_path):
+    suite_dir = tmp_path / "suite"
+    suite_dir.mkdir()
+    (suite_dir / "sibling_answers.py").write_text("WANT = '42'\n", encoding="utf-8")
+    (suite_dir / "grading_sib.py").write_text(
+        "from sibling_answers import WANT  # a sibling, imported at import time\n\n\n"
+        "def check(answer, expected, task):\n    return answer.strip() == WANT\n",
+        encoding="utf-8")
+    path = write_suite(suite_dir / "s.yaml", [{"id": "a", "input": "q"}],
+                       scorer={"type": "python", "function": "grading_sib:check"})
+    before = list(sys.path)
+    task = load_suite(path).tasks[0]
+    assert sys.path == before
+    assert str(suite_dir) not in sys.path
+    assert task.scorer(task, "42").passed
+    assert not task.scorer(task, "41").passed
+    assert sys.path == before
+
+
+def test_python_scorer_restores_sys_path_when_the_import_fails(tmp_path):
+    (tmp_path / "broken.py").write_text(
+        "import sys\nsys.path.insert(0, '/somewhere/else')\nraise RuntimeError('boom')\n",
+        encoding="utf-8")
+    before = list(sys.path)
+    with pytest.raises(ValueError, match="cannot import module 'broken'.*boom"):
+        build_scorer({"type": "python", "function": "broken:f"}, tmp_path)
+    assert sys.path == before
+
+
+def test_command_verifier_gets_a_scrubbed_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", VERIFIER_SECRET)
+    monkeypatch.setenv("VERIFIER_TOOL_HOME", "/opt/tool")
+    s = score(command('echo "[$OPENAI_API_KEY][$VERIFIER_TOOL_HOME][${PATH:+path}]"'),
+              None, "x")
+    assert s.feedback == "[][][path]"
+
+
+def test_command_env_names_variables_to_pass(monkeypatch):
+    monkeypatch.setenv("VERIFIER_TOOL_HOME", "/opt/tool")
+    s = score(command('echo "[$VERIFIER_TOOL_HOME]"', env=["VERIFIER_TOOL_HOME", "UNSET_X"]),
+              None, "x")
+    assert s.feedback == "[/opt/tool]"
+
+
+def test_command_feedback_blanks_known_secrets(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", VERIFIER_SECRET)
+    s = score(command('echo "key=$OPENAI_API_KEY" >&2; exit 1', env=["OPENAI_API_KEY"]),
+              None, "x")
+    assert s.feedback.startswith("verifier exited 1: key=")
+    assert VERIFIER_SECRET not in s.feedback
+    # in the JSON line too, even spelled with JSON escapes
+    run = "echo '{\"score\": 0.5, \"feedback\": \"saw \\u0073" + VERIFIER_SECRET[1:] + "\"}'"
+    s = score(command(run), None, "x")
+    assert s.value == 0.5 and s.feedback.startswith("saw ")
+    assert VERIFIER_SECRET not in s.feedback
+
+
+def test_command_feedback_is_storable():
+    s = score(command("echo '{\"score\": 0, \"feedback\": \"bad \\ud800 char\"}'"), None, "x")
+    s.feedback.encode("utf-8")  # a lone surrogate is replaced, not kept
+    assert s.feedback.startswith("bad ")
+
+
+def test_command_verifier_cannot_see_us():
+    from skillopt.harness import process
+
+    # the patterns are split so that the command line holding them does not match
+    s = score(command("grep -ac py''test /proc/$PPID/cmdline; grep -ac ns_last''_pid "
+                      "/proc/$PPID/cmdline; ls /proc | grep -c '^[0-9]'"), None, "x")
+    ours, init, count = s.feedback.splitlines()
+    if process.pid_namespace_available():  # its parent is the namespace's init
+        assert ours == "0" and int(init) >= 1
+        assert int(count) <= 4  # the init, the shell and its pipeline
+
+
+def test_command_spec_has_env_and_a_new_version():
+    spec = build_scorer(command("true"), Path(".")).spec
+    assert spec["v"] == 2  # the verifier's environment changed: stored scores are stale
+    assert spec["env"] == []
+    assert build_scorer(command("true", env=["A"]), Path(".")).spec != spec
