@@ -9,6 +9,10 @@ Invariants:
   again next time. It is never a score of 0.
 - Each finished rollout is written to the store as soon as it exists, so an
   interrupted run loses nothing already scored.
+- Processes sharing a store never pay for one rollout twice: an engine claims a
+  rollout (a lease, renewed while it runs) just before running it, and waits for
+  the result of one another live process holds, taking it over if that process
+  dies or gives up.
 """
 
 from __future__ import annotations
@@ -16,7 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import queue
+import socket
+import threading
+import time
+import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -28,6 +38,7 @@ from skillopt.models.base import Usage
 from skillopt.skill.document import Skill
 from skillopt.suite.scorers import ScoreContext
 from skillopt.suite.task import Task
+from skillopt.text import replaced_note
 
 if TYPE_CHECKING:
     from skillopt.store.rollouts import RolloutStore
@@ -40,6 +51,8 @@ log = logging.getLogger("skillopt")
 STOP_AFTER = 5
 SYSTEMIC = frozenset({"auth", "quota", "not_found", "rate_limit"})
 HOPELESS = frozenset({"auth", "quota", "not_found"})
+# How often a run waiting on rollouts another process is running looks again.
+POLL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -87,7 +100,8 @@ def fingerprint(skill_hash: str, task: Task, sample: int, harness_fp: dict,
     fields that change a rollout's outcome."""
     fp = {"skill": skill_hash, "task": task.content(), "sample": sample,
           "harness": harness_fp, "scorer": scorer_fp}
-    return hashlib.sha256(canonical_json(fp).encode("utf-8")).hexdigest(), fp
+    # surrogatepass: a task whose text holds a lone surrogate still gets a stable key
+    return hashlib.sha256(canonical_json(fp).encode("utf-8", "surrogatepass")).hexdigest(), fp
 
 
 @dataclass(frozen=True)
@@ -103,16 +117,56 @@ class RolloutEvent:
 Observer = Callable[[RolloutEvent], None]
 
 
+class _Heartbeat:
+    """Renews every lease `owner` holds, every ttl/3, until stopped: a rollout that
+    runs for minutes keeps its claim, and a killed process's claims lapse."""
+
+    def __init__(self, store: RolloutStore, owner: str):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, args=(store, owner),
+                                        name="skillopt-lease", daemon=True)
+        self._thread.start()
+
+    def _beat(self, store: RolloutStore, owner: str) -> None:
+        while not self._stop.wait(store.lease_ttl / 3):
+            try:
+                store.renew(owner)
+            except Exception:  # a busy or closed store: the next beat tries again
+                log.debug("lease renewal failed", exc_info=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1)
+
+
+@dataclass
+class _Batch:
+    """One `run` call's progress: results in task order, counts for the events."""
+
+    label: str
+    results: list
+    total: int
+    done: int = 0
+    cached: int = 0
+
+
 class RolloutEngine:
-    """Runs (skill × tasks × samples) through one harness with a bounded thread pool."""
+    """Runs (skill × tasks × samples) through one harness with a bounded thread pool.
+
+    With `run_id`, every rollout it pays for, and the count it serves from the store,
+    is written to the store's spend ledger under that run."""
 
     def __init__(self, harness: Harness, store: RolloutStore, *, concurrency: int = 8,
-                 judge: Any = None, observers: Sequence[Observer] = ()):
+                 judge: Any = None, observers: Sequence[Observer] = (),
+                 run_id: str | None = None):
         self.harness = harness
         self.store = store
         self.concurrency = max(1, concurrency)
         self.judge = judge
         self.observers = list(observers)
+        self.run_id = run_id
+        # who holds this engine's claims in a shared store: unique per engine
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._harness_fp = harness.fingerprint()
         self._pool: ThreadPoolExecutor | None = None
         self._scorer_fps: dict[int, dict] = {}
@@ -129,44 +183,59 @@ class RolloutEngine:
 
     def run(self, skill: Skill, tasks: Sequence[Task], *, samples: int = 1,
             label: str = "") -> list[Rollout]:
-        """Rollouts for every (task, sample), in task order; store hits cost nothing."""
+        """Rollouts for every (task, sample), in task order; store hits cost nothing,
+        and neither do results another process sharing the store pays for."""
         skill_hash = skill.hash
         jobs = [(task, s) for task in tasks for s in range(samples)]
         keys = [fingerprint(skill_hash, t, s, self._harness_fp, self.scorer_fingerprint(t))
                 for t, s in jobs]
         hits = self.store.get_many([k for k, _ in keys])
-        results: list[Rollout | None] = [None] * len(jobs)
-        done = 0
-        total = len(jobs)
+        batch = _Batch(label, [None] * len(jobs), len(jobs))
         pending = []
         for i, ((task, sample), (key, fp)) in enumerate(zip(jobs, keys)):
             hit = hits.get(key)
             if hit is not None:
-                results[i] = _relabel(hit, task.split)
-                done += 1
-                self._emit(RolloutEvent(label, results[i], done, total))
+                self._served(batch, i, hit, task.split)
             else:
                 pending.append((i, task, sample, key, fp))
-        if not pending:
-            return results  # type: ignore[return-value]
-        if not skill.is_empty:
-            self.store.remember_skill(skill_hash, skill.text)
+        if pending:
+            if not skill.is_empty:
+                self.store.remember_skill(skill_hash, skill.text)
+            self._run_pending(skill, pending, batch)
+        if self.run_id is not None and batch.cached:
+            self.store.record_cached(self.run_id, batch.cached)
+        return batch.results
 
-        if self.concurrency == 1 or len(pending) == 1:
-            try:
-                for i, task, sample, key, fp in pending:
-                    results[i] = self._one(skill, task, sample, key, fp)
-                    done += 1
-                    self._emit(RolloutEvent(label, results[i], done, total))
-                    self._watch(results[i], len(pending))
-            except BaseException:
-                self._cancel()
-                raise
-            return results  # type: ignore[return-value]
+    def _served(self, batch: _Batch, i: int, hit: Rollout, split: str) -> None:
+        batch.results[i] = _relabel(hit, split)
+        batch.done += 1
+        batch.cached += 1
+        self._emit(RolloutEvent(batch.label, batch.results[i], batch.done, batch.total))
 
+    def _run_pending(self, skill: Skill, pending: list, batch: _Batch) -> None:
+        """Claim, run and collect the store's misses; wait for the ones another
+        process holds.
+
+        Claims are taken just ahead of the workers (a rollout claimed but not started
+        makes other processes wait for nothing), a batch at a time (fewer write
+        transactions). A private store needs no claims: everything is taken at once."""
+        serial = self.concurrency == 1 or len(pending) == 1
+        if not self.store.shared:
+            limit = len(pending)
+        else:
+            limit = 1 if serial else 2 * self.concurrency
+        step = max(1, limit // 2)  # claim again once this many slots are free
+        todo = deque(pending)
+        ready: deque = deque()  # serial: claimed, to run in this thread
+        waiting: dict[str, list] = {}  # held by another live process: key -> its jobs
+        held: list[str] = []  # every key claimed here, released if the run fails
+        in_flight = 0
+        heartbeat: _Heartbeat | None = None
+        next_poll = 0.0
         # Workers hand results back through a queue: O(1) per rollout, unlike
         # waiting on the set of pending futures, which is O(n) per wake-up.
         finished: queue.SimpleQueue = queue.SimpleQueue()
+        pool = None if serial else self._executor()
 
         def job(i: int, task: Task, sample: int, key: str, fp: dict) -> None:
             try:
@@ -174,32 +243,81 @@ class RolloutEngine:
             except BaseException as exc:  # re-raised in the caller's thread
                 finished.put((i, None, exc))
 
-        pool = self._executor()
-        try:
-            for args in pending:
+        def start(args: tuple) -> None:
+            nonlocal in_flight
+            in_flight += 1
+            if pool is None:
+                ready.append(args)
+            else:
                 pool.submit(job, *args)
-            for _ in range(len(pending)):
-                while True:
-                    try:
-                        i, rollout, exc = finished.get(timeout=0.25)
-                        break
-                    except queue.Empty:  # wake up now and then so Ctrl-C is seen
-                        continue
-                if exc is not None:
-                    raise exc
-                results[i] = rollout
-                done += 1
-                self._emit(RolloutEvent(label, rollout, done, total))
-                self._watch(rollout, len(pending))
+
+        def claimed(args: tuple) -> None:
+            nonlocal heartbeat
+            held.append(args[3])
+            if heartbeat is None and self.store.shared:
+                heartbeat = _Heartbeat(self.store, self.owner)
+            start(args)
+
+        def collect(i: int, rollout: Rollout) -> None:
+            nonlocal in_flight
+            in_flight -= 1
+            batch.results[i] = rollout
+            batch.done += 1
+            self._emit(RolloutEvent(batch.label, rollout, batch.done, batch.total))
+            self._watch(rollout, len(pending))
+
+        try:
+            while todo or in_flight or waiting:
+                while todo and in_flight <= limit - step:
+                    take = [todo.popleft() for _ in range(min(len(todo), limit - in_flight))]
+                    mine = self.store.claim_many([args[3] for args in take], self.owner)
+                    for args in take:
+                        if args[3] in mine:
+                            claimed(args)
+                        else:
+                            waiting.setdefault(args[3], []).append(args)
+                if ready:
+                    i, task, sample, key, fp = ready.popleft()
+                    collect(i, self._one(skill, task, sample, key, fp))
+                elif in_flight:
+                    try:  # wake up now and then so Ctrl-C is seen and others are polled
+                        i, rollout, exc = finished.get(timeout=POLL_S if waiting else 0.25)
+                    except queue.Empty:
+                        pass
+                    else:
+                        if exc is not None:
+                            raise exc
+                        collect(i, rollout)
+                elif waiting:
+                    time.sleep(max(0.0, next_poll - time.monotonic()))
+                if waiting and time.monotonic() >= next_poll:
+                    next_poll = time.monotonic() + POLL_S
+                    for key, hit in self.store.get_many(list(waiting)).items():
+                        for args in waiting.pop(key):
+                            self._served(batch, args[0], hit, args[1].split)
+                    # a lease that expired (its holder died) or was released without a
+                    # scored row (the attempt ended unscored): run it here
+                    if waiting:
+                        for key in self.store.claim_many(list(waiting), self.owner):
+                            for args in waiting.pop(key):
+                                claimed(args)
         except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
-            if self._cancel():
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+            if self._cancel() and pool is not None:
                 # the agents are killed and no more start, so the jobs still running end
                 # at once: wait for them to put their workspaces away
                 pool.shutdown(wait=True)
+            try:  # whatever did not finish is free for another process to run
+                self.store.release(held, self.owner)
+            except Exception:
+                log.warning("could not release the run's claims; they expire in %.0fs",
+                            self.store.lease_ttl, exc_info=True)
             raise
-        return results  # type: ignore[return-value]
+        finally:
+            if heartbeat is not None:
+                heartbeat.stop()
 
     def _executor(self) -> ThreadPoolExecutor:
         """One pool for the engine's life: training calls `run` many times."""
@@ -252,7 +370,7 @@ class RolloutEngine:
             if kept is not None:
                 rollout = replace(rollout, trajectory={**rollout.trajectory,
                                                        "workspace": str(kept)})
-        self.store.put(rollout, fp)
+        self.store.put(rollout, fp, run_id=self.run_id)
         return rollout
 
     def _score(self, skill: Skill, task: Task, sample: int, key: str,
@@ -272,8 +390,11 @@ class RolloutEngine:
         except Exception as exc:  # a scorer bug: say so, don't score 0
             return Rollout(scored=False, error=f"scorer crashed: {type(exc).__name__}: {exc}",
                            error_kind="scorer", **base)
+        feedback = score.feedback
+        if traj.replaced:  # say so: the scorer saw U+FFFD where the agent sent something else
+            feedback = f"{feedback} ({replaced_note(traj.replaced, 'the answer')})".lstrip()
         return Rollout(scored=True, score=score.value, passed=score.passed,
-                       feedback=score.feedback, **base)
+                       feedback=feedback, **base)
 
     def _emit(self, event: RolloutEvent) -> None:
         for observer in self.observers:

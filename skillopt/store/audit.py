@@ -13,11 +13,16 @@ Invariants:
   skill directory.
 - Committing a step that is already committed returns the existing commit, so a
   resumed run never records a step twice.
+- `<runs>/audit.git` appears whole or not at all: it is made beside its place and
+  renamed into it, so processes starting together never see a half-made one.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import uuid
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
@@ -56,6 +61,25 @@ def parse_trailers(message: str) -> dict[str, str]:
     return out
 
 
+def _bare_repo(path: Path) -> git.Repo:
+    """The bare repository at `path`, made atomically if it does not exist: `git init`
+    in a private directory beside it, then one rename. Several processes may do this
+    at once; a rename that loses the race fails (the place is taken by a non-empty
+    directory), and the loser discards its copy and opens the winner's."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            git.Repo.init(tmp, bare=True)
+            os.rename(tmp, path)
+        except OSError:
+            if not path.exists():
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return git.Repo(path)
+
+
 class Audit:
     def __init__(self, repo: git.Repo, run_id: str, skill_path: str):
         self.repo = repo
@@ -78,10 +102,7 @@ class Audit:
                 raise git.InvalidGitRepositoryError(str(skill_dir))
             skill_path = skill_dir.relative_to(root).as_posix()
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            path = runs_dir.resolve() / "audit.git"
-            if not path.exists():
-                git.Repo.init(path, bare=True)
-            repo = git.Repo(path)
+            repo = _bare_repo(runs_dir.resolve() / "audit.git")
             skill_path = f"skills/{skill_dir.name}"
         return cls(repo, run_id, skill_path)
 
