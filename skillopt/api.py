@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skillopt.config import Settings, resolve_settings
-from skillopt.errors import InputError, Interrupted, SystemicFailure
+from skillopt.errors import BadSkill, InputError, Interrupted, SystemicFailure
 from skillopt.evaluation import EvalResult, SplitResult, compare
 from skillopt.harness import AGENT_HARNESSES, Harness, build_harness
-from skillopt.models import Model, resolve_model
+from skillopt.models import Model, context_window, resolve_model
+from skillopt.models.metered import Meter, MeteredModel
 from skillopt.rollout import Observer, RolloutEngine
-from skillopt.skill.document import Skill
-from skillopt.skill.lint import Problem, lint_paths
+from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
+from skillopt.skill.lint import Problem, lint_loaded, lint_paths, lint_skill
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite, require_split
 from skillopt.suite.task import SPLITS, Suite
@@ -29,6 +30,55 @@ from skillopt.suite.task import SPLITS, Suite
 def lint(paths: Sequence[str | Path], *, strict: bool = False) -> list[Problem]:
     """Lint skills; see `skillopt.skill.lint`."""
     return lint_paths(list(paths), strict=strict)
+
+
+Warn = Callable[[str], None]
+
+
+def check_skill(skill: Skill, source: str | Path | None = None) -> list[Problem]:
+    """Lint a skill about to be scored, before anything is loaded or called: lint
+    errors (an empty body, a NUL byte, a FIFO in its directory, a bad frontmatter, …)
+    raise `BadSkill`; the warnings are returned. `source` is the path the skill was
+    given by, if any."""
+    if skill.is_empty and source is None and skill.root is None:  # the no-skill baseline
+        return []  # (an empty SKILL.md on disk is a bad skill, never the baseline)
+    if source is not None:
+        problems = lint_skill(source)
+    elif skill.root is not None and _on_disk_as_is(skill):
+        problems = lint_skill(skill.root)
+    else:
+        problems = lint_loaded(skill)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        where = source if source is not None else (skill.root or skill.name)
+        raise BadSkill(f"the skill has {len(errors)} lint error{'s' if len(errors) > 1 else ''}"
+                       f"; nothing was scored (fix them; `skillopt lint {where}` shows them "
+                       "again)", errors)
+    return [p for p in problems if p.severity == "warning"]
+
+
+def context_warnings(skill: Skill, target: Model | None) -> list[Problem]:
+    """A warning when the skill would fill much of the target's context window."""
+    window = context_window(target) if target is not None else None
+    tokens = len(skill.text) // 4
+    if not window or tokens <= window // 2:
+        return []
+    return [Problem(skill.root / SKILL_FILE if skill.root else Path(skill.name), "body",
+                    f"about {tokens:,} tokens: more than half of {target.name}'s "
+                    f"{window:,}-token context, so tasks and answers may not fit", "warning")]
+
+
+def _on_disk_as_is(skill: Skill) -> bool:
+    try:
+        return resolve_skill_file(skill.root).read_bytes().decode("utf-8") == skill.text
+    except (OSError, UnicodeDecodeError, InputError):
+        return False
+
+
+def _say(warn: Warn | None, problems: list[Problem]) -> None:
+    for p in problems:
+        if warn is not None:
+            warn(str(p))
 
 
 @dataclass
@@ -42,9 +92,12 @@ class Context:
     store: RolloutStore
     judge: Model | None
 
-    def engine(self, observers: Sequence[Observer] = ()) -> RolloutEngine:
+    def engine(self, observers: Sequence[Observer] = (), *,
+               run_id: str | None = None) -> RolloutEngine:
+        """An engine over this context; with `run_id`, what it pays is written to the
+        store's spend ledger under that run."""
         return RolloutEngine(self.harness, self.store, concurrency=self.settings.concurrency,
-                             judge=self.judge, observers=observers)
+                             judge=self.judge, observers=observers, run_id=run_id)
 
 
 def prepare(suite: str | Path | Suite, flags: dict[str, Any] | None = None, *,
@@ -89,11 +142,12 @@ def _resolve_target(settings: Settings) -> Model | None:
 def evaluate(skill: str | Path | Skill | None, suite: str | Path | Suite, *,
              split: str = "test", no_skill: bool = False, compare_no_skill: bool = False,
              flags: dict[str, Any] | None = None, store: RolloutStore | None = None,
-             observers: Sequence[Observer] = ()) -> EvalResult:
+             observers: Sequence[Observer] = (), warn: Warn | None = None) -> EvalResult:
     """Score a skill on a suite's split ('train', 'val', 'test' or 'all').
 
     `no_skill` scores the bare model instead; `compare_no_skill` scores both and
-    adds a comparison (delta and flipped tasks) per split."""
+    adds a comparison (delta and flipped tasks) per split. A skill with lint errors
+    raises `BadSkill` before any model call; `warn` receives its warnings."""
     if no_skill and compare_no_skill:
         raise InputError("--no-skill and --compare-no-skill cannot be combined")
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
@@ -103,8 +157,11 @@ def evaluate(skill: str | Path | Skill | None, suite: str | Path | Suite, *,
         the_skill = skill if isinstance(skill, Skill) else Skill.load(skill)
     splits = [s for s in SPLITS if suite_obj.split(s)] if split == "all" else [split]
     tasks_by_split = {s: require_split(suite_obj, s) for s in splits}
+    source = None if no_skill or skill is None or isinstance(skill, Skill) else skill
+    warnings = check_skill(the_skill, source)
     ctx = prepare(suite_obj, flags, store=store, skills=[the_skill])
     try:
+        _say(warn, warnings + context_warnings(the_skill, ctx.target))
         return _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers)
     finally:
         if store is None:
@@ -156,9 +213,9 @@ class TrainResult:
     branch: str
 
 
-def build_optimizer(name: str | None, settings: Settings):
+def build_optimizer(name: str | None, settings: Settings, meter: Meter | None = None):
     """The optimizer called `name`: `exemplars` (offline, no model calls) or an LLM
-    (any model name)."""
+    (any model name), whose every call goes to `meter` as it happens when given."""
     from skillopt.optimize.reflect import LLMOptimizer
 
     if name == "exemplars":
@@ -168,7 +225,8 @@ def build_optimizer(name: str | None, settings: Settings):
     if not name:
         raise InputError("no optimizer: pass --optimizer MODEL, or set `optimizer:` in "
                          "skillopt.yaml or in the suite's `defaults:`", field="optimizer")
-    return LLMOptimizer(resolve_model(name, settings.model_settings(name), role="optimizer"))
+    model = resolve_model(name, settings.model_settings(name), role="optimizer")
+    return LLMOptimizer(MeteredModel(model, meter) if meter is not None else model)
 
 
 def _check_train_splits(suite: Suite) -> None:
@@ -178,11 +236,13 @@ def _check_train_splits(suite: Suite) -> None:
 
 def train(skill: str | Path | None, suite: str | Path | None, *,
           flags: dict[str, Any] | None = None, resume: str | None = None,
-          dry_run: bool = False, observers: Sequence = ()):
+          dry_run: bool = False, observers: Sequence = (), warn: Warn | None = None):
     """Run `skillopt train`; returns a `TrainResult` (or the `Plan` with `dry_run`).
 
     With `resume`, the run's recorded skill, suite and settings are used (only
-    `concurrency` may be changed) and training continues from its checkpoint."""
+    `concurrency` may be changed) and training continues from its checkpoint. A new
+    run's skill is linted first: errors raise `BadSkill` before any model call, and
+    `warn` receives the warnings (the dry run lists them in its notes)."""
     from skillopt.optimize.plan import make_plan
     from skillopt.optimize.trainer import Trainer, new_state
     from skillopt.report import markdown, summary
@@ -206,7 +266,6 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         initial = Skill.parse(state["initial"]["text"], root=skill_dir)
         ctx = prepare(suite_obj, settings=settings, skills=[initial])
         audit = Audit.open(config["audit"]["repo"], run.run_id, config["audit"]["skill_path"])
-        optimizer = build_optimizer(settings.optimizer, settings)
     else:
         if skill is None or suite is None:
             raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
@@ -217,13 +276,18 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
                                     suite_path=suite_obj.path)
         _check_train_splits(suite_obj)
         optimizer = build_optimizer(settings.optimizer, settings)  # validates the name early
+        warnings = check_skill(the_skill, skill)
         if dry_run:
-            _resolve_target(settings)
+            target = _resolve_target(settings)
             if settings.harness in AGENT_HARNESSES:
                 build_harness(settings)  # validates its settings; runs nothing
-            return make_plan(the_skill, suite_obj, settings, settings.target or "default",
+            plan = make_plan(the_skill, suite_obj, settings, settings.target or "default",
                              optimizer.name)
+            plan.notes += [f"warning: {p}" for p in
+                           warnings + context_warnings(the_skill, target)]
+            return plan
         ctx = prepare(suite_obj, settings=settings, skills=[the_skill])
+        _say(warn, warnings + context_warnings(the_skill, ctx.target))
         runs_dir = Path(settings.run_dir)
         run = RunDir.create(runs_dir, new_run_id(the_skill.name))
         audit = Audit.create(skill_dir, runs_dir, run.run_id)
@@ -236,7 +300,13 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         run.save_state(state)
     if hasattr(ctx.harness, "keep_dir"):  # failed tasks' workspaces stay with the run
         ctx.harness.keep_dir = run.path / "workspaces"
-    engine = ctx.engine()
+
+    def meter(calls: int, usage, cost: float | None) -> None:
+        ctx.store.record_call(run.run_id, "optimizer", "call", calls, usage.input_tokens,
+                              usage.output_tokens, cost)
+
+    optimizer = build_optimizer(settings.optimizer, settings, meter)
+    engine = ctx.engine(run_id=run.run_id)
     try:
         trainer = Trainer(suite=suite_obj, settings=settings, engine=engine,
                           optimizer=optimizer, audit=audit, run=run, state=state,

@@ -22,13 +22,12 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillopt.errors import InputError, SkilloptError
 from skillopt.skill.document import SKILL_FILE, Skill
-from skillopt.skill.lint import Problem, lint_skill
+from skillopt.skill.lint import Problem, lint_loaded
 
 TARGETS = ("claude-code", "codex", "agents", "agents-md")
 SKILL_DIRS = {"claude-code": ".claude/skills", "codex": ".agents/skills",
@@ -96,20 +95,6 @@ def export(skill: Skill, target: str, *, scope: str = "project", dest: Path | No
     if target == "agents-md":
         return _export_section(skill, path, force, warnings)
     return _export_dir(skill, target, path, force, warnings)
-
-
-def lint_loaded(skill: Skill, *, strict: bool) -> list[Problem]:
-    """Lint a skill that may not be on disk as it is, or not in a directory of its name
-    (a run's `best/`): a copy under its name is linted, the messages name the original."""
-    if skill.root is not None and skill.root.name == skill.name and \
-            (skill.root / SKILL_FILE).is_file() and \
-            (skill.root / SKILL_FILE).read_text(encoding="utf-8") == skill.text:
-        return lint_skill(skill.root, strict=strict)
-    with tempfile.TemporaryDirectory(prefix="skillopt-lint-") as tmp:
-        d = Path(tmp) / skill.name
-        skill.write(d)
-        return [Problem(skill.root / SKILL_FILE if skill.root else p.path, p.field, p.message,
-                        p.severity, p.line) for p in lint_skill(d, strict=strict)]
 
 
 def _export_dir(skill: Skill, target: str, path: Path, force: bool,

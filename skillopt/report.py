@@ -44,8 +44,25 @@ def summary(state: dict, config: dict) -> dict:
                      "p_value": (rec.get("gate") or {}).get("p_value")}
                   for rec in steps],
         "accepted_edits": accepted_edits,
+        "skipped": skipped_calls(state),
         "accounting": state.get("accounting", {}),
     }
+
+
+def skipped_calls(state: dict) -> list[dict]:
+    """Every optimizer request that gave nothing usable, with its reason: a failed
+    call or a reply that stayed invalid after the repair re-ask."""
+    out = []
+    for rec in state.get("steps", []):
+        for p in rec.get("proposals") or []:
+            if p.get("skipped"):
+                out.append({"step": rec["step"], "what": "minibatch", "reason": p["skipped"]})
+        if rec.get("kind") == "slow_update" and rec.get("skipped"):
+            out.append({"step": rec["step"], "what": "slow update", "reason": rec["skipped"]})
+    for note in state.get("skipped_notes") or []:
+        out.append({"step": None, "what": f"notes after epoch {note['epoch']}",
+                    "reason": note["reason"]})
+    return out
 
 
 def markdown(summary: dict) -> str:
@@ -82,6 +99,13 @@ def markdown(summary: dict) -> str:
             lines += [f"  > {line}" for line in (e.get("content") or "").splitlines()]
         else:
             lines.append(f"- step {e['step']}: {Edit.from_dict(e).describe(120)}")
+    if s.get("skipped"):
+        lines += ["", "## Skipped optimizer calls", "",
+                  "Requests that gave no usable reply (a failed call, or a reply still invalid "
+                  "after one repair re-ask):", ""]
+        for sk in s["skipped"]:
+            where = f"step {sk['step']}, " if sk["step"] is not None else ""
+            lines.append(f"- {where}{sk['what']}: {sk['reason']}")
     lines += ["", "## Cost", "",
               f"- Target rollouts run: {acct.get('target_rollouts', 0)} "
               f"(+{acct.get('cached_rollouts', 0)} from the store, "

@@ -28,9 +28,11 @@ from skillopt.cli.common import (
     handle_errors,
     make_progress,
     out,
+    warn,
 )
 from skillopt.evaluation import EvalResult
 from skillopt.rollout import RolloutEvent
+from skillopt.text import safe
 
 Split = Annotated[str, typer.Option("--split", help="train, val, test or all.")]
 
@@ -81,12 +83,12 @@ def eval_cmd(
     with make_progress() as progress:
         result = api.evaluate(None if no_skill else skill, tasks, split=split, no_skill=no_skill,
                               compare_no_skill=compare_no_skill, flags=flags,
-                              observers=[ProgressObserver(progress)])
+                              observers=[ProgressObserver(progress)], warn=warn)
     render(result)
     if json_file is not None:
         json_file.parent.mkdir(parents=True, exist_ok=True)
-        json_file.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n",
-                             encoding="utf-8")
+        json_file.write_text(safe(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+                             + "\n", encoding="utf-8")
         err.print(f"wrote {escape(str(json_file))}")
     rollouts = result.all_rollouts
     if rollouts and not any(r.scored for r in rollouts):

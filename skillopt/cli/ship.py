@@ -28,6 +28,7 @@ from skillopt.cli.common import (
 from skillopt.cli.eval import ProgressObserver
 from skillopt.errors import InputError
 from skillopt.export import TARGETS, LintFailed, Refused
+from skillopt.text import safe
 
 
 def print_diff(diff: str) -> None:
@@ -149,7 +150,7 @@ def validate_cmd(
                        (summary, summary_markdown(result) if summary else "")):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            path.write_text(safe(text), encoding="utf-8")  # a CI artifact: no secret in it
             err.print(f"wrote {escape(str(path))}")
     if fmt == "json":
         out.print_json(json.dumps(result.to_dict(), ensure_ascii=False, default=str))

@@ -25,6 +25,7 @@ from skillopt.cli.common import (
     handle_errors,
     make_progress,
     out,
+    warn,
 )
 from skillopt.optimize.trainer import TrainEvent
 
@@ -61,6 +62,11 @@ class TrainProgress:
             self.current = d.get("val")
             self.best = d.get("best")
             out.print(decision_line(d), soft_wrap=True)
+        elif ev.kind == "proposal" and d.get("skipped"):
+            what = ("meta notes" if d["kind"] == "notes" else
+                    f"{d['kind']} minibatch of {len(d.get('tasks') or [])} tasks")
+            out.print(f"step {d['step']:<3} [yellow]skipped[/] {what} — {escape(d['skipped'])}",
+                      soft_wrap=True)
 
 
 def fmt_p(p: float) -> str:
@@ -151,7 +157,7 @@ def train_cmd(
     progress = make_progress()
     with progress:
         result = api.train(skill, tasks, flags=flags, resume=resume,
-                           observers=[TrainProgress(progress)])
+                           observers=[TrainProgress(progress)], warn=warn)
     render_summary(result)
 
 

@@ -21,11 +21,13 @@ from skillopt.prompts import load_prompt, render_prompt
 from skillopt.rollout import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
-from skillopt.suite.scorers import parse_json_answer
+from skillopt.suite.scorers import NO_JSON, parse_json_answer
 from skillopt.suite.task import Task
 
 FIELD_LIMIT = 1500
 STEP_LIMIT = 600
+RAW_LIMIT = 20_000  # characters of a raw reply kept in the checkpoint
+REPAIR_ECHO_LIMIT = 8_000  # characters of a bad reply quoted back in the repair re-ask
 
 
 @dataclass
@@ -44,21 +46,24 @@ class ProposalRequest:
 class Proposal:
     edits: list[Edit] = field(default_factory=list)
     skipped: str | None = None  # why this minibatch produced nothing usable
-    calls: int = 0
+    calls: int = 0  # provider requests made, failed ones included
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
     raw: str = ""
+    error_kind: str | None = None  # the failed call's kind (auth, quota, …), when one failed
+    replaced: int = 0  # characters of the replies that could not be stored (U+FFFD now)
 
     def to_dict(self) -> dict:
         return {"edits": [e.to_dict() for e in self.edits], "skipped": self.skipped,
                 "calls": self.calls, "input_tokens": self.usage.input_tokens,
-                "output_tokens": self.usage.output_tokens, "cost": self.cost, "raw": self.raw}
+                "output_tokens": self.usage.output_tokens, "cost": self.cost, "raw": self.raw,
+                "error_kind": self.error_kind, "replaced": self.replaced}
 
     @classmethod
     def from_dict(cls, d: dict) -> Proposal:
         return cls([Edit.from_dict(e) for e in d["edits"]], d.get("skipped"), d.get("calls", 0),
                    Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)), d.get("cost"),
-                   d.get("raw", ""))
+                   d.get("raw", ""), d.get("error_kind"), d.get("replaced", 0))
 
 
 @dataclass
@@ -70,6 +75,20 @@ class TextResult:
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
+    error_kind: str | None = None
+    replaced: int = 0
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "skipped": self.skipped, "calls": self.calls,
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens, "cost": self.cost,
+                "error_kind": self.error_kind, "replaced": self.replaced}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TextResult:
+        return cls(d.get("text"), d.get("skipped"), d.get("calls", 0),
+                   Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)), d.get("cost"),
+                   d.get("error_kind"), d.get("replaced", 0))
 
 
 class Optimizer(Protocol):
@@ -130,8 +149,8 @@ def parse_edits(text: str, source: str) -> list[Edit]:
     ValueError with a reason the repair prompt can quote."""
     try:
         data = parse_json_answer(text)
-    except ValueError:
-        raise ValueError("the reply contains no JSON object") from None
+    except ValueError as exc:
+        raise ValueError(_no_json(exc)) from None
     if isinstance(data, list):
         data = {"edits": data}
     try:
@@ -150,6 +169,11 @@ def parse_edits(text: str, source: str) -> list[Edit]:
                           content=e.content, rationale=e.rationale,
                           evidence=tuple(e.evidence), source=source))
     return edits
+
+
+def _no_json(exc: ValueError) -> str:
+    """The repair prompt's reason for a reply `parse_json_answer` refused."""
+    return "the reply contains no JSON object" if str(exc) == NO_JSON else str(exc)
 
 
 def _clip(text: Any, limit: int) -> str:
@@ -215,21 +239,34 @@ class LLMOptimizer:
 
     def _call(self, messages: list[dict], params: dict, acc: dict) -> str:
         try:
-            reply = self.model.complete(messages, **params)
+            reply = self._counted(messages, params, acc)
         except ModelError as exc:
             if params and exc.kind == "bad_request":  # provider refused the JSON mode
-                acc["calls"] += 1
-                reply = self.model.complete(messages)
+                reply = self._counted(messages, {}, acc)
             else:
                 raise
-        acc["calls"] += 1
-        acc["usage"] = acc["usage"] + reply.usage
-        if reply.cost is not None:
-            acc["cost"] = (acc["cost"] or 0.0) + reply.cost
         return reply.text
 
+    def _counted(self, messages: list[dict], params: dict, acc: dict):
+        """One call, counted whether it is answered or fails (a failed call is still a
+        request the provider saw)."""
+        try:
+            reply = self.model.complete(messages, **params)
+        except ModelError as exc:
+            acc["calls"] += getattr(exc, "attempts", 1)
+            raise
+        acc["calls"] += reply.attempts
+        acc["usage"] = acc["usage"] + reply.usage
+        acc["replaced"] += reply.replaced
+        if reply.cost is not None:
+            acc["cost"] = (acc["cost"] or 0.0) + reply.cost
+        return reply
+
     def _ask(self, prompt: str, parse, params: dict) -> tuple[Any, str | None, dict, str]:
-        acc = {"calls": 0, "usage": Usage(), "cost": None}
+        """(parsed, why skipped, accounting, last raw reply). Never raises for a reply:
+        one that cannot be parsed (not JSON, nested too deep, the wrong shape) gets one
+        repair re-ask, then the request is skipped with the reason."""
+        acc = {"calls": 0, "usage": Usage(), "cost": None, "replaced": 0, "error_kind": None}
         messages = [{"role": "system", "content": self._system},
                     {"role": "user", "content": prompt}]
         raw = ""
@@ -237,15 +274,16 @@ class LLMOptimizer:
             raw = self._call(messages, params, acc)
             try:
                 return parse(raw), None, acc, raw
-            except ValueError as first:
-                messages += [{"role": "assistant", "content": raw},
+            except (ValueError, RecursionError) as first:
+                messages += [{"role": "assistant", "content": _clip(raw, REPAIR_ECHO_LIMIT)},
                              {"role": "user", "content": render_prompt("repair", error=first)}]
                 raw = self._call(messages, params, acc)
                 try:
                     return parse(raw), None, acc, raw
-                except ValueError as second:
+                except (ValueError, RecursionError) as second:
                     return None, f"invalid reply after one repair: {second}", acc, raw
         except ModelError as exc:
+            acc["error_kind"] = exc.kind
             return None, f"optimizer call failed: {exc}", acc, raw
 
     def propose(self, request: ProposalRequest) -> Proposal:
@@ -256,14 +294,15 @@ class LLMOptimizer:
                                budget=request.budget)
         edits, skipped, acc, raw = self._ask(prompt, lambda t: parse_edits(t, request.kind),
                                              self._structured(EDITS_SCHEMA, "skill_edits"))
-        return Proposal(edits or [], skipped, acc["calls"], acc["usage"], acc["cost"], raw)
+        return Proposal(edits or [], skipped, acc["calls"], acc["usage"], acc["cost"],
+                        _clip(raw, RAW_LIMIT), acc["error_kind"], acc["replaced"])
 
     def _text(self, prompt: str, key: str) -> TextResult:
         def parse(text: str) -> str:
             try:
                 data = parse_json_answer(text)
-            except ValueError:
-                raise ValueError("the reply contains no JSON object") from None
+            except ValueError as exc:
+                raise ValueError(_no_json(exc)) from None
             if not isinstance(data, dict) or not isinstance(data.get(key), str):
                 raise ValueError(f"expected an object with a string field {key!r}")
             return data[key].strip()
@@ -271,7 +310,8 @@ class LLMOptimizer:
         schema = {"type": "object", "properties": {key: {"type": "string"}},
                   "required": [key], "additionalProperties": False}
         text, skipped, acc, _ = self._ask(prompt, parse, self._structured(schema, f"skill_{key}"))
-        return TextResult(text or None, skipped, acc["calls"], acc["usage"], acc["cost"])
+        return TextResult(text or None, skipped, acc["calls"], acc["usage"], acc["cost"],
+                          acc["error_kind"], acc["replaced"])
 
     def slow_update(self, skill: Skill, previous: Skill, comparison: str,
                     memory: Memory) -> TextResult:

@@ -24,17 +24,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillopt.config import Settings
-from skillopt.errors import NothingScored
+from skillopt.errors import NothingScored, SystemicFailure
 from skillopt.evaluation import mean_value, pass_rate, scored_count, task_outcomes
-from skillopt.models.base import Usage
 from skillopt.optimize.gate import Decision, decide
 from skillopt.optimize.memory import Memory
 from skillopt.optimize.merge import merge_edits
-from skillopt.optimize.reflect import Optimizer, Proposal, ProposalRequest
+from skillopt.optimize.reflect import Optimizer, Proposal, ProposalRequest, TextResult
 from skillopt.optimize.schedule import edit_budget
-from skillopt.rollout import Rollout, RolloutEngine, RolloutEvent
+from skillopt.rollout import HOPELESS, Rollout, RolloutEngine, RolloutEvent
 from skillopt.skill.document import Skill
-from skillopt.skill.edits import ApplyReport, Edit, EditResult, apply_edits, set_guidance
+from skillopt.skill.edits import (
+    ApplyReport,
+    Edit,
+    EditResult,
+    apply_edits,
+    has_protected_marker,
+    set_guidance,
+)
 from skillopt.store.audit import Audit
 from skillopt.store.run import RunDir
 from skillopt.suite.task import Suite, Task
@@ -60,57 +66,6 @@ def chunks(items: Sequence, size: int) -> list[list]:
     return [list(items[i:i + size]) for i in range(0, len(items), size)]
 
 
-@dataclass
-class Accounting:
-    optimizer_calls: int = 0
-    optimizer_usage: Usage = field(default_factory=Usage)
-    optimizer_cost: float | None = None
-    skipped_minibatches: int = 0
-    target_rollouts: int = 0  # run now (model calls paid)
-    cached_rollouts: int = 0  # served from the store
-    unscored_rollouts: int = 0
-    target_usage: Usage = field(default_factory=Usage)
-    target_cost: float | None = None
-
-    def add_rollout(self, r: Rollout) -> None:
-        if r.cached:
-            self.cached_rollouts += 1
-            return
-        self.target_rollouts += 1
-        self.unscored_rollouts += 0 if r.scored else 1
-        self.target_usage = self.target_usage + r.usage
-        if r.cost is not None:
-            self.target_cost = (self.target_cost or 0.0) + r.cost
-
-    def add(self, calls: int, usage: Usage, cost: float | None) -> None:
-        self.optimizer_calls += calls
-        self.optimizer_usage = self.optimizer_usage + usage
-        if cost is not None:
-            self.optimizer_cost = (self.optimizer_cost or 0.0) + cost
-
-    def to_dict(self) -> dict:
-        return {"optimizer_calls": self.optimizer_calls,
-                "optimizer_input_tokens": self.optimizer_usage.input_tokens,
-                "optimizer_output_tokens": self.optimizer_usage.output_tokens,
-                "optimizer_cost": self.optimizer_cost,
-                "skipped_minibatches": self.skipped_minibatches,
-                "target_rollouts": self.target_rollouts, "cached_rollouts": self.cached_rollouts,
-                "unscored_rollouts": self.unscored_rollouts,
-                "target_input_tokens": self.target_usage.input_tokens,
-                "target_output_tokens": self.target_usage.output_tokens,
-                "target_cost": self.target_cost}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Accounting:
-        return cls(d.get("optimizer_calls", 0),
-                   Usage(d.get("optimizer_input_tokens", 0), d.get("optimizer_output_tokens", 0)),
-                   d.get("optimizer_cost"), d.get("skipped_minibatches", 0),
-                   d.get("target_rollouts", 0), d.get("cached_rollouts", 0),
-                   d.get("unscored_rollouts", 0),
-                   Usage(d.get("target_input_tokens", 0), d.get("target_output_tokens", 0)),
-                   d.get("target_cost"))
-
-
 class Trainer:
     """One training run. Build it with `Trainer.start(...)` or `Trainer.resume(...)`
     (see `skillopt.api.train`) and call `run()`."""
@@ -132,7 +87,6 @@ class Trainer:
         self.test = suite.split("test")
         self.tasks = {t.id: t for t in suite.tasks}
         self.memory = Memory.from_dict(state.get("memory"))
-        self.acct = Accounting.from_dict(state.get("accounting", {}))
         self.per_epoch = steps_per_epoch(len(self.train), settings.batch_size)
         self.total_steps = self.per_epoch * settings.epochs
         engine.observers.append(self._forward_rollout)
@@ -159,7 +113,6 @@ class Trainer:
 
     def _forward_rollout(self, event: RolloutEvent) -> None:
         r = event.rollout
-        self.acct.add_rollout(r)
         self.emit("rollout", stage=self._stage, label=event.label, done=event.done,
                   total=event.total, task_id=r.task_id, score=r.score, cached=r.cached,
                   scored=r.scored)
@@ -170,8 +123,14 @@ class Trainer:
 
     def checkpoint(self) -> None:
         self.state["memory"] = self.memory.to_dict()
-        self.state["accounting"] = self.acct.to_dict()
+        self.state["accounting"] = self.accounting()
         self.run_dir.save_state(self.state)
+
+    def accounting(self) -> dict:
+        """What the run has spent, read from the store's ledger, where every paid rollout
+        and optimizer call is written as it happens: true after any crash, unlike a
+        counter kept in the checkpoint."""
+        return accounting(self.engine.store.spend(self.run_dir.run_id), self.state["steps"])
 
     def rollouts(self, skill: Skill, tasks: list[Task], label: str, samples: int = 1
                  ) -> list[Rollout]:
@@ -202,6 +161,7 @@ class Trainer:
             if not st.get("notes_done"):
                 self._meta_notes(epoch)
                 st["notes_done"] = True
+                self.checkpoint()  # the notes are paid for: never asked twice
             self.emit("epoch_end", epoch=epoch + 1, val=st["incumbent"]["val"])
             st.update(epoch=epoch + 1, k=0, slow_done=False, notes_done=False,
                       epoch_start=dict(st["incumbent"]))
@@ -236,9 +196,12 @@ class Trainer:
                                      "Skillopt-Skill-Hash": skill.hash})
         st["steps"].append({"step": 0, "kind": "initial", "epoch": 0, "val": val,
                             "n": scored_count(outcomes), "commit": sha, "decision": "initial"})
+        # the initial decision and the status that says it is done are one checkpoint:
+        # resume must never evaluate and record step 0 again
+        st["status"] = "running"
+        self.checkpoint()
         self.emit("decision", step=0, kind="initial", accepted=True, val=val,
                   best=val, commit=sha)
-        self.checkpoint()
 
     def _step(self, epoch: int, k: int, batch: list[Task]) -> None:
         st = self.state
@@ -289,14 +252,24 @@ class Trainer:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillopt-reflect") as pool:
             proposals = list(pool.map(self.optimizer.propose, requests))
         for req, p in zip(requests, proposals):
-            self.acct.add(p.calls, p.usage, p.cost)
-            if p.skipped:
-                self.acct.skipped_minibatches += 1
             self.emit("proposal", step=step, kind=req.kind, tasks=[r.task_id for r in req.rollouts],
-                      edits=len(p.edits), skipped=p.skipped)
+                      edits=len(p.edits), skipped=p.skipped, calls=p.calls)
+        self._stop_if_hopeless(proposals)
         st["pending"] = {"step": step, "proposals": [p.to_dict() for p in proposals]}
         self.checkpoint()
         return proposals
+
+    def _stop_if_hopeless(self, results: Sequence[Proposal | TextResult]) -> None:
+        """An optimizer failure no retry can fix (a bad key, no quota, no such model)
+        stops the run before it spends more: every later call would fail the same way.
+        Nothing of the step is recorded, so `--resume` asks again once it is fixed."""
+        failed = next((r for r in results if r.error_kind in HOPELESS), None)
+        if failed is None:
+            return
+        self.checkpoint()
+        raise SystemicFailure(f"stopped: the optimizer {self.optimizer.name} cannot be used "
+                              f"({failed.error_kind}): {failed.skipped}. Nothing more was spent "
+                              "on it; fix the cause and run again")
 
     def _judge(self, step: int, epoch: int, incumbent: Skill, candidate: Skill,
                report: ApplyReport, record: dict, kind: str = "step") -> None:
@@ -308,6 +281,10 @@ class Trainer:
                 reason = "the edits left the skill unchanged"
             elif report.results:
                 reason = f"none of the {len(report.results)} proposed edits could be applied"
+            elif skipped := [p["skipped"] for p in record.get("proposals") or []
+                             if p.get("skipped")]:
+                reason = (f"the optimizer proposed no edit: {len(skipped)} of "
+                          f"{len(record['proposals'])} optimizer calls skipped ({skipped[0]})")
             elif record.get("failures") == 0 and kind == "step":
                 reason = "no failures to learn from and no edit proposed"
             else:
@@ -359,25 +336,40 @@ class Trainer:
         sample = random.Random(f"{self.s.seed}:slow:{epoch}").sample(self.train, n)
         before = task_outcomes(self.rollouts(previous, sample, f"slow update {epoch + 1} · before"))
         after = task_outcomes(self.rollouts(current, sample, f"slow update {epoch + 1} · after"))
-        comparison = _comparison(sample, before, after)
-        result = slow(current, previous, comparison, self.memory)
-        self.acct.add(result.calls, result.usage, result.cost)
+        pending = st.get("pending") or {}
+        if pending.get("step") == step and "slow_update" in pending:
+            result = TextResult.from_dict(pending["slow_update"])  # asked before a restart
+        else:
+            comparison = _comparison(sample, before, after)
+            result = slow(current, previous, comparison, self.memory)
+            self._stop_if_hopeless([result])
+            # checkpointed like proposals: a restart gates this guidance, never a new one
+            st["pending"] = {"step": step, "slow_update": result.to_dict()}
+            self.checkpoint()
         record: dict[str, Any] = {"step": step, "kind": "slow_update", "epoch": epoch + 1,
-                                  "guidance": result.text, "skipped": result.skipped}
+                                  "guidance": result.text, "skipped": result.skipped,
+                                  "calls": result.calls}
         if not result.text:
             record.update(decision="no_candidate",
                           reason=result.skipped or "the optimizer gave no guidance")
             st["steps"].append(record)
             st["step"] = step
+            st["pending"] = None
             self.emit("decision", step=step, kind="slow_update", accepted=False,
                       decision="no_candidate", reason=record["reason"],
                       val=st["incumbent"]["val"], best=st["incumbent"]["val"])
             return
-        candidate = set_guidance(current, result.text)
         edit = Edit("replace" if "skillopt:protected guidance" in current.body else "add",
                     content=result.text, rationale="longitudinal guidance from the slow update",
                     source="slow_update")
-        report = ApplyReport([EditResult(edit, "applied", "guidance block")])
+        if has_protected_marker(result.text):  # it would end the block early: refused, as edits are
+            candidate = current
+            report = ApplyReport([EditResult(edit, "protected",
+                                             "content may not contain protected markers")])
+        else:
+            candidate = set_guidance(current, result.text)
+            report = ApplyReport([EditResult(edit, "applied", "guidance block")])
+        record["apply"] = report.to_list()
         self._judge(step, epoch, current, candidate, report, record, kind="slow_update")
 
     def _meta_notes(self, epoch: int) -> None:
@@ -397,7 +389,12 @@ class Trainer:
                 lines.append(f"    - {Edit.from_dict(e).describe(100)}")
         self.stage("notes", epoch=epoch + 1)
         result = notes(epoch + 1, "\n".join(lines) or "(no steps)")
-        self.acct.add(result.calls, result.usage, result.cost)
+        self._stop_if_hopeless([result])
+        if result.skipped:
+            self.state.setdefault("skipped_notes", []).append(
+                {"epoch": epoch + 1, "reason": result.skipped})
+            self.emit("proposal", step=self.state["step"], kind="notes", tasks=[], edits=0,
+                      skipped=result.skipped, calls=result.calls)
         if result.text:
             self.memory.note(epoch + 1, result.text)
 
@@ -471,6 +468,25 @@ def _commit_message(step: int, epoch: int, kind: str, verdict: str, d: Decision,
     return subject, "\n".join(body), trailers
 
 
+def accounting(spend: dict, steps: list[dict]) -> dict:
+    """The run's accounting (summary, report, console) from the store's ledger totals
+    and the step records."""
+    target, opt = spend.get("target") or {}, spend.get("optimizer") or {}
+    skipped = sum(1 for rec in steps for p in rec.get("proposals") or [] if p.get("skipped"))
+    return {"optimizer_calls": opt.get("calls", 0),
+            "optimizer_input_tokens": opt.get("input_tokens", 0),
+            "optimizer_output_tokens": opt.get("output_tokens", 0),
+            "optimizer_cost": opt.get("cost"),
+            "skipped_minibatches": skipped,
+            "target_rollouts": target.get("rollouts", 0),
+            "cached_rollouts": target.get("cached", 0),
+            "unscored_rollouts": target.get("unscored", 0),
+            "target_calls": target.get("calls", 0),
+            "target_input_tokens": target.get("input_tokens", 0),
+            "target_output_tokens": target.get("output_tokens", 0),
+            "target_cost": target.get("cost")}
+
+
 def new_state(skill: Skill) -> dict:
     return {"status": "new", "epoch": 0, "k": 0, "step": 0, "slow_done": False,
             "notes_done": False,
@@ -478,5 +494,5 @@ def new_state(skill: Skill) -> dict:
             "initial": {"text": skill.text, "hash": skill.hash, "val": None},
             "epoch_start": {"text": skill.text, "hash": skill.hash, "val": None},
             "support": [list(x) for x in skill.support], "steps": [], "pending": None,
-            "memory": Memory().to_dict(), "accounting": Accounting().to_dict(),
+            "memory": Memory().to_dict(), "accounting": accounting({}, []),
             "started_at": time.time()}

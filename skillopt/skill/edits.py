@@ -180,7 +180,7 @@ def _apply_one(body: str, edit: Edit) -> tuple[str, EditResult]:
         return body, EditResult(edit, "invalid", f"unknown op {edit.op!r}")
     if edit.op in ("add", "replace") and not (edit.content or "").strip():
         return body, EditResult(edit, "invalid", f"{edit.op} needs content")
-    if PROTECTED_OPEN.search(edit.content or "") or PROTECTED_CLOSE.search(edit.content or ""):
+    if has_protected_marker(edit.content or ""):
         return body, EditResult(edit, "protected", "content may not contain protected markers")
     guarded = protected_spans(body)
 
@@ -275,6 +275,12 @@ def _append(body: str, block: str, guarded: list[tuple[int, int]]) -> str:
 
 GUIDANCE_OPEN = "<!-- skillopt:protected guidance -->"
 GUIDANCE_CLOSE = "<!-- /skillopt:protected -->"
+
+
+def has_protected_marker(text: str) -> bool:
+    """Whether `text` holds a protected block's opening or closing marker: such content
+    could end a block early or open one, so it is never inserted."""
+    return bool(PROTECTED_OPEN.search(text) or PROTECTED_CLOSE.search(text))
 
 
 def set_guidance(skill: Skill, guidance: str) -> Skill:

@@ -9,7 +9,10 @@ turns into errors.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+import tempfile
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,8 @@ CLAUDE_KEYS = {"when_to_use", "argument-hint", "arguments", "disable-model-invoc
                "user-invocable", "disallowed-tools", "model", "effort", "context", "agent",
                "background", "hooks", "paths", "shell"}
 MAX_BODY_LINES = 500
+MAX_BODY_CHARS = 100_000  # ~25k tokens: past this every prompt carries a book
+MAX_ENTRIES = 10_000  # files and directories looked at in one skill directory
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -52,11 +57,31 @@ def lint_skill(path: str | Path, *, strict: bool = False) -> list[Problem]:
         return [Problem(skill_file, "file", f"not valid UTF-8 (byte {exc.start})")]
     except OSError as exc:
         return [Problem(skill_file, "file", f"cannot read: {exc.strerror}")]
+    if skill_file.name not in (SKILL_FILE, "skill.md"):
+        return [Problem(skill_file, "file", f"{skill_file.name} is not a SKILL.md: a skill is a "
+                                            "directory holding a SKILL.md file")]
+    if "\x00" in text:
+        return [Problem(skill_file, "file", f"holds a NUL byte (character {text.index(chr(0))}): "
+                                            "not a text document")]
     skill = Skill.parse(text, root=skill_file.parent)
-    problems = _check(skill, skill_file, text)
+    problems = _entry_problems(skill_file.parent) + _check(skill, skill_file, text)
     if strict:
         problems = [Problem(p.path, p.field, p.message, "error", p.line) for p in problems]
     return problems
+
+
+def lint_loaded(skill: Skill, *, strict: bool = False) -> list[Problem]:
+    """Lint a skill that may not be on disk as it is, or not in a directory of its name
+    (a run's `best/`): a copy under its name is linted, the messages name the original."""
+    if skill.root is not None and skill.root.name == skill.name and \
+            (skill.root / SKILL_FILE).is_file() and \
+            (skill.root / SKILL_FILE).read_text(encoding="utf-8") == skill.text:
+        return lint_skill(skill.root, strict=strict)
+    with tempfile.TemporaryDirectory(prefix="skillopt-lint-") as tmp:
+        d = Path(tmp) / skill.name
+        skill.write(d)
+        return [Problem(skill.root / SKILL_FILE if skill.root else p.path, p.field, p.message,
+                        p.severity, p.line) for p in lint_skill(d, strict=strict)]
 
 
 def lint_paths(paths: list[str | Path], *, strict: bool = False) -> list[Problem]:
@@ -162,12 +187,16 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
 
     body_lines = skill.body.count("\n") + (not skill.body.endswith("\n"))
     if not skill.body.strip():
-        out.append(Problem(path, "body", "the body is empty: the agent gets no instructions",
-                           "warning"))
+        out.append(Problem(path, "body", "the body is empty: the agent gets no instructions"))
     elif body_lines > MAX_BODY_LINES:
         out.append(Problem(path, "body", f"{body_lines} lines; keep SKILL.md under "
                                          f"{MAX_BODY_LINES} and move detail to references/",
                            "warning"))
+    elif len(skill.body) > MAX_BODY_CHARS:
+        out.append(Problem(path, "body", f"{len(skill.body):,} characters (about "
+                                         f"{len(skill.body) // 4:,} tokens in every prompt); "
+                                         f"keep it under {MAX_BODY_CHARS:,} and move detail "
+                                         "to references/", "warning"))
     fm_lines = skill.frontmatter_text.count("\n")
     for m in _LINK.finditer(skill.body):
         target = m.group(1).split("#", 1)[0]
@@ -178,6 +207,47 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
             out.append(Problem(path, "body", f"links to {target!r}, which is not in the skill "
                                              "directory", "warning", line))
     return out
+
+
+def _entry_problems(root: Path) -> list[Problem]:
+    """What in the skill directory is not a plain file or directory inside it: a FIFO,
+    socket or device (reading one can block forever), a broken or looping symlink, a
+    symlink to something outside the skill (it would be copied into every workspace
+    and the git history). Symlinks to directories are not followed."""
+    out: list[Problem] = []
+    seen = 0
+    root_real = root.resolve()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in (".git", "__pycache__")]
+        for name in [*dirnames, *filenames]:
+            seen += 1
+            if seen > MAX_ENTRIES:
+                out.append(Problem(root, "file", f"more than {MAX_ENTRIES:,} files and "
+                                                 "directories: not a skill directory"))
+                return out
+            path = Path(dirpath) / name
+            problem = _entry_problem(path, root_real)
+            if problem:
+                out.append(Problem(path, "file", problem))
+    return out
+
+
+def _entry_problem(path: Path, root_real: Path) -> str | None:
+    try:
+        mode = path.lstat().st_mode
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror}"
+    if stat.S_ISLNK(mode):
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # RuntimeError: a loop, before Python 3.13
+            return "is a broken or looping symlink"
+        if target != root_real and root_real not in target.parents:
+            return f"is a symlink to {target}, outside the skill directory"
+        mode = target.stat().st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return "is not a regular file (a FIFO, socket or device); a skill holds files only"
+    return None
 
 
 def _key_line(text: str, key: str) -> int | None:

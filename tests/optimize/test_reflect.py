@@ -207,14 +207,15 @@ class TestPropose:
         assert p.edits == []
         assert p.skipped.startswith("optimizer call failed")
         assert "provider down" in p.skipped
-        assert p.calls == 0
+        assert p.calls == 1  # the failed request is counted: the provider saw it
+        assert p.error_kind == "timeout"
 
     def test_model_error_during_repair_is_skipped(self, tasks):
         model = ScriptedModel(["not json", ModelError("rate limited")])
         p = LLMOptimizer(model).propose(request(tasks))
         assert p.edits == []
         assert p.skipped.startswith("optimizer call failed")
-        assert p.calls == 1
+        assert p.calls == 2
 
     def test_prompt_contains_everything_the_optimizer_needs(self, tasks):
         memory = Memory()

@@ -340,7 +340,8 @@ def test_several_problems_are_all_reported_in_file_order(tmp_path):
 
 
 def test_strict_turns_every_warning_into_an_error(tmp_path):
-    text = "---\nname: demo\ndescription: ok\nwhen_to_use: always\n---\n"  # also empty body
+    text = ("---\nname: demo\ndescription: ok\nwhen_to_use: always\n---\n"
+            "See [the guide](missing.md).\n")  # also a broken link
     skill_dir = write_raw(tmp_path, text)
     normal = lint_skill(skill_dir)
     assert sorted(fields(normal)) == ["body", "when_to_use"]
@@ -443,9 +444,9 @@ def test_empty_frontmatter_block(tmp_path):
 # -- body -------------------------------------------------------------------------------
 
 
-def test_empty_body_is_a_warning(tmp_path):
+def test_empty_body_is_an_error(tmp_path):
     problem = only(lint_skill(write_skill(tmp_path, body="\n  \n")))
-    assert (problem.field, problem.severity) == ("body", "warning")
+    assert (problem.field, problem.severity) == ("body", "error")
     assert "empty" in problem.message
 
 
