@@ -13,8 +13,7 @@ import pytest
 import yaml
 
 from skillopt.errors import InputError
-from skillopt.suite import load_suite
-from skillopt.suite import loader as suite_loader
+from skillopt.suite import load_suite, readers
 
 
 def write(path: Path, text: str) -> Path:
@@ -47,8 +46,8 @@ def pure_python_yaml(monkeypatch):
         pass
 
     PyLineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-                                 suite_loader._construct_mapping)
-    monkeypatch.setattr(suite_loader, "_LineLoader", PyLineLoader)
+                                 readers._construct_mapping)
+    monkeypatch.setattr(readers, "_LineLoader", PyLineLoader)
 
 
 # ---------------------------------------------------------------------- billion laughs
@@ -116,7 +115,7 @@ def test_a_big_shared_input_within_the_bound_loads(tmp_path):
 
 def test_the_alias_bound_grows_with_the_file(tmp_path, monkeypatch):
     # with a tiny floor, what decides is the ratio to the nodes actually written
-    monkeypatch.setattr(suite_loader, "ALIAS_FLOOR", 100)
+    monkeypatch.setattr(readers, "ALIAS_FLOOR", 100)
     merges = "".join(f"  - {{<<: *base, id: i{i}, input: q}}\n" for i in range(300))
     ok = "items:\n  - &base {id: b, input: q, expected: x, metadata: {k: v}}\n" + merges
     assert len(load_suite(write(tmp_path / "ok.yaml", ok)).tasks) == 301
@@ -147,11 +146,11 @@ def test_deeply_nested_yaml_is_an_input_error(tmp_path, parser, depth, request):
 
 
 def test_yaml_nested_past_the_limit_names_it(tmp_path):
-    depth = suite_loader.MAX_NESTING + 10
+    depth = readers.MAX_NESTING + 10
     path = write(tmp_path / "s.yaml", "items:\n  - id: a\n    input: " + "[" * depth +
                  "]" * depth + "\n    expected: x\n")
     err = load_error(path)
-    assert f"nested more than {suite_loader.MAX_NESTING} levels deep" in str(err)
+    assert f"nested more than {readers.MAX_NESTING} levels deep" in str(err)
     assert err.line == 3
 
 
@@ -170,7 +169,7 @@ def test_deeply_nested_jsonl_is_an_input_error(tmp_path, depth):
                  '\n{"id": "a", "input": ' + "[" * depth + "]" * depth + ', "expected": "x"}\n')
     err = load_error(path)
     assert f"{path}:2: " in str(err)
-    assert f"nested more than {suite_loader.MAX_NESTING} levels deep" in str(err)
+    assert f"nested more than {readers.MAX_NESTING} levels deep" in str(err)
 
 
 def test_nesting_within_the_limit_loads(tmp_path):
