@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 import time
 from typing import Any
@@ -54,6 +55,10 @@ def check_model_name(name: str, role: str = "model") -> None:
 
 
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 529}
+# how providers say an account is out of money (OpenAI: 429 insufficient_quota;
+# Anthropic: 400 "credit balance is too low")
+_QUOTA = re.compile(r"insufficient[_ ]quota|exceeded your current quota|credit balance|"
+                    r"billing|payment required|insufficient[_ ](funds|credit)", re.I)
 
 
 class EmptyResponse(Exception):
@@ -68,6 +73,8 @@ def _classify(exc: Exception) -> tuple[str, bool]:
     status = getattr(exc, "status_code", None)
     if isinstance(exc, litellm.Timeout):
         return "timeout", True
+    if status == 402 or (status in (400, 429) and _QUOTA.search(str(exc))):
+        return "quota", False  # no retry refills an account
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         return "rate_limit", True
     if isinstance(exc, litellm.ContextWindowExceededError):

@@ -86,6 +86,28 @@ def test_auth_error_is_not_retried(server):
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("reply", [
+    Reply(429, error="You exceeded your current quota, please check your plan and billing "
+                     "details."),
+    Reply(400, error="Your credit balance is too low to access the API."),
+    Reply(402, error="payment required"),
+])
+def test_an_exhausted_quota_is_not_retried(server, reply):
+    server.script = [reply] * 5
+    with pytest.raises(ModelError) as info:
+        model(server).complete("ping")
+    assert (info.value.kind, info.value.retryable) == ("quota", False)
+    assert len(server.requests) == 1
+
+
+def test_an_unknown_model_is_not_found_and_not_retried(server):
+    server.script = [Reply(404, error="The model `gpt-9` does not exist")]
+    with pytest.raises(ModelError) as info:
+        model(server).complete("ping")
+    assert info.value.kind == "not_found"
+    assert len(server.requests) == 1
+
+
 def test_bad_request_is_not_retried(server):
     server.script = [Reply(400, error="bad field")]
     with pytest.raises(ModelError) as info:
