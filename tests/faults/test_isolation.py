@@ -75,14 +75,41 @@ class User:
         self.prefix = (["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
                        if self.root else [])
         self.python = self._find_python()
-        # the packages this test runs with, for a Python that is not this one
-        paths = dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"],
-                               sysconfig.get_paths()["platlib"],
-                               *(p for p in sys.path if p.endswith("-packages"))])
+        # the packages this test runs with, for a Python that is not this one; as root,
+        # a copy the other user can read wherever the checkout and its venv live
+        paths = [self._readable_copy()] if self.root else list(dict.fromkeys(
+            [str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+             *(p for p in sys.path if p.endswith("-packages"))]))
         self.env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
                     "HOME": str(self.dir("home")), "TMPDIR": str(self.dir("tmp")),
                     "LANG": "C.UTF-8", "PYTHONPATH": os.pathsep.join(paths),
                     "OPENAI_API_KEY": SECRET}
+
+    def _readable_copy(self) -> str:
+        """skillopt and the installed packages its CLI imports, copied where uid 65534
+        can read them (a checkout under /root, say, it cannot reach)."""
+        probe = ("import json, sys; import skillopt.cli.main, skillopt.api, "
+                 "skillopt.harness.command, skillopt.store.audit; "
+                 "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+        names = json.loads(subprocess.run([sys.executable, "-c", probe], check=True,
+                                          capture_output=True, text=True).stdout)
+        dest = self.base / "py"
+        dest.mkdir()
+        sites = [p for p in sys.path if p.endswith("-packages")]
+        for name in names:
+            src = ROOT / "skillopt" if name == "skillopt" else next(
+                (Path(s) / n for s in sites for n in (name, f"{name}.py")
+                 if (Path(s) / n).exists()), None)
+            if src is None:  # the standard library, or a module built into Python
+                continue
+            if src.is_dir():
+                shutil.copytree(src, dest / src.name,
+                                ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(src, dest / src.name)
+        for path in [dest, *dest.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        return str(dest)
 
     def dir(self, name: str) -> Path:
         d = self.base / name
