@@ -76,8 +76,8 @@ def _on_disk_as_is(skill: Skill) -> bool:
 
 
 def _say(warn: Warn | None, problems: list[Problem]) -> None:
-    for p in problems:
-        if warn is not None:
+    if warn is not None:
+        for p in problems:
             warn(str(p))
 
 
@@ -250,6 +250,13 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
     from skillopt.store.run import RunDir, new_run_id
 
     flags = dict(flags or {})
+
+    def meter(calls: int, usage, cost: float | None) -> None:
+        # every optimizer call goes to the run's ledger as it returns; `ctx` and `run`
+        # exist by the time the optimizer is first called
+        ctx.store.record_call(run.run_id, "optimizer", "call", calls, usage.input_tokens,
+                              usage.output_tokens, cost)
+
     if resume:
         run = _find_run(resume, flags)
         config = run.config()
@@ -266,6 +273,7 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         initial = Skill.parse(state["initial"]["text"], root=skill_dir)
         ctx = prepare(suite_obj, settings=settings, skills=[initial])
         audit = Audit.open(config["audit"]["repo"], run.run_id, config["audit"]["skill_path"])
+        optimizer = build_optimizer(settings.optimizer, settings, meter)
     else:
         if skill is None or suite is None:
             raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
@@ -275,7 +283,7 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         settings = resolve_settings(flags, suite_defaults=suite_obj.defaults,
                                     suite_path=suite_obj.path)
         _check_train_splits(suite_obj)
-        optimizer = build_optimizer(settings.optimizer, settings)  # validates the name early
+        optimizer = build_optimizer(settings.optimizer, settings, meter)  # checks the name early
         warnings = check_skill(the_skill, skill)
         if dry_run:
             target = _resolve_target(settings)
@@ -300,12 +308,6 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         run.save_state(state)
     if hasattr(ctx.harness, "keep_dir"):  # failed tasks' workspaces stay with the run
         ctx.harness.keep_dir = run.path / "workspaces"
-
-    def meter(calls: int, usage, cost: float | None) -> None:
-        ctx.store.record_call(run.run_id, "optimizer", "call", calls, usage.input_tokens,
-                              usage.output_tokens, cost)
-
-    optimizer = build_optimizer(settings.optimizer, settings, meter)
     engine = ctx.engine(run_id=run.run_id)
     try:
         trainer = Trainer(suite=suite_obj, settings=settings, engine=engine,
