@@ -42,16 +42,13 @@ def register(value: Any) -> None:
 
 
 def register_params(params: Mapping[str, Any]) -> None:
-    """Register the secrets in a model's `params`: every header value and every value
-    under a secret-looking name."""
-    for key, value in params.items():
-        if str(key).lower() in HEADER_KEYS and isinstance(value, Mapping):
-            for v in value.values():
-                register(str(v))
-        elif isinstance(value, Mapping):
-            register_params(value)
-        elif secret_name(str(key)):
-            register(str(value))
+    """Register the secrets in a model's `params`: exactly what `redact` blanks (every
+    header value and every value under a secret-looking name)."""
+    def keep(value: Any) -> str:
+        register(str(value))
+        return MASK
+
+    redact(params, replace_with=keep)
 
 
 _env_cache: tuple[object, frozenset[str]] = ((), frozenset())
@@ -74,15 +71,10 @@ def _environment_secrets() -> frozenset[str]:
     return values
 
 
-def known(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+def known() -> frozenset[str]:
     """Every secret value known now: registered ones and the environment's."""
-    if environ is None:
-        found = set(_environment_secrets())
-    else:
-        found = {v for k, v in environ.items() if len(v) >= MIN_LENGTH and secret_name(k)}
     with _lock:
-        found |= _registered
-    return frozenset(found)
+        return _environment_secrets() | _registered
 
 
 def _pattern() -> re.Pattern | None:
@@ -104,17 +96,6 @@ def scrub(text: str) -> str:
         return text
     pattern = _pattern()
     return pattern.sub(MASK, text) if pattern is not None else text
-
-
-def scrub_value(value: Any) -> Any:
-    """`scrub` applied to every string inside a JSON-like value."""
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, dict):
-        return {k: scrub_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [scrub_value(v) for v in value]
-    return value
 
 
 def digest(value: Any) -> str:

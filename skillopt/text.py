@@ -45,18 +45,6 @@ def safe(text: str | None) -> str | None:
     return scrub(clean(text)[0])
 
 
-def safe_value(value):
-    """`safe` applied to every string (keys included) inside a JSON-like value."""
-    if isinstance(value, str):
-        return safe(value)
-    if isinstance(value, dict):
-        return {safe_value(k) if isinstance(k, str) else k: safe_value(v)
-                for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [safe_value(v) for v in value]
-    return value
-
-
 def replaced_note(count: int, where: str = "the reply") -> str:
     """The sentence that tells a reader characters were replaced."""
     plural = "s" if count != 1 else ""

@@ -28,12 +28,6 @@ def new_run_id(skill_name: str) -> str:
     return f"{skill_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"
 
 
-def redact(value: Any) -> Any:
-    """Values of secret-looking keys and every header value blanked (a key *name*, like
-    api_key_env, stays)."""
-    return secrets.redact(value)
-
-
 def write_atomic(path: Path, text: str) -> None:
     """Replace `path` with `text` at once. The text is made safe first: a reply that
     reached a run file must neither crash the write nor carry a secret."""
@@ -75,7 +69,7 @@ class RunDir:
 
     # -- config ----------------------------------------------------------------------
     def write_config(self, config: dict) -> None:
-        write_atomic(self.path / "run.yaml", yaml.safe_dump(redact(config), sort_keys=False,
+        write_atomic(self.path / "run.yaml", yaml.safe_dump(secrets.redact(config), sort_keys=False,
                                                             allow_unicode=True))
 
     def config(self) -> dict:
