@@ -13,6 +13,7 @@ import sqlite3
 import pytest
 from fakes.openai_server import FakeOpenAI, Reply
 from helpers import write_skill, write_suite
+from train.world import HELPFUL, follow_skill
 from typer.testing import CliRunner
 
 from skillopt import api
@@ -25,13 +26,6 @@ from skillopt.skill.document import Skill
 from skillopt.suite.scorers import MAX_JSON_DEPTH, parse_json_answer
 
 SURROGATE = "\ud800"
-HELPFUL = "Write WORD items in capitals."
-
-
-def follow_skill(messages) -> str:
-    system = next((m["content"] for m in messages if m["role"] == "system"), "")
-    text = messages[-1]["content"]
-    return text.upper() if HELPFUL in system and text.startswith("word-") else text
 
 
 def is_optimizer(body) -> bool:

@@ -24,30 +24,13 @@ from pathlib import Path
 
 import pytest
 from helpers import write_skill, write_suite
+from train.world import HARMFUL, HELPFUL, NEUTRAL, edits_reply, follow_skill
 
 from skillopt import api
 from skillopt.store.audit import parse_trailers
 
 HERE = Path(__file__).resolve().parent
-HELPFUL = "Write WORD items in capitals."
-HARMFUL = "Reverse every answer."
-NEUTRAL = "Be polite."
 SPLITS = ["train", "train", "train", "val", "val", "test", "test", "train"]
-
-
-def follow_skill(system: str, text: str) -> str:
-    answer = text
-    if HELPFUL in system and text.startswith("word-"):
-        answer = answer.upper()
-    if HARMFUL in system:
-        answer = answer[::-1]
-    return answer
-
-
-def edits(*lines: str) -> str:
-    return json.dumps({"edits": [{"op": "add", "anchor": None, "section": "Rules",
-                                  "content": f"- {line}", "rationale": "seen in failures",
-                                  "evidence": []} for line in lines]})
 
 
 class Provider:
@@ -113,14 +96,13 @@ class Provider:
 
     def answer(self, category: str, messages: list[dict]) -> str:
         if category in ("train", "val", "test"):
-            system = next((m["content"] for m in messages if m["role"] == "system"), "")
-            return follow_skill(system, messages[-1]["content"])
+            return follow_skill(messages)
         prompt = messages[1]["content"]
         if category == "reflect":
             if "Tasks the agent SOLVED" in prompt:
                 return json.dumps({"edits": []})
             # the harmful edit first; once memory says it was rejected, the helpful one
-            return edits(HELPFUL if HARMFUL in prompt else HARMFUL)
+            return edits_reply(HELPFUL if HARMFUL in prompt else HARMFUL)
         if category == "slow_update":
             # a different draft on every call, as a sampled model would give: asking
             # again after a crash would gate (and commit) different guidance
