@@ -160,7 +160,8 @@ class Audit:
         """Write a loose object in-process (gitpython's default store shells out to
         `git hash-object` for every object)."""
         if self._loose is None:
-            self._loose = LooseObjectDB(str(Path(self.repo.git_dir) / "objects"))
+            # common_dir: a linked worktree keeps its objects in the main .git
+            self._loose = LooseObjectDB(str(Path(self.repo.common_dir) / "objects"))
         return self._loose.store(IStream(kind, len(data), BytesIO(data))).binsha
 
     def _tree(self, entries: list[tuple[int, str, bytes]]) -> bytes:

@@ -125,6 +125,25 @@ def test_git_history_matches_the_decisions(world, models):
     assert "Flips pass->fail (2): keep-3, keep-4" in shown.message
 
 
+def test_a_skill_in_a_linked_worktree_trains_into_the_shared_repository(world, models,
+                                                                         tmp_path):
+    """In a `git worktree`, objects live in the main repository's .git, not in the
+    worktree's own git directory."""
+    repo = git.Repo.init(world["root"])
+    (world["root"] / ".gitignore").write_text("runs/\n")
+    repo.index.add([".gitignore", "skills/words/SKILL.md", "tasks/words.yaml"])
+    repo.index.commit("user work")
+    linked = tmp_path / "linked"
+    repo.git.worktree("add", "-b", "side", str(linked))
+    models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
+    result = api.train(linked / "skills" / "words", linked / "tasks" / "words.yaml",
+                       flags=flags(epochs=1))
+    assert [s["decision"] for s in result.summary["steps"]] == ["initial", "accepted"]
+    branch = f"skillopt/{result.run_id}"
+    assert HELPFUL in repo.git.show(f"{branch}:skills/words/SKILL.md")  # seen from main
+    assert git.Repo(linked).active_branch.name == "side"
+
+
 def test_outside_a_repository_history_lives_in_runs(world, models):
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
     result = api.train(world["skill"], world["suite"], flags=flags(epochs=1))
