@@ -197,11 +197,17 @@ def section(report: str, title: str) -> str:
     return report.split(f"--- {title}\n", 1)[1].split("\n--- ", 1)[0]
 
 
+def read_report(path: Path) -> str:
+    """A report as text: it quotes other processes' command lines, which are bytes that
+    need not be UTF-8 on a busy machine."""
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
 # ---------------------------------------------------------------------- the agent
 def test_the_agent_sees_no_secret_no_suite_and_no_cwd_of_skillopt(user):
     p = project(user)
     result = evaluate(user, p)
-    report = (p["reports"] / "agent.txt").read_text(encoding="utf-8")
+    report = read_report(p["reports"] / "agent.txt")
     assert f"uid={user.uid}" in report  # it ran, as that user
     assert SECRET not in report
     assert "secret in" not in section(report, "every environ")
@@ -225,7 +231,7 @@ def test_the_agent_sees_no_secret_no_suite_and_no_cwd_of_skillopt(user):
 def test_without_the_namespace_skillopt_is_still_non_dumpable(user):
     p = project(user, pid_namespace="off")
     evaluate(user, p)
-    report = (p["reports"] / "agent.txt").read_text(encoding="utf-8")
+    report = read_report(p["reports"] / "agent.txt")
     assert SECRET not in report
     assert "secret in" not in section(report, "every environ")
     assert "Permission denied" in section(report, "parent environ")
@@ -240,7 +246,7 @@ def test_an_agent_written_verifier_gets_no_secret(user):
     p = project(user, scorer={"type": "command", "run": "sh verify.sh",
                               "env": ["SKILLOPT_REPORT_DIR"]})
     result = evaluate(user, p)
-    report = (p["reports"] / "verifier.txt").read_text(encoding="utf-8")
+    report = read_report(p["reports"] / "verifier.txt")
     assert "key=[]" in report
     assert SECRET not in report
     assert "secret in" not in section(report, "every environ")
