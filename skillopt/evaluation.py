@@ -118,9 +118,11 @@ class SplitResult:
 
     @property
     def invocations(self) -> tuple[int, int]:
-        """(rollouts whose trace shows the skill invoked, rollouts whose trace can tell)."""
+        """(scored rollouts whose trace shows the skill invoked, scored rollouts whose
+        trace can tell). An unscored rollout (the agent never answered) says nothing
+        about whether the skill is used."""
         known = [r.trajectory.get("skill_invoked") for r in self.rollouts
-                 if isinstance(r.trajectory.get("skill_invoked"), bool)]
+                 if r.scored and isinstance(r.trajectory.get("skill_invoked"), bool)]
         return sum(known), len(known)
 
     @property

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import queue
+import re
 import socket
 import threading
 import time
@@ -45,12 +46,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("skillopt")
 
-# A run stops when this many rollouts in a row fail with the same systemic kind
-# (or when every rollout of a smaller batch does, at least two, for kinds no retry
-# can fix).
+# A run stops when this many rollouts in a row fail with the same systemic kind, or
+# with the same message of any other kind (timeouts included), or when every rollout
+# of a smaller batch does, at least two, for kinds no retry can fix.
 STOP_AFTER = 5
 SYSTEMIC = frozenset({"auth", "quota", "not_found", "rate_limit"})
 HOPELESS = frozenset({"auth", "quota", "not_found"})
+# what varies between two failures of the same cause: numbers, and ids or hashes
+# (a word of six or more characters holding a digit)
+_VARYING = re.compile(r"\b(?=\w*\d)\w{6,}\b|\d+")
+
+
+def failure_shape(message: str | None) -> str:
+    """A failure message with what varies from task to task (numbers, ids, hashes)
+    blanked, cut to its start: two rollouts with the same shape failed the same way."""
+    return _VARYING.sub("#", message or "")[:160]
+
+
 # How often a run waiting on rollouts another process is running looks again.
 POLL_S = 0.2
 
@@ -341,13 +353,18 @@ class RolloutEngine:
         return False
 
     def _watch(self, rollout: Rollout, batch: int) -> None:
-        """Stop the run when task after task fails the same systemic way."""
-        if rollout.scored or rollout.error_kind not in SYSTEMIC:
+        """Stop the run when task after task fails the same way: a systemic kind (a bad
+        key, no quota) or any other failure whose message is the same each time (a
+        server answering 500 to everything, an endpoint that hangs into timeouts)."""
+        if rollout.scored or rollout.error_kind in (None, "cancelled"):
             self._streak = (None, 0, "")
             return
+        systemic = rollout.error_kind in SYSTEMIC
+        same = rollout.error_kind if systemic else \
+            f"{rollout.error_kind}:{failure_shape(rollout.error)}"
         kind, count, _ = self._streak
-        count = count + 1 if kind == rollout.error_kind else 1
-        self._streak = (rollout.error_kind, count, rollout.error or "")
+        count = count + 1 if kind == same else 1
+        self._streak = (same, count, rollout.error or "")
         limit = max(2, min(STOP_AFTER, batch)) if rollout.error_kind in HOPELESS else STOP_AFTER
         if count >= limit:
             self._streak = (None, 0, "")

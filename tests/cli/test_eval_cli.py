@@ -73,16 +73,30 @@ def test_no_skill_and_split_all(project, isolated):
         ("no-skill", "train", 2), ("no-skill", "val", 1), ("no-skill", "test", 2)]
 
 
-def test_unscored_rollouts_are_reported_not_zero(project):
-    skill, suite = project
+def test_unscored_rollouts_are_reported_not_zero(project, isolated):
+    skill, _ = project
+    items = [{"id": f"w{i}", "input": f"word{i}", "expected": f"WORD{i}"} for i in range(3)]
+    suite = write_suite(isolated / "tasks" / "three.yaml", items,
+                        split={"seed": 3, "train": 0.0, "val": 0.0, "test": 1.0})
     res = invoke("eval", skill, "--tasks", suite, "--target",
                  "scripted/scripted_targets:always_down", "--json", "down.json")
     assert res.exit_code == 1
-    assert "7 rollout(s) unscored" in res.stderr
+    assert "3 rollout(s) unscored" in res.stderr
     assert "provider unavailable (503)" in res.stderr
     assert "no rollout was scored" in res.stderr
     row = json.load(open("down.json"))["results"][0]
-    assert row["unscored"] == 7 and row["n"] == 0 and row["mean"] is None
+    assert row["unscored"] == 3 and row["n"] == 0 and row["mean"] is None
+
+
+def test_the_same_failure_task_after_task_stops_the_run(project):
+    """A provider answering 503 to everything: five in a row stop the run (exit 2),
+    instead of running every task into the same wall."""
+    skill, suite = project
+    res = invoke("eval", skill, "--tasks", suite, "--split", "all", "--concurrency", "1",
+                 "--target", "scripted/scripted_targets:always_down")
+    assert res.exit_code == 2
+    assert ("stopped: 5 tasks in a row failed the same way (server): provider unavailable "
+            "(503). These are unscored, not zeros") in " ".join(res.stderr.split())
 
 
 @pytest.mark.parametrize("suite_text, needle", [
