@@ -76,9 +76,13 @@ def _on_disk_as_is(skill: Skill) -> bool:
 
 
 def _say(warn: Warn | None, problems: list[Problem]) -> None:
+    _tell(warn, [str(p) for p in problems])
+
+
+def _tell(warn: Warn | None, lines: Sequence[str]) -> None:
     if warn is not None:
-        for p in problems:
-            warn(str(p))
+        for line in lines:
+            warn(line)
 
 
 @dataclass
@@ -162,6 +166,7 @@ def evaluate(skill: str | Path | Skill | None, suite: str | Path | Suite, *,
     ctx = prepare(suite_obj, flags, store=store, skills=[the_skill])
     try:
         _say(warn, warnings + context_warnings(the_skill, ctx.target))
+        _tell(warn, ctx.settings.notices)
         return _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers)
     finally:
         if store is None:
@@ -292,10 +297,11 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
             plan = make_plan(the_skill, suite_obj, settings, settings.target or "default",
                              optimizer.name)
             plan.notes += [f"warning: {p}" for p in
-                           warnings + context_warnings(the_skill, target)]
+                           warnings + context_warnings(the_skill, target)] + settings.notices
             return plan
         ctx = prepare(suite_obj, settings=settings, skills=[the_skill])
         _say(warn, warnings + context_warnings(the_skill, ctx.target))
+        _tell(warn, settings.notices)
         runs_dir = Path(settings.run_dir)
         run = RunDir.create(runs_dir, new_run_id(the_skill.name))
         audit = Audit.create(skill_dir, runs_dir, run.run_id)

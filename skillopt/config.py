@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from skillopt.errors import InputError
 
@@ -46,6 +46,12 @@ class AgentSettings(BaseModel):
     invoke: Literal["auto", "explicit"] = Field(
         "auto", description="auto: the agent picks the skill by its description; explicit: "
                             "the prompt starts with /<name> (claude) or $<name> (codex)")
+    isolate: bool = Field(
+        True, description="claude-code and codex: each rollout runs with a private HOME (and "
+                          "CODEX_HOME) holding only what the CLI needs to reach its provider, so "
+                          "the user's CLAUDE.md, AGENTS.md, personal skills, settings, sessions "
+                          "and history neither reach a rollout nor receive anything from it; "
+                          "false: the CLI runs with the user's own home")
     pid_namespace: Literal["auto", "off"] = Field(
         "auto", description="auto: each agent runs in its own PID namespace with its own /proc "
                             "when the platform allows (Linux, util-linux unshare), so it cannot "
@@ -63,6 +69,10 @@ class ClaudeCodeSettings(BaseModel):
     disallowed_tools: list[str] | None = None
     tools: list[str] | None = None
     max_turns: int | None = Field(30, ge=1)
+    max_retries: int = Field(2, ge=0, description="CLAUDE_CODE_MAX_RETRIES for each rollout: "
+                                                  "how often claude retries a failed API call "
+                                                  "(its own default, 10, turns a bad key into "
+                                                  "minutes of waiting)")
     args: list[str] = Field(default_factory=list, description="extra arguments, passed as is")
 
 
@@ -119,6 +129,13 @@ class Settings(BaseModel):
     codex: CodexSettings = Field(default_factory=CodexSettings)
     command: CommandSettings = Field(default_factory=CommandSettings)
 
+    # what resolving the settings decided on the user's behalf, to be said once
+    _notices: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notices(self) -> list[str]:
+        return self._notices
+
     def model_settings(self, name: str) -> ModelSettings:
         return self.models.get(name) or ModelSettings()
 
@@ -160,20 +177,38 @@ def resolve_settings(flags: dict[str, Any] | None = None, *, suite_defaults: dic
             if key in data and not Path(data[key]).is_absolute():
                 data[key] = str(project_file.parent / data[key])
         _merge(merged, data)
+    suite_target = None
     if suite_defaults:
         where = f"{suite_path}: defaults" if suite_path else "suite defaults"
         _validate(suite_defaults, where)
         _merge(merged, dict(suite_defaults))
+        suite_target = suite_defaults.get("target")
     for var, key in _ENV.items():
         if env.get(var):
             merged[key] = env[var]
     _merge(merged, {k: v for k, v in (flags or {}).items() if v is not None})
+    notices = []
+    target = merged.get("target")
+    if (target is not None and target == suite_target and merged.get("harness") in CLI_HARNESSES
+            and str(target).split("/", 1)[0] in ("local", "scripted")
+            and not (flags or {}).get("target")):
+        # a suite written for the chat harness names a model skillopt runs itself; an
+        # agent CLI cannot, so it runs its own default model instead
+        del merged["target"]
+        notices.append(f"the suite's default target {target!r} is a model skillopt runs itself, "
+                       f"which the {merged['harness']} harness cannot hand to its CLI: using the "
+                       "CLI's own default model (pass --target to choose one)")
     try:
-        return Settings(**merged)
+        settings = Settings(**merged)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise InputError(f"invalid setting: {err['msg']}", field=field) from None
+    settings._notices.extend(notices)
+    return settings
+
+
+CLI_HARNESSES = ("claude-code", "codex")  # hand the target to a CLI as its --model
 
 
 SECTIONS = ("agent", "claude_code", "codex", "command")  # merged key by key across layers

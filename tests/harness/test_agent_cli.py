@@ -95,8 +95,9 @@ def test_ctrl_c_kills_the_agents_still_running(agents, project, isolated):
     ("codex", "home/.agents/skills"),
     ("codex", "codex-home/skills"),                  # $CODEX_HOME/skills, the legacy place
 ])
-def test_a_user_level_copy_of_the_skill_stops_the_run_before_any_task(
-        agents, project, tmp_path, monkeypatch, harness, where):
+def test_without_isolation_a_user_level_copy_of_the_skill_stops_the_run_before_any_task(
+        agents, project, isolated, tmp_path, monkeypatch, harness, where):
+    (isolated / "skillopt.yaml").write_text("agent:\n  isolate: false\n")
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.delenv("CODEX_HOME", raising=False)
     if where.startswith("claude-config"):
@@ -121,3 +122,25 @@ def test_user_skills_of_other_names_are_no_obstacle(agents, project, isolated):
                               "claude-code"])
     assert res.exit_code == 0, res.output
     assert "mean" in res.stdout and len(agents.calls("claude")) == 4
+
+
+def test_a_suite_default_target_the_cli_cannot_run_gives_way_to_its_default(
+        agents, project, isolated):
+    """A suite written for the embedded model, run with an agent CLI and no --target:
+    the CLI's own default model runs, and one line says so."""
+    skill, _ = project
+    items = [{"id": "w", "input": "word-1", "expected": "WORD-1", "split": "test"}]
+    suite = write_suite(isolated / "tasks" / "local.yaml", items,
+                        defaults={"target": "local/gemma3-270m"})
+    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness",
+                              "claude-code"])
+    assert res.exit_code == 0, res.output
+    warnings = [line for line in res.stderr.splitlines() if "default target" in line]
+    assert len(warnings) == 1
+    assert "'local/gemma3-270m' is a model skillopt runs itself" in warnings[0]
+    assert "target default · harness claude-code" in res.stdout
+    assert "--model" not in agents.calls("claude")[0]["argv"]
+    # an explicit --target of that kind is still refused, with the reason
+    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness",
+                              "claude-code", "--target", "local/gemma3-270m"])
+    assert res.exit_code == 2 and "skillopt runs itself" in res.stderr
