@@ -50,8 +50,10 @@ log = logging.getLogger("skillopt")
 # with the same message of any other kind (timeouts included), or when every rollout
 # of a smaller batch does, at least two, for kinds no retry can fix.
 STOP_AFTER = 5
-SYSTEMIC = frozenset({"auth", "quota", "not_found", "rate_limit"})
-HOPELESS = frozenset({"auth", "quota", "not_found"})
+SYSTEMIC = frozenset({"auth", "quota", "not_found", "rate_limit", "not_discovered", "sandbox"})
+# kinds no retry can fix: a bad key, no credit, an unknown model, a skill the agent did
+# not discover where it was installed, a sandbox that cannot start
+HOPELESS = frozenset({"auth", "quota", "not_found", "not_discovered", "sandbox"})
 # what varies between two failures of the same cause: numbers, and ids or hashes
 # (a word of six or more characters holding a digit)
 _VARYING = re.compile(r"\b(?=\w*\d)\w{6,}\b|\d+")
@@ -98,6 +100,7 @@ class Rollout:
             "latency_s": round(self.latency_s, 6), "cached": self.cached, "key": self.key,
             "skill_invoked": self.trajectory.get("skill_invoked"),
             "workspace": self.trajectory.get("workspace"),
+            "info": self.trajectory.get("info") or {},  # what the harness saw: model, turns
         }
 
 

@@ -36,7 +36,7 @@ _KIND_PATTERNS = (
     ("auth", re.compile(
         r"invalid (x-)?api[ _-]?key|api key|authenticat|unauthori[sz]ed|\b401\b|\b403\b|"
         r"not logged in|please run /login|log ?in (is )?required|oauth token|permission denied "
-        r"for model|forbidden", re.I)),
+        r"for model|forbidden|missing environment variable", re.I)),
     ("quota", re.compile(
         r"quota|credit balance|billing|usage limit|insufficient[_ ](funds|credit)|"
         r"payment required|\b402\b|out of credits|spend limit", re.I)),
@@ -50,6 +50,29 @@ def classify(message: str, default: str = "agent_error") -> str:
         if pattern.search(message or ""):
             return kind
     return default
+
+
+def status_kind(status) -> str | None:
+    """The error kind of an HTTP status a CLI reports from its provider, or None when
+    the status says nothing (or is not a status)."""
+    if not isinstance(status, int) or isinstance(status, bool):
+        return None
+    if status in (401, 403):
+        return "auth"
+    if status == 402:
+        return "quota"
+    if status == 404:
+        return "not_found"
+    if status in (429, 529):
+        return "rate_limit"
+    if 500 <= status < 600:
+        return "server"
+    return None
+
+
+# variables that point a program at the user's own config and data: left out when
+# the agent gets a private HOME, so it falls back to that HOME's
+HOME_POINTERS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
 
 
 def clip(text: str, limit: int) -> str:
@@ -139,7 +162,8 @@ class AgentHarness:
     def check(self, skills: Sequence[Skill] = ()) -> None:
         """The binary exists and answers `--version`, and no user-level copy of a skill
         under test would stand in for it; nothing else runs before this."""
-        self.check_shadowing(skills)
+        if not self.isolated:
+            self.check_shadowing(skills)
         self._resolved = self.resolve_binary()
         self.cli_version = self.probe_version(self._resolved)
 
@@ -161,6 +185,14 @@ class AgentHarness:
                         f"`mv {root / name} {root.parent / (name + '.skillopt-aside')}`)")
 
     shadow_reason = "The agent would see it beside the workspace's copy,"
+
+    @property
+    def isolated(self) -> bool:
+        """Whether each rollout gets a private HOME (`agent.isolate`, for the harnesses
+        that support it)."""
+        return self.supports_isolation and self.agent.isolate
+
+    supports_isolation = False
 
     def user_skill_roots(self) -> list[Path]:
         """The user-level directories the agent reads skills from (besides the
@@ -190,10 +222,11 @@ class AgentHarness:
                               error=f"{self.binary_label} was stopped: the run is stopping")
         if result.timed_out:
             traj = self.parse(result, ws, skill, task)
+            kind, why = self.timeout_cause(traj)
             return _merge(traj, messages=messages, workspace=ws.path,
-                          latency_s=result.duration_s, answer=None, error_kind="timeout",
+                          latency_s=result.duration_s, answer=None, error_kind=kind,
                           error=f"{self.binary_label} timed out after {self.agent.timeout:g}s "
-                                "(its process group was killed)")
+                                f"(its process group was killed){why}")
         traj = self.parse(result, ws, skill, task)
         if traj.answer is not None and traj.error is None:
             messages = (*messages, {"role": "assistant", "content": traj.answer})
@@ -231,6 +264,12 @@ class AgentHarness:
     def stdin(self, prompt: str) -> str:
         return prompt
 
+    def timeout_cause(self, partial: Trajectory) -> tuple[str, str]:
+        """(error kind, a clause saying why) for a rollout cut off by the timeout, from
+        what the agent printed before it (`partial`): a CLI that spent the time retrying
+        a rejected key is an auth failure, not a slow task."""
+        return "timeout", ""
+
     def argv(self, ws: Workspace, skill: Skill, task: Task) -> list[str]:
         raise NotImplementedError
 
@@ -239,10 +278,24 @@ class AgentHarness:
         raise NotImplementedError
 
     def env(self, ws: Workspace, skill: Skill, task: Task) -> dict[str, str]:
-        """The scrubbed environment: base variables, the CLI's own, `agent.env`."""
+        """The scrubbed environment: base variables, the CLI's own, `agent.env`; when
+        isolated, HOME is the workspace's private one (see `private_home`)."""
         prefixed = [k for k in os.environ if self.env_prefixes and k.startswith(self.env_prefixes)]
-        return process.scrubbed_env([*process.BASE_ENV, *self.env_names, *prefixed,
-                                     *self.agent.env])
+        env = process.scrubbed_env([*process.BASE_ENV, *self.env_names, *prefixed,
+                                    *self.agent.env])
+        if self.isolated:
+            for name in HOME_POINTERS:
+                env.pop(name, None)
+            env["HOME"] = str(self.private_home(ws))
+            # what the CLI and its tools leave in temporary files goes with the workspace
+            tmp = str(ws.private("tmp"))
+            env.update(TMPDIR=tmp, TMP=tmp, TEMP=tmp)
+        return env
+
+    def private_home(self, ws: Workspace) -> Path:
+        """The rollout's own HOME: empty but for what a subclass puts there to let the
+        CLI authenticate."""
+        return ws.private("home")
 
     # -- helpers ------------------------------------------------------------------------
     def executable(self) -> str:
@@ -282,6 +335,20 @@ class AgentHarness:
             or "no output"
         message = f"{self.binary_label} exited {result.returncode}: {detail}"
         return Trajectory(error=message, error_kind=classify(detail, default_kind))
+
+
+def copy_private(src: Path, dest: Path) -> bool:
+    """Copy a credentials file into a private home (readable by its owner only);
+    whether there was one to copy."""
+    try:
+        data = src.read_bytes()
+    except OSError:
+        return False
+    dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return True
 
 
 def _label(task_id: str) -> str:

@@ -29,7 +29,9 @@ from skillopt.harness.agent import (
     cli_model,
     clip,
     clip_json,
+    copy_private,
     json_lines,
+    status_kind,
 )
 from skillopt.harness.base import Trajectory
 from skillopt.harness.process import ProcessResult, tail
@@ -39,6 +41,7 @@ from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
 
 AGENT_OUTCOMES = ("error_max_turns", "error_max_budget_usd")
+CREDENTIALS = ".credentials.json"  # where `claude /login` keeps its token on Linux
 
 
 class ClaudeCodeHarness(AgentHarness):
@@ -48,10 +51,14 @@ class ClaudeCodeHarness(AgentHarness):
     invoke_prefix = "/"
     env_names = ("AWS_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                  "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK", "CLOUD_ML_REGION",
-                 "GOOGLE_APPLICATION_CREDENTIALS", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER")
+                 "GOOGLE_APPLICATION_CREDENTIALS", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER",
+                 "API_TIMEOUT_MS", "IS_SANDBOX", "AWS_CONFIG_FILE",
+                 "AWS_SHARED_CREDENTIALS_FILE")
     env_prefixes = ("ANTHROPIC_", "CLAUDE_CODE_", "CLAUDE_CONFIG_DIR")
     install_hint = "install Claude Code (npm install -g @anthropic-ai/claude-code), set " \
                    "`claude_code.binary` in skillopt.yaml, "
+
+    supports_isolation = True
 
     def __init__(self, settings: Settings):
         super().__init__(settings, settings.claude_code.binary)
@@ -60,19 +67,92 @@ class ClaudeCodeHarness(AgentHarness):
 
     shadow_reason = "Claude Code prefers personal skills to project skills,"
 
-    def user_skill_roots(self) -> list[Path]:
+    def config_dir(self) -> Path:
+        """The user's Claude Code directory (settings, credentials, personal skills)."""
         config = os.environ.get("CLAUDE_CONFIG_DIR")
-        return [(Path(config) if config else Path.home() / ".claude") / "skills"]
+        return Path(config) if config else Path.home() / ".claude"
+
+    def user_skill_roots(self) -> list[Path]:
+        return [self.config_dir() / "skills"]
 
     def options(self) -> dict:
         c = self.conf
-        return {"model": self.model, "permission_mode": c.permission_mode,
+        return {"model": self.resolved_model(), "endpoint": self.endpoint(),
+                "isolate": self.isolated, "permission_mode": c.permission_mode,
                 "allowed_tools": c.allowed_tools, "disallowed_tools": c.disallowed_tools,
                 "tools": c.tools, "max_turns": c.max_turns, "args": c.args}
+
+    def user_settings(self) -> dict:
+        """The user's own settings.json, which the CLI reads only when not isolated."""
+        if self.isolated:
+            return {}
+        try:
+            data = json.loads((self.config_dir() / "settings.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _setting(self, name: str) -> str | None:
+        """A variable as the CLI sees it: the environment, else (not isolated) the
+        `env` block of the user's settings."""
+        if os.environ.get(name):
+            return os.environ[name]
+        env = self.user_settings().get("env")
+        value = env.get(name) if isinstance(env, dict) else None
+        return str(value) if value else None
+
+    def resolved_model(self) -> str | None:
+        """The model the CLI will run, as far as can be known before it runs: --model,
+        else ANTHROPIC_MODEL, else (not isolated) the user's settings; None for the
+        CLI's own default. Part of the fingerprint, so a change is never served from
+        the store."""
+        if self.model:
+            return self.model
+        model = self._setting("ANTHROPIC_MODEL") or self.user_settings().get("model")
+        return str(model) if model else None
+
+    def endpoint(self) -> str | None:
+        """Where the CLI sends its requests, when not Anthropic's own API."""
+        for flag, name in (("CLAUDE_CODE_USE_BEDROCK", "bedrock"),
+                           ("CLAUDE_CODE_USE_VERTEX", "vertex")):
+            if self._setting(flag) not in (None, "", "0", "false"):
+                return name
+        return self._setting("ANTHROPIC_BASE_URL")
+
+    def env(self, ws: Workspace, skill: Skill, task: Task) -> dict[str, str]:
+        env = super().env(ws, skill, task)
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(self.conf.max_retries)
+        # a rollout needs no update check, telemetry or error reporting
+        env.setdefault("DISABLE_AUTOUPDATER", "1")
+        env.setdefault("DISABLE_TELEMETRY", "1")
+        # also no session-title request: the rollout's only model calls are the agent's
+        env.setdefault("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        if self.isolated:
+            env.pop("CLAUDE_CONFIG_DIR", None)
+            # cloud credentials stay where they are, read in place: only the CLI's own
+            # home is private
+            real = Path.home()
+            for name, path in (("AWS_CONFIG_FILE", real / ".aws" / "config"),
+                               ("AWS_SHARED_CREDENTIALS_FILE", real / ".aws" / "credentials"),
+                               ("GOOGLE_APPLICATION_CREDENTIALS", real / ".config" / "gcloud" /
+                                "application_default_credentials.json")):
+                if name not in env and path.is_file():
+                    env[name] = str(path)
+        return env
+
+    def private_home(self, ws: Workspace) -> Path:
+        home = super().private_home(ws)
+        # a login made with `claude /login` (no API key in the environment)
+        copy_private(self.config_dir() / CREDENTIALS, home / ".claude" / CREDENTIALS)
+        return home
 
     def argv(self, ws: Workspace, skill: Skill, task: Task) -> list[str]:
         c = self.conf
         argv = [self.executable(), "-p"]
+        if self.isolated and "--setting-sources" not in c.args:
+            argv += ["--setting-sources", "project,local"]
+        if "--no-session-persistence" not in c.args:
+            argv += ["--no-session-persistence"]
         if self.agent.trace:
             argv += ["--output-format", "stream-json", "--verbose"]
         else:
@@ -93,25 +173,40 @@ class ClaudeCodeHarness(AgentHarness):
     def parse(self, result: ProcessResult, ws: Workspace, skill: Skill,
               task: Task) -> Trajectory:
         events = read_events(result.stdout)
-        steps, invoked, traced = tool_steps(events, None if skill.is_empty
-                                            else install_name(skill))
+        name = None if skill.is_empty else install_name(skill)
+        steps, invoked, traced = tool_steps(events, name)
+        init = next((e for e in events if e.get("type") == "system"
+                     and e.get("subtype") == "init"), None)
+        info = _run_facts(init, events)
+        if name and self.agent.invoke == "explicit" and expanded(events, init, name):
+            invoked = True  # the CLI put the skill into the prompt: no Skill tool call
         final = next((e for e in reversed(events) if e.get("type") == "result"), None)
+        listed = init.get("skills") if isinstance(init, dict) else None
+        if name and isinstance(listed, list) and not _lists(listed, name):
+            shown = ", ".join(_skill_name(x) for x in listed[:20]) or "none"
+            return Trajectory(
+                error=f"claude did not discover the skill {name!r} installed at "
+                      f"{self.skills_dir}/{name}/SKILL.md (the skills it lists: {shown}); "
+                      "check the skill's frontmatter and claude_code.args",
+                error_kind="not_discovered", steps=steps, info=info,
+                skill_invoked=None)
         if final is None:
             if result.returncode not in (0, None):
-                return _with(self.failure(result), steps, invoked)
+                return _with(self.failure(result), steps, invoked, info)
             return _with(Trajectory(error="claude printed no result object: "
                                           + (tail(result.stdout, 400) or "no output"),
-                                    error_kind="bad_output"), steps, invoked)
+                                    error_kind="bad_output"), steps, invoked, info)
         subtype = str(final.get("subtype") or "")
         usage = final.get("usage") if isinstance(final.get("usage"), dict) else {}
-        info = {k: final.get(k) for k in ("subtype", "is_error", "num_turns", "stop_reason",
-                                          "session_id") if k in final}
+        info.update({k: final.get(k) for k in ("subtype", "is_error", "num_turns",
+                                                "stop_reason", "session_id", "api_error_status")
+                     if k in final})
         denials = final.get("permission_denials")
         if isinstance(denials, list) and denials:
             info["permission_denials"] = len(denials)
         cost = final.get("total_cost_usd")
         common = dict(usage=_usage(usage), cost=float(cost) if isinstance(cost, (int, float))
-                      else None, model_calls=as_int(final.get("num_turns"), 1), steps=steps,
+                      else None, model_calls=_model_calls(events, final), steps=steps,
                       skill_invoked=invoked if traced else None, info=info)
         text = final.get("result")
         if subtype in AGENT_OUTCOMES:
@@ -124,12 +219,74 @@ class ClaudeCodeHarness(AgentHarness):
                        "; ".join(map(str, errors)) if isinstance(errors, list) and errors else
                        subtype or "error result")
             message = clip(message.strip(), 800)
-            return Trajectory(error=f"claude reported an error ({subtype or 'is_error'}): "
-                                    f"{message}", error_kind=classify(message), **common)
+            # the real CLI reports a provider's refusal as subtype "success" with
+            # is_error and the HTTP status: the status decides, not the words
+            status = final.get("api_error_status")
+            kind = status_kind(status)
+            what = f"API error {status}" if kind else subtype or "is_error"
+            return Trajectory(error=f"claude reported an error ({what}): {message}",
+                              error_kind=kind or classify(message), **common)
         if not isinstance(text, str):
             return Trajectory(error="claude's result object has no `result` text",
                               error_kind="bad_output", **common)
         return Trajectory(answer=text, **common)
+
+    def timeout_cause(self, partial: Trajectory) -> tuple[str, str]:
+        status = partial.info.get("api_retry_status")
+        kind = status_kind(status)
+        if kind is None:
+            return "timeout", ""
+        return kind, (f" while retrying a failed API call ({partial.info.get('api_retries')} "
+                      f"retries, the last answered HTTP {status})")
+
+
+def _run_facts(init: dict | None, events: list[dict]) -> dict:
+    """What the init event says ran (the model), and how the CLI's API retries went."""
+    info: dict = {}
+    if isinstance(init, dict):
+        if isinstance(init.get("model"), str):
+            info["model"] = init["model"]
+        if isinstance(init.get("claude_code_version"), str):
+            info["cli_version"] = init["claude_code_version"]
+    retries = [e for e in events if e.get("type") == "system" and e.get("subtype") == "api_retry"]
+    if retries:
+        info["api_retries"] = len(retries)
+        status = retries[-1].get("error_status")
+        if isinstance(status, int) and not isinstance(status, bool):
+            info["api_retry_status"] = status
+    return info
+
+
+def _model_calls(events: list[dict], final: dict) -> int:
+    """API calls the agent made: one per assistant message (the CLI prints a message
+    with text and a tool call as two events with the same id); without a trace, the
+    result's turn count (which also counts tool results, so it is an upper bound)."""
+    ids = {e["message"].get("id") for e in events if e.get("type") == "assistant"
+           and isinstance(e.get("message"), dict) and e["message"].get("id")}
+    return len(ids) or as_int(final.get("num_turns"), 1)
+
+
+def _skill_name(entry) -> str:
+    if isinstance(entry, dict):
+        return str(entry.get("name") or "?")
+    return str(entry)
+
+
+def _lists(listed: list, name: str) -> bool:
+    return any(_skill_name(x) == name or _skill_name(x).endswith(":" + name) for x in listed)
+
+
+def expanded(events: list[dict], init: dict | None, name: str) -> bool:
+    """Whether the CLI expanded an explicit `/name` in the prompt into the skill (it
+    then calls no Skill tool): the trace shows the command, or the init event lists
+    the skill among the commands it can expand."""
+    marker = f"<command-name>/{name}</command-name>"
+    for event in events:
+        if event.get("type") == "user" and marker in json.dumps(event.get("message"),
+                                                               ensure_ascii=False):
+            return True
+    commands = init.get("slash_commands") if isinstance(init, dict) else None
+    return isinstance(commands, list) and _lists(commands, name)
 
 
 def read_events(stdout: str) -> list[dict]:
@@ -218,7 +375,8 @@ def _usage(usage: dict) -> Usage:
                  output_tokens=as_int(usage.get("output_tokens")))
 
 
-def _with(traj: Trajectory, steps: tuple, invoked: bool | None) -> Trajectory:
+def _with(traj: Trajectory, steps: tuple, invoked: bool | None, info: dict) -> Trajectory:
     from dataclasses import replace
 
-    return replace(traj, steps=steps, skill_invoked=invoked if steps else None)
+    return replace(traj, steps=steps, skill_invoked=invoked if steps else None,
+                   info={**traj.info, **info})

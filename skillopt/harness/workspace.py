@@ -8,6 +8,9 @@ walks up into the user's project and loads its skills or instructions):
         .claude/skills/<name>/   the skill (or .agents/skills/<name>/), with its files
         <task files>             the item's `files:`
       io/                        ours: stdin, stdout, stderr, the last message
+      home/, codex-home/         with `agent.isolate`: the agent CLI's private HOME (and
+                                 CODEX_HOME), holding only what it needs to reach its
+                                 provider; removed before a workspace is kept
 
 Invariant: `work/` holds the skill and this task's own files and nothing else — not
 the suite file, not any expected answer, not another task. `io/` is never inside
@@ -19,7 +22,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillopt.skill.document import Skill
@@ -34,6 +37,7 @@ class Workspace:
     path: Path  # work/: the agent's cwd
     io: Path  # io/: our side
     skill_dir: Path | None  # where the skill was installed (None for the no-skill baseline)
+    private_dirs: list[Path] = field(default_factory=list)  # may hold credentials
 
     @classmethod
     def create(cls, skill: Skill, task: Task, skills_dir: str) -> Workspace:
@@ -51,8 +55,21 @@ class Workspace:
             dest.write_text(content, encoding="utf-8")
         return cls(root, work, io, skill_dir)
 
+    def private(self, name: str) -> Path:
+        """A directory beside work/ and io/ that only we and the agent may read (a
+        private HOME). It may hold a copy of the user's credentials, so it is never
+        kept with the workspace."""
+        path = self.root / name
+        path.mkdir(mode=0o700, exist_ok=True)
+        if path not in self.private_dirs:
+            self.private_dirs.append(path)
+        return path
+
     def keep(self, into: Path, name: str) -> Path:
-        """Move the workspace (and its io/) to `into/<name>` for inspection."""
+        """Move the workspace (and its io/) to `into/<name>` for inspection; its
+        private directories are removed first."""
+        for path in self.private_dirs:
+            shutil.rmtree(path, ignore_errors=True)
         into.mkdir(parents=True, exist_ok=True)
         dest = into / name
         n = 2

@@ -98,9 +98,17 @@ def fail_usage(message: str, code: int) -> int:
     return code
 
 
+# variables whose values a test checks (besides FAKE_*)
+SEEN = ("HOME", "TMPDIR", "CODEX_HOME", "CLAUDE_CODE_MAX_RETRIES", "DISABLE_AUTOUPDATER",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY")
+
+
 def base_record(argv: list[str], stdin: str, cwd: Path) -> dict:
+    home = Path.home()
     return {"argv": argv, "stdin": stdin, "cwd": str(cwd), "env": sorted(os.environ),
             "env_values": {k: os.environ[k] for k in os.environ if k.startswith("FAKE_")},
+            "seen": {k: os.environ[k] for k in SEEN if k in os.environ},
+            "home_files": tree(home) if home.is_dir() else {},
             "files": tree(cwd), "pid": os.getpid()}
 
 
@@ -165,6 +173,13 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
     mode = mode_for(config, prompt)
     if mode == "hang":
         hang(bin_dir)
+    if mode == "retry_hang":  # a rejected key with the default retries: retry events, then
+        for attempt in (1, 2):  # a long wait the timeout cuts short
+            print(json.dumps({"type": "system", "subtype": "api_retry", "attempt": attempt,
+                              "max_retries": 10, "retry_delay_ms": 30000.0,
+                              "error_status": 401, "error": "authentication_failed"}),
+                  flush=True)
+        hang(bin_dir)
     if mode == "garbage":
         print("<html>503 Service Temporarily Unavailable</html>")
         return 0
@@ -176,9 +191,17 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
     name = next(iter(skills), None)
     skill_text = skills[name] if (name and invoke) else ""
     answer, save = brain(prompt, skill_text)
+    # as claude 2.1.197 prints it: the skills it discovered (project ones first, then
+    # built-ins), the commands `/name` expands, and the model that runs
+    listed = [*(skills if config.get("discover", True) else []), *personal_skills(opts),
+              "verify", "debug"]
+    model = opts.get("--model") or os.environ.get("ANTHROPIC_MODEL") or "claude-opus-4-8"
     messages: list[dict] = [{"type": "system", "subtype": "init", "session_id": "s-1",
-                             "cwd": str(cwd), "skills": list(skills), "tools": [
-                                 "Bash", "Read", "Write", "Skill"]}]
+                             "cwd": str(cwd), "skills": listed, "slash_commands": [
+                                 *listed, "clear", "compact"], "tools": [
+                                 "Bash", "Read", "Write", "Skill"], "model": model + "[1m]",
+                             "claude_code_version": CLAUDE_VERSION.split()[0]}]
+    retries = int(os.environ.get("CLAUDE_CODE_MAX_RETRIES", "10"))
     result: dict = {"type": "result", "subtype": "success", "is_error": False,
                     "duration_ms": 1200, "duration_api_ms": 900, "num_turns": 1,
                     "result": answer, "stop_reason": "end_turn", "session_id": "s-1",
@@ -205,9 +228,18 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
             messages.append(_tool_result("t3", "x" * 50_000))
         messages.append(_assistant([{"type": "text", "text": answer}]))
         result["num_turns"] = len([m for m in messages if m["type"] == "assistant"])
-    elif mode == "auth":
-        result.update(is_error=True, result="Invalid API key · Please run /login",
-                      total_cost_usd=0, num_turns=0)
+    elif mode in ("auth", "server"):
+        # the real CLI retries, saying so, then reports the API's refusal as a
+        # "success" result with is_error and the HTTP status
+        status = 401 if mode == "auth" else 500
+        for attempt in range(1, retries + 1):
+            messages.append({"type": "system", "subtype": "api_retry", "attempt": attempt,
+                             "max_retries": retries, "retry_delay_ms": 500.0,
+                             "error_status": status, "error": "authentication_failed"
+                             if mode == "auth" else "server_error"})
+        result.update(is_error=True, api_error_status=status, total_cost_usd=0, num_turns=1,
+                      result="Invalid API key · Fix external API key" if mode == "auth" else
+                      "API Error: 500 internal server error. This is a server-side issue")
     elif mode == "error":
         result.update(subtype="error_during_execution", is_error=True, errors=[
             "Tool execution failed: ENOSPC"])
@@ -226,6 +258,16 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
     else:
         print(result.get("result", ""))
     return 1 if result["is_error"] and mode != "max_turns" else 0
+
+
+def personal_skills(opts: dict) -> list[str]:
+    """The user's own skills, which the CLI lists unless --setting-sources leaves out
+    `user` (observed with 2.1.197)."""
+    sources = opts.get("--setting-sources", "user,project,local").split(",")
+    if "user" not in sources:
+        return []
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+    return list(read_skills(Path(config), "skills"))
 
 
 def _assistant(content: list) -> dict:
@@ -292,8 +334,14 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
         return fail_usage("No prompt provided via stdin.", 1)
     config = load_config(bin_dir, "codex")
     skills = read_skills(cwd, ".agents/skills")
+    codex_home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    # what the real CLI also reads: the user's skills and global AGENTS.md
+    user_skills = {**read_skills(Path.home(), ".agents/skills"),
+                   **read_skills(codex_home, "skills")}
     log_call(bin_dir, "codex", {**base_record(argv, stdin, cwd), "skills": skills,
-                                "process_cwd": os.getcwd()})
+                                "user_skills": sorted(user_skills),
+                                "codex_home_files": tree(codex_home) if codex_home.is_dir()
+                                else {}, "process_cwd": os.getcwd()})
     json_out = bool(flags & {"--json", "--experimental-json"})
     last_file = opts.get("--output-last-message", opts.get("-o"))
     mode = mode_for(config, prompt)
@@ -304,6 +352,12 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
 
     emit({"type": "thread.started", "thread_id": "th-1"})
     emit({"type": "turn.started"})
+    env_key = provider_env_key(codex_home)
+    if env_key and not os.environ.get(env_key):  # as codex 0.171 says it, on every turn
+        message = f"Missing environment variable: `{env_key}`."
+        emit({"type": "error", "message": message})
+        emit({"type": "turn.failed", "error": {"message": message}})
+        return 1
     if mode == "hang":
         hang(bin_dir)
     if mode == "garbage":
@@ -323,6 +377,14 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
 
     invoke = config.get("invoke", True)
     name = next(iter(skills), None)
+    if mode == "sandbox_broken":  # every command fails before it starts (observed)
+        cmd = {"id": "item_1", "type": "command_execution",
+               "command": f"/bin/bash -lc 'cat .agents/skills/{name}/SKILL.md'",
+               "aggregated_output": "bwrap: setting up uid map: Permission denied\n"
+                                    "bubblewrap sandbox: namespace setup mismatch",
+               "exit_code": 8, "status": "failed"}
+        emit({"type": "item.completed", "item": cmd})
+        invoke = False
     skill_text = skills[name] if (name and invoke) else ""
     answer, save = brain(prompt, skill_text)
     if name and invoke:
@@ -357,6 +419,27 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
     if not json_out:
         print(answer)
     return 0
+
+
+def provider_env_key(codex_home: Path) -> str | None:
+    """The `env_key` of the provider config.toml selects (a line-based read: the
+    stand-in has no TOML parser on Python 3.10)."""
+    path = codex_home / "config.toml"
+    if not path.is_file():
+        return None
+    provider, section, keys = None, None, {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif "=" in line:
+            key, value = (p.strip() for p in line.split("=", 1))
+            value = value.strip('"')
+            if section is None and key == "model_provider":
+                provider = value
+            elif section and key == "env_key":
+                keys[section] = value
+    return keys.get(f"model_providers.{provider}") if provider else None
 
 
 def main(name: str, bin_dir: str) -> int:

@@ -65,7 +65,7 @@ def test_auth_failure_on_every_task_exits_with_the_clis_message(agents, project)
                               "claude-code", "--concurrency", "1"])
     assert res.exit_code == 2
     assert "4 tasks in a row failed the same way (auth)" in res.stderr
-    assert "Invalid API key · Please run /login" in res.stderr
+    assert "(API error 401): Invalid API key · Fix external API key" in res.stderr
     assert "Traceback" not in res.stderr
 
 

@@ -5,6 +5,7 @@ shape, error results, garbage, crashes, hangs and the scrubbed environment."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -71,7 +72,12 @@ def test_argv_stdin_cwd_and_skill_location(agents, tmp_path, skill_dir, suite_pa
     assert traj.ok and traj.answer == "WORD-1"
     (call,) = agents.calls("claude")
     argv = call["argv"]
-    assert argv[:4] == ["-p", "--output-format", "stream-json", "--verbose"]
+    assert argv[0] == "-p"
+    i = argv.index("--output-format")
+    assert argv[i:i + 3] == ["--output-format", "stream-json", "--verbose"]
+    # hermetic by default: no user settings, CLAUDE.md or personal skills, no transcript
+    assert argv[argv.index("--setting-sources") + 1] == "project,local"
+    assert "--no-session-persistence" in argv
     assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
     assert argv[argv.index("--allowedTools") + 1] == "Read,Bash(git diff *)"
     assert argv[argv.index("--tools") + 1] == "Read,Bash"
@@ -199,7 +205,7 @@ def test_auth_failure_is_unscored_with_the_clis_message(agents, tmp_path, skill_
     h = harness(tmp_path)
     traj, _ = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
     assert traj.answer is None and traj.error_kind == "auth"
-    assert "Invalid API key · Please run /login" in traj.error
+    assert "claude reported an error (API error 401): Invalid API key" in traj.error
 
 
 def test_error_during_execution_is_unscored(agents, tmp_path, skill_dir, suite_path):
@@ -385,3 +391,89 @@ def test_a_long_tool_input_is_kept_as_clipped_json():
     assert steps[0]["input"].startswith('{"file_path": "a.txt", "content": "xxx')
     assert steps[0]["input"].endswith("chars]") and len(steps[0]["input"]) < 1100
     assert steps[1]["input"] == {"file_path": "a.txt"}  # short inputs stay structured
+
+
+# ---------------------------------------------------------------------- hermetic rollouts
+def test_each_rollout_has_a_private_home_holding_only_the_login(agents, tmp_path, skill_dir,
+                                                               suite_path, monkeypatch):
+    home = Path(os.environ["HOME"])
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    (home / ".claude" / ".credentials.json").write_text('{"token": "oauth-login"}')
+    (home / ".claude" / "CLAUDE.md").write_text("Say MARKER.\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    h = harness(tmp_path, agent={"keep_workspaces": "all"})
+    traj, kept = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
+    assert traj.answer == "WORD-0"
+    (call,) = agents.calls("claude")
+    seen = call["seen"]
+    private = Path(seen["HOME"])
+    assert private != home and private.parent == Path(call["cwd"]).parent  # beside work/
+    assert call["home_files"] == {".claude/.credentials.json": '{"token": "oauth-login"}'}
+    assert Path(seen["TMPDIR"]).parent == private.parent
+    assert "XDG_CONFIG_HOME" not in call["env"] and "CLAUDE_CONFIG_DIR" not in call["env"]
+    assert seen["CLAUDE_CODE_MAX_RETRIES"] == "2"
+    assert seen["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    # a kept workspace never holds the copy of the login
+    assert (kept / "work").is_dir() and not (kept / "home").exists()
+    assert not list(kept.rglob(".credentials.json"))
+
+
+def test_without_isolation_the_cli_gets_the_users_home(agents, tmp_path, skill_dir, suite_path):
+    h = harness(tmp_path, agent={"isolate": False})
+    run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
+    (call,) = agents.calls("claude")
+    assert call["seen"]["HOME"] == os.environ["HOME"]
+    assert "--setting-sources" not in call["argv"]
+    assert "--no-session-persistence" in call["argv"]  # never a transcript either way
+
+
+def test_an_api_error_is_classified_by_its_status(agents, tmp_path, skill_dir, suite_path):
+    agents.configure("claude", mode="server")
+    traj, _ = run_one(harness(tmp_path, max_retries=1), Skill.load(skill_dir),
+                      tasks(suite_path)["word-0"])
+    assert traj.error_kind == "server"  # not an agent error: the provider failed
+    assert traj.error.startswith("claude reported an error (API error 500): API Error: 500")
+    assert traj.info["api_retries"] == 1 and traj.info["api_error_status"] == 500
+
+
+def test_a_timeout_spent_retrying_a_rejected_key_is_an_auth_failure(agents, tmp_path,
+                                                                    skill_dir, suite_path):
+    agents.configure("claude", mode="retry_hang")
+    h = harness(tmp_path, agent={"timeout": 0.5})
+    traj, _ = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
+    assert traj.error_kind == "auth" and traj.answer is None
+    assert "timed out after 0.5s" in traj.error
+    assert "while retrying a failed API call (2 retries, the last answered HTTP 401)" in traj.error
+
+
+def test_explicit_invocation_counts_as_invoked_without_a_skill_tool_call(
+        agents, tmp_path, skill_dir, suite_path):
+    agents.configure("claude", invoke=False)  # no Skill tool call in the trace
+    h = harness(tmp_path, agent={"invoke": "explicit"})
+    traj, _ = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
+    assert not any(s.get("tool") == "Skill" for s in traj.steps)
+    assert traj.skill_invoked is True  # the CLI expanded /caps: its init lists the command
+
+
+def test_a_skill_the_cli_did_not_discover_is_not_scored(agents, tmp_path, skill_dir,
+                                                        suite_path):
+    agents.configure("claude", discover=False)
+    traj, _ = run_one(harness(tmp_path), Skill.load(skill_dir), tasks(suite_path)["word-0"])
+    assert traj.answer is None and traj.error_kind == "not_discovered"
+    assert "claude did not discover the skill 'caps' installed at .claude/skills/caps/SKILL.md" \
+        in traj.error and "verify, debug" in traj.error
+
+
+def test_the_model_endpoint_and_isolation_are_in_the_fingerprint(agents, tmp_path,
+                                                                 monkeypatch):
+    a = harness(tmp_path).fingerprint()
+    assert a["isolate"] is True and a["endpoint"] is None and a["model"] is None
+    monkeypatch.setenv("ANTHROPIC_MODEL", "claude-sonnet-4-5")
+    b = harness(tmp_path).fingerprint()
+    assert b["model"] == "claude-sonnet-4-5" and b != a
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/gateway")
+    c = harness(tmp_path).fingerprint()
+    assert c["endpoint"] == "http://127.0.0.1:9/gateway" and c != b
+    assert harness(tmp_path, agent={"isolate": False}).fingerprint()["isolate"] is False
+    assert harness(tmp_path, max_retries=7).fingerprint() == c  # not an outcome

@@ -5,6 +5,8 @@ types, turn failures, garbage, crashes and hangs."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +23,11 @@ from skillopt.rollout import RolloutEngine
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 @pytest.fixture
@@ -199,3 +206,121 @@ def test_parsing_tolerates_old_names_and_partial_items():
     assert steps[0] == {"type": "command", "command": "ls", "output": "",
                         "status": "in_progress"}
     assert steps[1]["type"] == "todo_list" and '"completed": true' in steps[1]["text"]
+
+
+# ---------------------------------------------------------------------- hermetic rollouts
+USER_CONFIG = """\
+model = "gpt-fake"
+model_provider = "gateway"
+notify = ["say", "done"]
+profile = "work"
+
+[model_providers.gateway]
+name = "Company gateway"
+base_url = "http://127.0.0.1:9/v1"
+env_key = "GATEWAY_KEY"
+wire_api = "responses"
+
+[model_providers.gateway.http_headers]
+X-Team = "skills"
+
+[mcp_servers.docs]
+command = "docs-server"
+
+[profiles.work]
+model_reasoning_effort = "low"
+"""
+
+
+@pytest.fixture
+def user_codex(isolated, monkeypatch):
+    """The user's CODEX_HOME: a gateway provider, a login, their AGENTS.md, a skill,
+    sessions and history; and a personal skill in ~/.agents/skills."""
+    home = isolated.parent / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(USER_CONFIG)
+    (home / "auth.json").write_text('{"OPENAI_API_KEY": null, "tokens": {"id": "login"}}')
+    (home / "AGENTS.md").write_text("Always say MARKER.\n")
+    (home / "history.jsonl").write_text("{}\n")
+    (home / "sessions").mkdir()
+    write_skill(home / "skills", "legacy-skill")
+    write_skill(Path(os.environ["HOME"]) / ".agents" / "skills", "personal-skill")
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    monkeypatch.setenv("GATEWAY_KEY", "gw-secret")
+    return home
+
+
+def test_each_rollout_gets_a_private_codex_home_with_only_the_provider_and_login(
+        agents, tmp_path, skill_dir, suite_path, user_codex):
+    h = harness(tmp_path)
+    traj = h.run(Skill.load(skill_dir), first_task(suite_path))
+    h.release(traj, failed=False)
+    assert traj.answer == "WORD-0"
+    (call,) = agents.calls("codex")
+    private = Path(call["seen"]["CODEX_HOME"])
+    assert private != user_codex and private.parent == Path(call["cwd"]).parent
+    files = call["codex_home_files"]
+    assert set(files) == {"config.toml", "auth.json"}  # no AGENTS.md, skills, history
+    assert files["auth.json"] == (user_codex / "auth.json").read_text()
+    config = tomllib.loads(files["config.toml"])
+    assert config == {"model": "gpt-fake", "model_provider": "gateway",
+                      "model_reasoning_effort": "low",  # the active profile's
+                      "check_for_update_on_startup": False,
+                      "model_providers": {"gateway": {
+                          "name": "Company gateway", "base_url": "http://127.0.0.1:9/v1",
+                          "env_key": "GATEWAY_KEY", "wire_api": "responses",
+                          "http_headers": {"X-Team": "skills"}}}}
+    assert call["user_skills"] == []  # neither ~/.agents/skills nor $CODEX_HOME/skills
+    assert Path(call["seen"]["HOME"]) != Path(os.environ["HOME"])
+    assert call["env_values"] == {} and "GATEWAY_KEY" in call["env"]  # the provider's key
+    assert "--ephemeral" in call["argv"]  # no session files
+
+
+def test_without_isolation_codex_reads_the_users_own_home(agents, tmp_path, skill_dir,
+                                                          suite_path, user_codex):
+    h = harness(tmp_path, agent={"isolate": False})
+    h.release(h.run(Skill.load(skill_dir), first_task(suite_path)), failed=False)
+    (call,) = agents.calls("codex")
+    assert call["seen"]["CODEX_HOME"] == str(user_codex)
+    assert call["user_skills"] == ["legacy-skill", "personal-skill"]
+    assert "--ephemeral" in call["argv"]
+
+
+def test_a_missing_provider_key_is_an_auth_failure(agents, tmp_path, skill_dir, suite_path,
+                                                   user_codex, monkeypatch):
+    monkeypatch.delenv("GATEWAY_KEY")
+    h = harness(tmp_path)
+    traj = h.run(Skill.load(skill_dir), first_task(suite_path))
+    h.release(traj, failed=True)
+    assert traj.error_kind == "auth"
+    assert "Missing environment variable: `GATEWAY_KEY`" in traj.error
+
+
+def test_a_broken_sandbox_is_its_own_error_and_no_invocation(agents, tmp_path, skill_dir,
+                                                             suite_path):
+    agents.configure("codex", mode="sandbox_broken")
+    h = harness(tmp_path)
+    traj = h.run(Skill.load(skill_dir), first_task(suite_path))
+    h.release(traj, failed=True)
+    assert traj.answer is None and traj.error_kind == "sandbox"
+    assert "codex's sandbox (workspace-write) could not run commands (1 failed)" in traj.error
+    assert "bubblewrap" in traj.error
+    assert traj.skill_invoked is False  # the SKILL.md read failed: the skill was not loaded
+
+
+def test_the_model_provider_and_isolation_are_in_the_fingerprint(agents, tmp_path, user_codex):
+    a = harness(tmp_path).fingerprint()
+    assert a["model"] == "gpt-fake" and a["isolate"] is True
+    assert a["provider"] == {"name": "gateway", "base_url": "http://127.0.0.1:9/v1",
+                             "wire_api": "responses"}
+    assert harness(tmp_path, target="gpt-5").fingerprint()["model"] == "gpt-5"
+    (user_codex / "config.toml").write_text(USER_CONFIG.replace(":9/v1", ":10/v1"))
+    assert harness(tmp_path).fingerprint() != a
+    assert harness(tmp_path, agent={"isolate": False}).fingerprint()["isolate"] is False
+
+
+def test_a_config_codex_cannot_read_stops_before_any_task(agents, tmp_path, user_codex):
+    (user_codex / "config.toml").write_text("model = [unclosed\n")
+    with pytest.raises(HarnessError, match=r"config.toml: codex's config is not valid TOML"):
+        harness(tmp_path)
+    assert agents.calls("codex") == []

@@ -94,7 +94,7 @@ def test_resume_through_an_agent_harness_reuses_stored_rollouts(world, models,  
     assert initial_runs and all(p.endswith(("-5", "-6")) for p in initial_runs)
 
 
-def test_a_personal_copy_of_the_skill_stops_training_before_anything_runs(
+def test_without_isolation_a_personal_copy_of_the_skill_stops_training_before_anything_runs(
         world, models, agents, isolated, monkeypatch):  # noqa: F811
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     write_skill(isolated.parent / "home" / ".claude" / "skills", "words", body="# Old\n")
@@ -102,7 +102,8 @@ def test_a_personal_copy_of_the_skill_stops_training_before_anything_runs(
     models["set"](opt)
     with pytest.raises(HarnessError, match="holds a user-level skill named 'words'"):
         api.train(world["skill"], world["suite"],
-                  flags=flags(epochs=1, harness="claude-code", target=None))
+                  flags=flags(epochs=1, harness="claude-code", target=None,
+                              agent={"isolate": False}))
     assert agents.calls("claude") == [] and opt.prompts == []
     assert not (world["root"] / "runs").exists() or not any(
         (p / "run.yaml").exists() for p in (world["root"] / "runs").iterdir())
