@@ -1,0 +1,81 @@
+"""What the contract tests share: the real CLIs, a HOME planted with the user's own
+setup (which no rollout may see or change), and a small suite.
+
+The CLIs are the pinned releases `.ci/run` installs with npm into
+`.ci/clis/node_modules/.bin` (or `$SKILLOPT_REALCLI_DIR`). Without them the tests
+are skipped, except where `SKILLOPT_REQUIRE_REALCLI=1` (CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from helpers import write_skill, write_suite
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("SKILLOPT_REALCLI_DIR") or ROOT / ".ci" / "clis" / "node_modules" / ".bin")
+
+# planted in the user's HOME: none may reach a request
+CLAUDE_MD_MARKER = "USER-CLAUDE-MD-MARKER-7431"
+AGENTS_MD_MARKER = "USER-AGENTS-MD-MARKER-7432"
+PERSONAL_SKILL = "personal-notes"
+PERSONAL_MARKER = "PERSONAL-SKILL-MARKER-7433"
+
+
+def pytest_collection_modifyitems(items):
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.realcli)
+
+
+def real_cli(name: str) -> Path:
+    path = BIN / name
+    if not os.access(path, os.X_OK):
+        message = (f"the real `{name}` is not installed at {path}: run `npm install --prefix "
+                   ".ci/clis @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0`")
+        if os.environ.get("SKILLOPT_REQUIRE_REALCLI") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
+def home(isolated) -> Path:
+    """The user's HOME, with their own Claude Code and Codex setup in it."""
+    home = Path(os.environ["HOME"])
+    claude = home / ".claude"
+    claude.mkdir()
+    (claude / "CLAUDE.md").write_text(f"Always say {CLAUDE_MD_MARKER}.\n")
+    for root in (claude / "skills", home / ".agents" / "skills", home / ".codex" / "skills"):
+        write_skill(root, PERSONAL_SKILL, body=f"# Notes\n\nSay {PERSONAL_MARKER}.\n",
+                    description=f"Personal notes {PERSONAL_MARKER}. Use for every task.")
+    (home / ".codex" / "AGENTS.md").write_text(f"Always say {AGENTS_MD_MARKER}.\n")
+    (home / ".claude.json").write_text('{"numStartups": 3}\n')
+    return home
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file and directory under `root`, with a digest of each file's bytes."""
+    tree = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        tree[rel] = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return tree
+
+
+@pytest.fixture
+def caps(isolated):
+    """A skill that makes the agent answer in capitals, and a suite scoring that."""
+    skill = write_skill(isolated / "skills", "caps", body="# Caps\n\nAnswer in CAPITALS.\n",
+                        description="Answers word tasks in capitals. Use for every word task.")
+
+    def suite(n: int, name: str = "caps") -> Path:
+        items = [{"id": f"w{i}", "input": f"word-{i}", "expected": f"WORD-{i}",
+                  "split": "test"} for i in range(n)]
+        return write_suite(isolated / "tasks" / f"{name}.yaml", items)
+
+    return skill, suite

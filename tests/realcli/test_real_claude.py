@@ -1,0 +1,191 @@
+"""The claude-code harness against the REAL Claude Code CLI (the release `.ci/run`
+pins), pointed at a loopback fake of the Anthropic Messages API.
+
+The fake "model" follows the skill when the CLI has loaded it into the
+conversation: it answers a `word-N` task in capitals, else as given. So a score
+says whether the skill under test reached the model, and the logged request
+bodies say what else did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from conftest import (
+    CLAUDE_MD_MARKER,
+    PERSONAL_MARKER,
+    PERSONAL_SKILL,
+    real_cli,
+    snapshot,
+)
+from fakes.anthropic_api import (
+    FakeAnthropic,
+    Turn,
+    all_text,
+    prompt_text,
+    skills_listed,
+    skills_loaded,
+)
+from typer.testing import CliRunner
+
+from skillopt.cli.main import app
+
+runner = CliRunner()
+VERSION = "2.1.197"
+
+
+def caps_model(body: dict) -> Turn:
+    """Load the caps skill when it is listed and not loaded yet; answer the task in
+    capitals once it is loaded, as given otherwise."""
+    if "caps" in skills_listed(body) and "caps" not in skills_loaded(body):
+        return Turn.tool_use("Skill", {"skill": "caps"})
+    task = prompt_text(body).split()[-1]
+    return Turn.text(task.upper() if "caps" in skills_loaded(body) else task)
+
+
+@pytest.fixture
+def claude(home, monkeypatch):
+    cli = real_cli("claude")
+    monkeypatch.setenv("PATH", f"{cli.parent}{os.pathsep}{os.environ['PATH']}")
+    for var in list(os.environ):
+        if var.startswith(("ANTHROPIC_", "CLAUDE_")):
+            monkeypatch.delenv(var)
+    apis = []
+
+    def start(responder=caps_model, **kwargs) -> FakeAnthropic:
+        api = FakeAnthropic(responder, **kwargs)
+        apis.append(api)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-0123456789")
+        return api
+
+    yield start
+    for api in apis:
+        api.close()
+
+
+def run(*args: str):
+    start = time.monotonic()
+    res = runner.invoke(app, ["eval", *map(str, args), "--harness", "claude-code"])
+    return res, time.monotonic() - start
+
+
+def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(claude, caps, home):
+    api = claude()
+    skill, suite = caps
+    before = snapshot(home)
+    res, _ = run(skill, "--tasks", suite(3), "--compare-no-skill", "--concurrency", "3",
+                 "--json", "out.json")
+    assert res.exit_code == 0, res.output
+    assert "Δ test: +1.000" in res.stdout  # 3/3 with the skill, 0/3 without
+    assert "skill invoked in 3/3 traced rollouts" in res.stdout
+    bodies = api.messages_requests()
+    with_skill = [b for b in bodies if "caps" in skills_listed(b)]
+    # skill runs: the listing, then the answer after loading it (2 calls each); the
+    # baseline's 3 calls list no caps skill
+    assert len(with_skill) == 6 and len(bodies) == 9
+    # nothing of the user's own setup reached any request, side requests included
+    for r in api.requests:
+        text = json.dumps(r.get("body") or {})
+        assert CLAUDE_MD_MARKER not in text and PERSONAL_MARKER not in text
+        assert PERSONAL_SKILL not in text
+    assert all(PERSONAL_SKILL not in skills_listed(b) for b in bodies)
+    # no session-title request (non-essential traffic is off): every call is the agent's
+    assert api.side_requests() == []
+    # nothing written under HOME: no transcript, no ~/.claude.json counter, no telemetry
+    assert snapshot(home) == before
+    # usage and cost read back: what the fake sent, priced by the CLI
+    data = json.loads(open("out.json").read())
+    skill_row = next(r for r in data["results"] if r["variant"] == "skill")
+    sent = [r["usage"] for r in api.requests if r["main"] and "caps" in skills_listed(r["body"])]
+    assert skill_row["tokens"] == sum(u["input_tokens"] + u["output_tokens"] for u in sent)
+    assert skill_row["cost"] > 0 and skill_row["model_calls"] == 6
+    info = next(r for r in data["rollouts"] if r["variant"] == "skill")["info"]
+    assert info["cli_version"] == VERSION and info["model"]  # what really ran
+
+
+def test_without_isolation_the_users_setup_leaks_which_is_why_it_is_the_default(
+        claude, caps, home, isolated):
+    (isolated / "skillopt.yaml").write_text("agent:\n  isolate: false\n")
+    api = claude()
+    skill, suite = caps
+    res, _ = run(skill, "--tasks", suite(1))
+    assert res.exit_code == 0, res.output
+    (body, *_) = api.messages_requests()
+    assert CLAUDE_MD_MARKER in all_text(body) and PERSONAL_SKILL in skills_listed(body)
+
+
+def test_explicit_invocation_is_counted(claude, caps, isolated):
+    (isolated / "skillopt.yaml").write_text("agent:\n  invoke: explicit\n")
+    api = claude()
+    skill, suite = caps
+    res, _ = run(skill, "--tasks", suite(2))
+    assert res.exit_code == 0, res.output
+    assert "skill invoked in 2/2 traced rollouts" in res.stdout
+    assert "mean" in res.stdout and "1.000" in res.stdout
+    # the CLI expanded /caps into the prompt: one call each, no Skill tool call
+    assert len(api.messages_requests()) == 2
+    assert all(skills_loaded(b) == ["caps"] for b in api.messages_requests())
+
+
+def test_the_model_that_decides_the_answer_is_in_the_fingerprint(claude, caps, monkeypatch):
+    api = claude()
+    skill, suite = caps
+    tasks = suite(2)
+    res, _ = run(skill, "--tasks", tasks)
+    assert res.exit_code == 0 and len(api.messages_requests()) == 4
+    res, _ = run(skill, "--tasks", tasks)  # the same: served from the store
+    assert res.exit_code == 0 and len(api.messages_requests()) == 4
+    monkeypatch.setenv("ANTHROPIC_MODEL", "claude-sonnet-4-5")
+    res, _ = run(skill, "--tasks", tasks)
+    assert res.exit_code == 0, res.output
+    fresh = api.messages_requests()[4:]
+    assert len(fresh) == 4 and {b["model"] for b in fresh} == {"claude-sonnet-4-5"}
+
+
+def test_a_bad_key_is_an_auth_failure_that_stops_the_run_in_seconds(claude, caps):
+    claude(fail_all=Turn.error(401))
+    skill, suite = caps
+    res, took = run(skill, "--tasks", suite(4), "--concurrency", "1")
+    assert res.exit_code == 2
+    text = " ".join(res.stderr.split())
+    assert "tasks in a row failed the same way (auth)" in text
+    assert "API error 401" in text
+    assert took < 60  # claude's own 10 retries would take about 3 minutes per task
+
+
+def test_a_server_failing_every_call_stops_after_five(claude, caps):
+    claude(fail_all=Turn.error(500))
+    skill, suite = caps
+    res, took = run(skill, "--tasks", suite(7), "--concurrency", "1")
+    assert res.exit_code == 2
+    assert "5 tasks in a row failed the same way (server)" in " ".join(res.stderr.split())
+    assert took < 90
+
+
+def test_a_hung_endpoint_times_out_and_stops_after_five(claude, caps, isolated):
+    (isolated / "skillopt.yaml").write_text("agent:\n  timeout: 2\n")
+    claude(fail_all=Turn.hang())
+    skill, suite = caps
+    res, took = run(skill, "--tasks", suite(7), "--concurrency", "5")
+    assert res.exit_code == 2
+    assert "5 tasks in a row failed the same way (timeout)" in " ".join(res.stderr.split())
+    assert took < 60
+
+
+def test_a_skill_the_cli_did_not_discover_is_an_error_not_a_score(claude, caps, isolated):
+    # with slash commands disabled the CLI loads no skill at all: as if skillopt had
+    # installed it where the CLI does not look
+    (isolated / "skillopt.yaml").write_text(
+        "claude_code:\n  args: [--disable-slash-commands]\n")
+    api = claude()
+    skill, suite = caps
+    res, _ = run(skill, "--tasks", suite(3), "--concurrency", "1")
+    assert res.exit_code == 2
+    text = " ".join(res.stderr.split())
+    assert "failed the same way (not_discovered)" in text
+    assert "claude did not discover the skill 'caps'" in text
+    assert len(api.messages_requests()) >= 2
