@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated
 
 import typer
@@ -51,4 +52,11 @@ ship_cli.register(app)
 
 
 def run() -> None:
+    # a stop from outside (a CI job's timeout, `kill`) is handled as Ctrl-C is: the
+    # agents still running are killed and every finished rollout is kept
+    signal.signal(signal.SIGTERM, _terminated)
     app()
+
+
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt

@@ -41,6 +41,9 @@ _KIND_PATTERNS = (
         r"quota|credit balance|billing|usage limit|insufficient[_ ](funds|credit)|"
         r"payment required|\b402\b|out of credits|spend limit", re.I)),
     ("rate_limit", re.compile(r"rate[ _-]?limit|\b429\b|too many requests|overloaded", re.I)),
+    ("not_found", re.compile(r"model[_ ]not[_ ]found|model `[^`]*` does not exist", re.I)),
+    ("server", re.compile(r"high demand|internal server error|service unavailable|bad gateway|"
+                          r"\b50[0-4]\b|stream disconnected before completion", re.I)),
 )
 
 

@@ -158,6 +158,10 @@ class CodexHarness(AgentHarness):
         events = read_jsonl(result.stdout)
         name = None if skill.is_empty else install_name(skill)
         steps, messages, invoked = item_steps(events, name)
+        if name and self.agent.invoke == "explicit":
+            # codex pastes an installed skill's SKILL.md into the conversation for a
+            # `$name` in the prompt (observed with 0.171): no event shows it
+            invoked = True
         usage = Usage()
         turns = completed = 0
         failures = []
@@ -238,9 +242,12 @@ def read_config(path: Path) -> dict:
 
 def provider_config(config: dict) -> dict:
     """What a private CODEX_HOME's config.toml holds: the provider settings of the
-    user's, and no update check."""
+    user's; no analytics and no remote plugins (codex 0.171 otherwise contacts
+    ab.chatgpt.com, chatgpt.com and github.com on every run), and a connection that
+    cannot be made fails the turn instead of being retried without end."""
     kept = {k: config[k] for k in PROVIDER_KEYS if k in config}
-    kept["check_for_update_on_startup"] = False
+    kept["analytics"] = {"enabled": False}
+    kept["features"] = {"plugins": False, "unbounded_connection_retries": False}
     return kept
 
 

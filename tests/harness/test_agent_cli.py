@@ -69,7 +69,8 @@ def test_auth_failure_on_every_task_exits_with_the_clis_message(agents, project)
     assert "Traceback" not in res.stderr
 
 
-def test_ctrl_c_kills_the_agents_still_running(agents, project, isolated):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_a_kill_stops_the_agents_still_running(agents, project, isolated, sig):
     agents.configure("claude", mode="hang")
     skill, suite = project
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
@@ -82,7 +83,7 @@ def test_ctrl_c_kills_the_agents_still_running(agents, project, isolated):
         time.sleep(0.05)
     assert len(agents.hang_pids()) == 4
     start = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert time.monotonic() - start < 10  # not the 600 s agent timeout

@@ -265,7 +265,8 @@ def test_each_rollout_gets_a_private_codex_home_with_only_the_provider_and_login
     config = tomllib.loads(files["config.toml"])
     assert config == {"model": "gpt-fake", "model_provider": "gateway",
                       "model_reasoning_effort": "low",  # the active profile's
-                      "check_for_update_on_startup": False,
+                      "analytics": {"enabled": False},
+                      "features": {"plugins": False, "unbounded_connection_retries": False},
                       "model_providers": {"gateway": {
                           "name": "Company gateway", "base_url": "http://127.0.0.1:9/v1",
                           "env_key": "GATEWAY_KEY", "wire_api": "responses",
@@ -324,3 +325,14 @@ def test_a_config_codex_cannot_read_stops_before_any_task(agents, tmp_path, user
     with pytest.raises(HarnessError, match=r"config.toml: codex's config is not valid TOML"):
         harness(tmp_path)
     assert agents.calls("codex") == []
+
+
+def test_explicit_invocation_counts_as_invoked_without_a_read(agents, tmp_path, skill_dir,
+                                                              suite_path):
+    agents.configure("codex", invoke=False)  # no command reads SKILL.md
+    h = harness(tmp_path, agent={"invoke": "explicit"})
+    traj = h.run(Skill.load(skill_dir), first_task(suite_path))
+    h.release(traj, failed=True)
+    assert agents.calls("codex")[0]["stdin"].startswith("$caps ")
+    assert not any("SKILL.md" in json.dumps(s) for s in traj.steps)
+    assert traj.skill_invoked is True  # codex pastes the skill in for `$caps`
