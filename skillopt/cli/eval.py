@@ -121,6 +121,10 @@ def render(result: EvalResult) -> None:
                   + f" · pass→fail {len(c.pass_to_fail)}"
                   + (f": {escape(fmt_ids(c.pass_to_fail))}" if c.pass_to_fail else ""),
                   soft_wrap=True)
+    ran = sorted({str(r.trajectory["info"]["model"]) for r in result.all_rollouts
+                  if isinstance((r.trajectory.get("info") or {}).get("model"), str)})
+    if ran:  # what the agent CLI says it ran: the answer to "target default"
+        out.print(f"model reported by the agent: {escape(', '.join(ran))}", soft_wrap=True)
     for r in result.results:
         invoked, traced = r.invocations
         if traced:

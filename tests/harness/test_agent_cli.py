@@ -39,6 +39,8 @@ def test_eval_through_an_agent_cli(agents, project, isolated, harness):
     assert res.exit_code == 0, res.output
     assert f"target default · harness {harness}" in res.stdout
     assert "skill invoked in 4/4 traced rollouts (skill · test)" in res.stdout
+    if harness == "claude-code":  # its init event names the model it ran
+        assert "model reported by the agent: claude-opus-4-8[1m]" in res.stdout
     assert "Δ test: +1.000" in res.stdout
     assert "kept 4 workspace(s) of failed tasks" in res.stderr  # the no-skill failures
     data = json.loads((isolated / "out.json").read_text())

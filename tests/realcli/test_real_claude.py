@@ -105,6 +105,7 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(claude, caps
     assert skill_row["cost"] > 0 and skill_row["model_calls"] == 6
     info = next(r for r in data["rollouts"] if r["variant"] == "skill")["info"]
     assert info["cli_version"] == VERSION and info["model"]  # what really ran
+    assert f"model reported by the agent: {info['model']}" in res.stdout
 
 
 def test_without_isolation_the_users_setup_leaks_which_is_why_it_is_the_default(
