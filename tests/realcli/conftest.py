@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import pytest
 from helpers import write_skill, write_suite
+from typer.testing import CliRunner
+
+from skillopt.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("SKILLOPT_REALCLI_DIR") or ROOT / ".ci" / "clis" / "node_modules" / ".bin")
@@ -79,3 +83,10 @@ def caps(isolated):
         return write_suite(isolated / "tasks" / f"{name}.yaml", items)
 
     return skill, suite
+
+
+def run_eval(harness: str, *args):
+    """`skillopt eval ARGS --harness HARNESS` in process: (result, seconds taken)."""
+    start = time.monotonic()
+    res = CliRunner().invoke(app, ["eval", *map(str, args), "--harness", harness])
+    return res, time.monotonic() - start

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 from conftest import (
@@ -19,6 +18,7 @@ from conftest import (
     PERSONAL_MARKER,
     PERSONAL_SKILL,
     real_cli,
+    run_eval,
     snapshot,
 )
 from fakes.anthropic_api import (
@@ -29,11 +29,7 @@ from fakes.anthropic_api import (
     skills_listed,
     skills_loaded,
 )
-from typer.testing import CliRunner
 
-from skillopt.cli.main import app
-
-runner = CliRunner()
 VERSION = "2.1.197"
 
 
@@ -67,10 +63,8 @@ def claude(home, monkeypatch):
         api.close()
 
 
-def run(*args: str):
-    start = time.monotonic()
-    res = runner.invoke(app, ["eval", *map(str, args), "--harness", "claude-code"])
-    return res, time.monotonic() - start
+def run(*args):
+    return run_eval("claude-code", *args)
 
 
 def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(claude, caps, home):

@@ -14,11 +14,17 @@ import json
 import os
 import re
 import shlex
-import time
 from pathlib import Path
 
 import pytest
-from conftest import AGENTS_MD_MARKER, PERSONAL_MARKER, PERSONAL_SKILL, real_cli, snapshot
+from conftest import (
+    AGENTS_MD_MARKER,
+    PERSONAL_MARKER,
+    PERSONAL_SKILL,
+    real_cli,
+    run_eval,
+    snapshot,
+)
 from fakes.responses_api import (
     FakeResponses,
     all_text,
@@ -32,11 +38,7 @@ from fakes.responses_api import (
     text,
     user_skills,
 )
-from typer.testing import CliRunner
 
-from skillopt.cli.main import app
-
-runner = CliRunner()
 VERSION = "codex-cli 0.171.0"
 KEY = "FAKE_PROVIDER_KEY"
 
@@ -76,10 +78,8 @@ def codex(home, monkeypatch):
         api.close()
 
 
-def run(*args: str):
-    start = time.monotonic()
-    res = runner.invoke(app, ["eval", *map(str, args), "--harness", "codex"])
-    return res, time.monotonic() - start
+def run(*args):
+    return run_eval("codex", *args)
 
 
 def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(codex, caps, home):
