@@ -21,7 +21,7 @@ import socket
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,7 +93,8 @@ class ValidateResult:
 def validate(skill_path: str | Path, suite_path: str | Path, *, split: str = "test",
              min_score: float | None = None, baseline: str | None = None,
              max_regressions: int | None = None, flags: dict[str, Any] | None = None,
-             observers: Sequence = ()) -> ValidateResult:
+             observers: Sequence = (),
+             warn: Callable[[str], None] | None = None) -> ValidateResult:
     """Lint `skill_path`, then score it (and the baseline) on `split` of the suite."""
     from skillopt.api import prepare
     from skillopt.suite.loader import load_suite, require_split
@@ -120,6 +121,8 @@ def validate(skill_path: str | Path, suite_path: str | Path, *, split: str = "te
     skill = Skill.load(skill_path)
     with _baseline(skill, baseline) as (base_skill, base_label, base_note):
         ctx = prepare(suite, flags, skills=[skill])
+        for notice in ctx.settings.notices if warn is not None else ():
+            warn(notice)
         engine = ctx.engine(observers)
         start = time.perf_counter()
         try:

@@ -24,6 +24,7 @@ from skillopt.cli.common import (
     handle_errors,
     make_progress,
     out,
+    warn,
 )
 from skillopt.cli.eval import ProgressObserver
 from skillopt.errors import InputError
@@ -145,7 +146,7 @@ def validate_cmd(
     with make_progress() as progress:
         result = api.validate(skill, tasks, split=split, min_score=min_score, baseline=baseline,
                               max_regressions=max_regressions, flags=flags,
-                              observers=[ProgressObserver(progress)])
+                              observers=[ProgressObserver(progress)], warn=warn)
     for path, text in ((junit, junit_xml(result) if junit else ""),
                        (summary, summary_markdown(result) if summary else "")):
         if path is not None:

@@ -147,3 +147,15 @@ def test_a_suite_default_target_the_cli_cannot_run_gives_way_to_its_default(
     res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness",
                               "claude-code", "--target", "local/gemma3-270m"])
     assert res.exit_code == 2 and "skillopt runs itself" in res.stderr
+
+
+def test_validate_says_so_too_when_the_suite_default_target_gives_way(agents, project,
+                                                                       isolated):
+    skill, _ = project
+    items = [{"id": "w", "input": "word-1", "expected": "WORD-1", "split": "test"}]
+    suite = write_suite(isolated / "tasks" / "local.yaml", items,
+                        defaults={"target": "local/gemma3-270m"})
+    res = runner.invoke(app, ["validate", str(skill), "--tasks", str(suite), "--harness",
+                              "claude-code", "--min-score", "1"])
+    assert res.exit_code == 0, res.output
+    assert "'local/gemma3-270m' is a model skillopt runs itself" in res.stderr
