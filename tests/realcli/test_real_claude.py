@@ -29,6 +29,10 @@ from fakes.anthropic_api import (
     skills_listed,
     skills_loaded,
 )
+from helpers import write_suite
+from typer.testing import CliRunner
+
+from skillopt.cli.main import app
 
 VERSION = "2.1.197"
 
@@ -74,13 +78,13 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(claude, caps
     res, _ = run(skill, "--tasks", suite(3), "--compare-no-skill", "--concurrency", "3",
                  "--json", "out.json")
     assert res.exit_code == 0, res.output
-    assert "Δ test: +1.000" in res.stdout  # 3/3 with the skill, 0/3 without
-    assert "skill invoked in 3/3 traced rollouts" in res.stdout
+    assert "Δ test: +1.000" in res.stdout, res.output  # 3/3 with the skill, 0/3 without
+    assert "skill invoked in 3/3 traced rollouts" in res.stdout, res.output
     bodies = api.messages_requests()
     with_skill = [b for b in bodies if "caps" in skills_listed(b)]
     # skill runs: the listing, then the answer after loading it (2 calls each); the
     # baseline's 3 calls list no caps skill
-    assert len(with_skill) == 6 and len(bodies) == 9
+    assert (len(with_skill), len(bodies)) == (6, 9), api.paths()
     # nothing of the user's own setup reached any request, side requests included
     for r in api.requests:
         text = json.dumps(r.get("body") or {})
@@ -90,7 +94,9 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(claude, caps
     # no session-title request (non-essential traffic is off): every call is the agent's
     assert api.side_requests() == []
     # nothing written under HOME: no transcript, no ~/.claude.json counter, no telemetry
-    assert snapshot(home) == before
+    after = snapshot(home)
+    assert after == before, {k: (before.get(k), after.get(k)) for k in {*before, *after}
+                             if before.get(k) != after.get(k)}
     # usage and cost read back: what the fake sent, priced by the CLI
     data = json.loads(open("out.json").read())
     skill_row = next(r for r in data["results"] if r["variant"] == "skill")
@@ -184,3 +190,28 @@ def test_a_skill_the_cli_did_not_discover_is_an_error_not_a_score(claude, caps, 
     assert "failed the same way (not_discovered)" in text
     assert "claude did not discover the skill 'caps'" in text
     assert len(api.messages_requests()) >= 2
+
+
+def test_training_with_the_real_cli_learns_and_leaves_home_alone(claude, caps, home, isolated):
+    """The whole loop with a real agent: the fake model follows a worked example in
+    the skill (`Output: WORD-…`), which the offline exemplars optimizer writes from
+    the failures it sees; nothing of the run lands in HOME."""
+
+    def learns_from_examples(body):
+        if "caps" in skills_listed(body) and "caps" not in skills_loaded(body):
+            return Turn.tool_use("Skill", {"skill": "caps"})
+        task = prompt_text(body).split()[-1]
+        learned = "caps" in skills_loaded(body) and "Output: WORD-" in all_text(body)
+        return Turn.text(task.upper() if learned else task)
+
+    claude(learns_from_examples)
+    skill, _ = caps
+    items = [{"id": f"w{i}", "input": f"word-{i}", "expected": f"WORD-{i}"} for i in range(12)]
+    tasks = write_suite(isolated / "tasks" / "twelve.yaml", items)
+    before = snapshot(home)
+    res = CliRunner().invoke(app, ["train", str(skill), "--tasks", str(tasks), "--harness",
+                                   "claude-code", "--optimizer", "exemplars", "--epochs", "1",
+                                   "--batch-size", "4", "--concurrency", "4"])
+    assert res.exit_code == 0, res.output
+    assert "validation 0.000 → 1.000" in res.stdout
+    assert snapshot(home) == before

@@ -38,6 +38,10 @@ from fakes.responses_api import (
     text,
     user_skills,
 )
+from helpers import write_suite
+from typer.testing import CliRunner
+
+from skillopt.cli.main import app
 
 VERSION = "codex-cli 0.171.0"
 KEY = "FAKE_PROVIDER_KEY"
@@ -89,13 +93,13 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(codex, caps,
     res, _ = run(skill, "--tasks", suite(3), "--compare-no-skill", "--concurrency", "3",
                  "--json", "out.json")
     assert res.exit_code == 0, res.output
-    assert "Δ test: +1.000" in res.stdout  # 3/3 with the skill, 0/3 without
-    assert "skill invoked in 3/3 traced rollouts" in res.stdout
+    assert "Δ test: +1.000" in res.stdout, res.output  # 3/3 with the skill, 0/3 without
+    assert "skill invoked in 3/3 traced rollouts" in res.stdout, res.output
     bodies = api.turn_requests()
     with_skill = [b for b in bodies if "caps" in skills_listed(b)]
     # skill runs: the listing, the cat of SKILL.md, then the answer (2 calls each);
     # the baseline's 3 calls list no caps skill
-    assert len(with_skill) == 6 and len(bodies) == 9
+    assert (len(with_skill), len(bodies)) == (6, 9), [r.path for r in api.requests]
     # nothing of the user's own setup reached any request: not their AGENTS.md, not
     # ~/.agents/skills, not $CODEX_HOME/skills
     for body in bodies:
@@ -104,7 +108,9 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(codex, caps,
         assert PERSONAL_SKILL not in skills_listed(body)
     # the user's home, their CODEX_HOME included, is byte for byte as it was: no
     # sessions, no state databases, no installation id
-    assert snapshot(home) == before
+    after = snapshot(home)
+    assert after == before, {k: (before.get(k), after.get(k)) for k in {*before, *after}
+                             if before.get(k) != after.get(k)}
     data = json.loads(Path("out.json").read_text())
     skill_row = next(r for r in data["results"] if r["variant"] == "skill")
     assert skill_row["tokens"] == 3 * 2 * (100 + 20)  # two responses of the fake each
@@ -216,3 +222,29 @@ def test_a_broken_sandbox_is_its_own_failure_not_a_score(codex, caps, isolated, 
     assert "codex's sandbox (workspace-write) could not run commands" in text_
     assert "bwrap" in text_
     assert len(api.turn_requests()) >= 2
+
+
+def test_training_with_the_real_cli_learns_and_leaves_home_alone(codex, caps, home, isolated):
+    """The whole loop with a real agent: the fake model follows a worked example
+    (`Output: WORD-…`) in the SKILL.md it read, which the offline exemplars optimizer
+    writes from the failures it sees; nothing of the run lands in HOME."""
+
+    def learns_from_examples(body: dict):
+        outputs = " ".join(o.get("output", "") for o in function_outputs(body))
+        path = user_skills(body).get("caps")
+        if path is not None and not outputs:
+            return shell(f"cat {shlex.quote(str(path))}")
+        task = re.findall(r"\bword-\d+\b", " ".join(messages(body, "user")))[-1]
+        return text(task.upper() if "Output: WORD-" in outputs else task)
+
+    codex(learns_from_examples)
+    skill, _ = caps
+    items = [{"id": f"w{i}", "input": f"word-{i}", "expected": f"WORD-{i}"} for i in range(12)]
+    tasks = write_suite(isolated / "tasks" / "twelve.yaml", items)
+    before = snapshot(home)
+    res = CliRunner().invoke(app, ["train", str(skill), "--tasks", str(tasks), "--harness",
+                                   "codex", "--optimizer", "exemplars", "--epochs", "1",
+                                   "--batch-size", "4", "--concurrency", "4"])
+    assert res.exit_code == 0, res.output
+    assert "validation 0.000 → 1.000" in res.stdout
+    assert snapshot(home) == before
