@@ -190,7 +190,7 @@ def resolve_settings(flags: dict[str, Any] | None = None, *, suite_defaults: dic
     notices = []
     target = merged.get("target")
     if (target is not None and target == suite_target and merged.get("harness") in CLI_HARNESSES
-            and str(target).split("/", 1)[0] in ("local", "scripted")
+            and str(target).split("/", 1)[0] in SELF_RUN_PROVIDERS
             and not (flags or {}).get("target")):
         # a suite written for the chat harness names a model skillopt runs itself; an
         # agent CLI cannot, so it runs its own default model instead
@@ -209,6 +209,7 @@ def resolve_settings(flags: dict[str, Any] | None = None, *, suite_defaults: dic
 
 
 CLI_HARNESSES = ("claude-code", "codex")  # hand the target to a CLI as its --model
+SELF_RUN_PROVIDERS = ("local", "scripted")  # models skillopt runs itself, not a CLI
 
 
 SECTIONS = ("agent", "claude_code", "codex", "command")  # merged key by key across layers

@@ -121,8 +121,9 @@ def validate(skill_path: str | Path, suite_path: str | Path, *, split: str = "te
     skill = Skill.load(skill_path)
     with _baseline(skill, baseline) as (base_skill, base_label, base_note):
         ctx = prepare(suite, flags, skills=[skill])
-        for notice in ctx.settings.notices if warn is not None else ():
-            warn(notice)
+        if warn is not None:
+            for notice in ctx.settings.notices:
+                warn(notice)
         engine = ctx.engine(observers)
         start = time.perf_counter()
         try:

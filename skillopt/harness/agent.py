@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from skillopt.config import Settings
+from skillopt.config import SELF_RUN_PROVIDERS, Settings
 from skillopt.errors import HarnessError, InputError
 from skillopt.harness import process
 from skillopt.harness.base import Trajectory
@@ -121,7 +121,7 @@ def cli_model(target: str | None, harness: str, prefixes: tuple[str, ...]) -> st
     if not target or target == "default":
         return None
     provider = target.split("/", 1)[0] if "/" in target else ""
-    if provider in ("local", "scripted"):
+    if provider in SELF_RUN_PROVIDERS:
         raise InputError(f"{target!r} is a model skillopt runs itself, but the {harness} "
                          "harness hands the target to its CLI as --model: pass --target with a "
                          "model that CLI knows, or --target default for the CLI's own",

@@ -64,6 +64,7 @@ class ClaudeCodeHarness(AgentHarness):
         super().__init__(settings, settings.claude_code.binary)
         self.conf = settings.claude_code
         self.model = cli_model(settings.target, self.name, ("anthropic",))
+        self._settings: dict | None = None
 
     shadow_reason = "Claude Code prefers personal skills to project skills,"
 
@@ -83,14 +84,12 @@ class ClaudeCodeHarness(AgentHarness):
                 "tools": c.tools, "max_turns": c.max_turns, "args": c.args}
 
     def user_settings(self) -> dict:
-        """The user's own settings.json, which the CLI reads only when not isolated."""
-        if self.isolated:
-            return {}
-        try:
-            data = json.loads((self.config_dir() / "settings.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        """The user's own settings.json, which the CLI reads only when not isolated
+        (read once)."""
+        if self._settings is None:
+            self._settings = {} if self.isolated else _read_json(self.config_dir() /
+                                                                 "settings.json")
+        return self._settings
 
     def _setting(self, name: str) -> str | None:
         """A variable as the CLI sees it: the environment, else (not isolated) the
@@ -178,7 +177,7 @@ class ClaudeCodeHarness(AgentHarness):
         init = next((e for e in events if e.get("type") == "system"
                      and e.get("subtype") == "init"), None)
         info = _run_facts(init, events)
-        if name and self.agent.invoke == "explicit" and expanded(events, init, name):
+        if name and self.agent.invoke == "explicit" and expanded(init, name):
             invoked = True  # the CLI put the skill into the prompt: no Skill tool call
         final = next((e for e in reversed(events) if e.get("type") == "result"), None)
         listed = init.get("skills") if isinstance(init, dict) else None
@@ -276,17 +275,20 @@ def _lists(listed: list, name: str) -> bool:
     return any(_skill_name(x) == name or _skill_name(x).endswith(":" + name) for x in listed)
 
 
-def expanded(events: list[dict], init: dict | None, name: str) -> bool:
+def expanded(init: dict | None, name: str) -> bool:
     """Whether the CLI expanded an explicit `/name` in the prompt into the skill (it
-    then calls no Skill tool): the trace shows the command, or the init event lists
-    the skill among the commands it can expand."""
-    marker = f"<command-name>/{name}</command-name>"
-    for event in events:
-        if event.get("type") == "user" and marker in json.dumps(event.get("message"),
-                                                               ensure_ascii=False):
-            return True
+    then calls no Skill tool, and its stream shows nothing of the expansion): the
+    init event lists the skill among the commands it can expand."""
     commands = init.get("slash_commands") if isinstance(init, dict) else None
     return isinstance(commands, list) and _lists(commands, name)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def read_events(stdout: str) -> list[dict]:

@@ -81,6 +81,7 @@ class CodexHarness(AgentHarness):
         self.conf = settings.codex
         self.model = cli_model(settings.target, self.name, ("openai",))
         self._config: dict | None = None
+        self._private_config: str | None = None  # the config.toml of a private CODEX_HOME
 
     shadow_reason = "Codex would list both copies and could read either,"
 
@@ -138,8 +139,9 @@ class CodexHarness(AgentHarness):
         config.toml and its auth.json, nothing else (no AGENTS.md, skills, sessions,
         history, MCP servers or rules)."""
         home = ws.private("codex-home")
-        (home / CONFIG).write_text(to_toml(provider_config(self.user_config())),
-                                   encoding="utf-8")
+        if self._private_config is None:
+            self._private_config = to_toml(provider_config(self.user_config()))
+        (home / CONFIG).write_text(self._private_config, encoding="utf-8")
         copy_private(self.codex_home() / "auth.json", home / "auth.json")
         return home
 
