@@ -23,10 +23,14 @@ from skillopt.suite.loader import load_suite
 def write_fixture(root: Path, n: int) -> tuple[Path, Path]:
     skill = root / "skills" / "bench"
     skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: bench\ndescription: Benchmark skill. Use in "
-                                    "benchmarks.\n---\n# Bench\n\nAnswer with A.\n")
-    items = [{"id": f"t{i:05d}", "input": f"question {i}", "expected": "A", "split": "test"}
-             for i in range(n)]
+    (skill / "SKILL.md").write_text(
+        "---\nname: bench\ndescription: Benchmark skill. Use in "
+        "benchmarks.\n---\n# Bench\n\nAnswer with A.\n"
+    )
+    items = [
+        {"id": f"t{i:05d}", "input": f"question {i}", "expected": "A", "split": "test"}
+        for i in range(n)
+    ]
     suite = root / "bench.yaml"
     suite.write_text(yaml.safe_dump({"name": "bench", "items": items}))
     return skill, suite
@@ -35,8 +39,13 @@ def write_fixture(root: Path, n: int) -> tuple[Path, Path]:
 def timed_eval(skill, suite, store_path, model_name, concurrency):
     store = RolloutStore(store_path)
     start = time.perf_counter()
-    result = api.evaluate(skill, suite, split="test", store=store,
-                          flags={"target": model_name, "concurrency": concurrency})
+    result = api.evaluate(
+        skill,
+        suite,
+        split="test",
+        store=store,
+        flags={"target": model_name, "concurrency": concurrency},
+    )
     wall = time.perf_counter() - start
     store.close()
     return result, wall
@@ -53,14 +62,18 @@ def main() -> int:
         result, wall = timed_eval(skill, suite, root / "a.sqlite", "scripted/bench-fast", 8)
         n = len(result.all_rollouts)
         rate = n / wall
-        print(f"throughput: {n} rollouts in {wall:.3f}s = {rate:,.0f} rollouts/s "
-              f"(target >= 1,000; ratio {rate / 1000:.2f}x), model calls {fast.call_count}")
+        print(
+            f"throughput: {n} rollouts in {wall:.3f}s = {rate:,.0f} rollouts/s "
+            f"(target >= 1,000; ratio {rate / 1000:.2f}x), model calls {fast.call_count}"
+        )
 
         # 3. re-run unchanged: zero model calls
         before = fast.call_count
         _, wall2 = timed_eval(skill, suite, root / "a.sqlite", "scripted/bench-fast", 8)
-        print(f"re-run: {fast.call_count - before} model calls, {wall2:.3f}s = "
-              f"{wall2 / wall:.1%} of the first run's {wall:.3f}s")
+        print(
+            f"re-run: {fast.call_count - before} model calls, {wall2:.3f}s = "
+            f"{wall2 / wall:.1%} of the first run's {wall:.3f}s"
+        )
 
         # 2. concurrency: 256 tasks x 50 ms at --concurrency 32 -> ideal 8 x 50 ms
         slow = ScriptedModel(lambda m: "A", name="scripted/bench-slow", latency=0.05)
@@ -69,13 +82,17 @@ def main() -> int:
         res3, wall3 = timed_eval(skill, suite, root / "b.sqlite", "scripted/bench-slow", 32)
         ideal = 256 / 32 * 0.05
         phase = res3.results[0].wall_s
-        print(f"concurrency: 256 x 50 ms at 32 workers in {wall3:.3f}s end to end "
-              f"(rollout phase {phase:.3f}s); ideal {ideal:.3f}s; ratio {wall3 / ideal:.3f} "
-              f"end to end, {phase / ideal:.3f} rollout phase (target <= 1.15)")
+        print(
+            f"concurrency: 256 x 50 ms at 32 workers in {wall3:.3f}s end to end "
+            f"(rollout phase {phase:.3f}s); ideal {ideal:.3f}s; ratio {wall3 / ideal:.3f} "
+            f"end to end, {phase / ideal:.3f} rollout phase (target <= 1.15)"
+        )
         before = slow.call_count
         _, wall4 = timed_eval(skill, suite, root / "b.sqlite", "scripted/bench-slow", 32)
-        print(f"re-run (50 ms model): {slow.call_count - before} model calls, {wall4:.3f}s = "
-              f"{wall4 / wall3:.1%} of the first run's {wall3:.3f}s")
+        print(
+            f"re-run (50 ms model): {slow.call_count - before} model calls, {wall4:.3f}s = "
+            f"{wall4 / wall3:.1%} of the first run's {wall3:.3f}s"
+        )
 
         # where the fixed cost goes: loading and validating the 2,000-item suite
         start = time.perf_counter()

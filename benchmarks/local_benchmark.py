@@ -30,8 +30,9 @@ SUITES = ["product-codes", "name-format", "snake-case"]
 def prefix_reuse() -> None:
     suite = load_suite(ROOT / "tasks" / "product-codes.yaml")
     skill = Skill.load(ROOT / "skills" / "product-codes")
-    examples = "\n\n".join(f"Input: {t.prompt}\nOutput: {t.expected}"
-                           for t in suite.split("train")[:8])
+    examples = "\n\n".join(
+        f"Input: {t.prompt}\nOutput: {t.expected}" for t in suite.split("train")[:8]
+    )
     skill = skill.with_body(skill.body + "\n## Examples\n\n" + examples + "\n")
     tasks = suite.split("val") + suite.split("test")
     rates = {}
@@ -43,26 +44,32 @@ def prefix_reuse() -> None:
         for t in tasks:
             harness.run(skill, t)
         rates[reuse] = len(tasks) / (time.perf_counter() - start)
-    print(f"local model, skill with 8 examples ({len(tasks)} tasks): "
-          f"{rates[True]:.1f} rollouts/s with prefix reuse, {rates[False]:.1f} without "
-          f"({rates[True] / rates[False]:.2f}x)")
+    print(
+        f"local model, skill with 8 examples ({len(tasks)} tasks): "
+        f"{rates[True]:.1f} rollouts/s with prefix reuse, {rates[False]:.1f} without "
+        f"({rates[True] / rates[False]:.2f}x)"
+    )
 
 
 def train(name: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        result = api.train(ROOT / "skills" / name, ROOT / "tasks" / f"{name}.yaml",
-                           flags={"store": str(Path(tmp) / "store.sqlite"),
-                                  "run_dir": str(Path(tmp) / "runs")})
+        result = api.train(
+            ROOT / "skills" / name,
+            ROOT / "tasks" / f"{name}.yaml",
+            flags={"store": str(Path(tmp) / "store.sqlite"), "run_dir": str(Path(tmp) / "runs")},
+        )
         wall = time.perf_counter() - start
     s = result.summary
     t = s["test"]
     acct = s["accounting"]
-    print(f"{name}: test no skill {t['no_skill']['mean']:.3f} / initial "
-          f"{t['initial']['mean']:.3f} / best {t['best']['mean']:.3f} (n={t['best']['n']}); "
-          f"val {s['initial_val']:.3f} -> {s['best_val']:.3f}; decisions {s['decisions']}; "
-          f"target rollouts {acct['target_rollouts']} (+{acct['cached_rollouts']} cached); "
-          f"wall {wall:.1f}s")
+    print(
+        f"{name}: test no skill {t['no_skill']['mean']:.3f} / initial "
+        f"{t['initial']['mean']:.3f} / best {t['best']['mean']:.3f} (n={t['best']['n']}); "
+        f"val {s['initial_val']:.3f} -> {s['best_val']:.3f}; decisions {s['decisions']}; "
+        f"target rollouts {acct['target_rollouts']} (+{acct['cached_rollouts']} cached); "
+        f"wall {wall:.1f}s"
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -36,7 +36,9 @@ def write_suites(root: Path, n: int) -> dict[str, Path]:
         f.writelines(json.dumps(row) + "\n" for row in rows)
 
     def item_yaml(row: dict, merge: bool) -> str:
-        text = f"  - id: {row['id']}\n    input: {row['input']}\n    expected: '{row['expected']}'\n"
+        text = (
+            f"  - id: {row['id']}\n    input: {row['input']}\n    expected: '{row['expected']}'\n"
+        )
         if merge:
             text += "    <<: *defaults\n"
         if "metadata" in row:
@@ -52,8 +54,10 @@ def write_suites(root: Path, n: int) -> dict[str, Path]:
     # the first item carries the anchor; every other one merges its `split:` in
     merged = root / "bench-merge.yaml"
     with merged.open("w", encoding="utf-8") as f:
-        f.write("name: bench\nitems:\n  - &defaults\n    id: first\n    input: first\n"
-                "    expected: '0'\n    split: test\n")
+        f.write(
+            "name: bench\nitems:\n  - &defaults\n    id: first\n    input: first\n"
+            "    expected: '0'\n    split: test\n"
+        )
         f.writelines(item_yaml(row, True) for row in rows[1:])
     return {"jsonl": jsonl, "yaml": inline, "yaml-merge": merged}
 
@@ -94,8 +98,12 @@ def child(variant: str, path: Path) -> None:
 
 
 def measure(variant: str, path: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", variant, str(path)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", variant, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -111,15 +119,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         suites = write_suites(Path(tmp), args.items)
         ideal = measure("json.loads", suites["jsonl"])
-        print(f"ideal: bare json.loads per line of {args.items:,} items: {ideal['wall']:.2f}s, "
-              f"peak RSS {ideal['peak_mb']:.0f} MB")
+        print(
+            f"ideal: bare json.loads per line of {args.items:,} items: {ideal['wall']:.2f}s, "
+            f"peak RSS {ideal['peak_mb']:.0f} MB"
+        )
         for variant, path in suites.items():
             fig = measure(variant, path)
             size_mb = path.stat().st_size / 1e6
             rate = fig["n"] / fig["wall"]
-            line = (f"{variant}: {fig['n']:,} items ({size_mb:.1f} MB) in {fig['wall']:.2f}s = "
-                    f"{rate:,.0f} items/s, peak RSS {fig['peak_mb']:.0f} MB "
-                    f"(+{fig['peak_mb'] - fig['base_mb']:.0f} MB over the imported baseline)")
+            line = (
+                f"{variant}: {fig['n']:,} items ({size_mb:.1f} MB) in {fig['wall']:.2f}s = "
+                f"{rate:,.0f} items/s, peak RSS {fig['peak_mb']:.0f} MB "
+                f"(+{fig['peak_mb'] - fig['base_mb']:.0f} MB over the imported baseline)"
+            )
             if variant == "jsonl":
                 line += f"; {fig['wall'] / ideal['wall']:.1f}x the bare json.loads time"
             print(line)

@@ -46,9 +46,20 @@ class Optimizer:
         if '"notes"' in prompt:
             return json.dumps({"notes": "- noted"})
         self.n += 1
-        return json.dumps({"edits": [{"op": "add", "anchor": None, "section": "Notes",
-                                      "content": f"- note {self.n}", "rationale": "bench",
-                                      "evidence": []}]})
+        return json.dumps(
+            {
+                "edits": [
+                    {
+                        "op": "add",
+                        "anchor": None,
+                        "section": "Notes",
+                        "content": f"- note {self.n}",
+                        "rationale": "bench",
+                        "evidence": [],
+                    }
+                ]
+            }
+        )
 
 
 def suite(root: Path, n: int, split: dict | None) -> Path:
@@ -66,8 +77,10 @@ def suite(root: Path, n: int, split: dict | None) -> Path:
 def skill(root: Path) -> Path:
     d = root / "skills" / "bench"
     d.mkdir(parents=True)
-    (d / "SKILL.md").write_text("---\nname: bench\ndescription: Benchmark skill. Use in "
-                                "benchmarks.\n---\n# Bench\n\nUpper-case the item.\n")
+    (d / "SKILL.md").write_text(
+        "---\nname: bench\ndescription: Benchmark skill. Use in "
+        "benchmarks.\n---\n# Bench\n\nUpper-case the item.\n"
+    )
     return d
 
 
@@ -89,56 +102,85 @@ def run(root: Path, n: int, split: dict, **flags):
     register_model("scripted/bench-target", t)
     register_model("scripted/bench-optimizer", opt)
     start = time.perf_counter()
-    result = api.train(skill(root), suite(root, n, split),
-                       flags={"target": "scripted/bench-target",
-                              "optimizer": "scripted/bench-optimizer",
-                              "store": str(root / "store.sqlite"), "run_dir": str(root / "runs"),
-                              **flags})
+    result = api.train(
+        skill(root),
+        suite(root, n, split),
+        flags={
+            "target": "scripted/bench-target",
+            "optimizer": "scripted/bench-optimizer",
+            "store": str(root / "store.sqlite"),
+            "run_dir": str(root / "runs"),
+            **flags,
+        },
+    )
     return result, time.perf_counter() - start, t, opt
 
 
 def main() -> int:
     # 1. overhead per step: batch 40, val 40, many steps
     with tempfile.TemporaryDirectory() as tmp:
-        result, wall, t, opt = run(Path(tmp), 120, None, epochs=12, batch_size=40,
-                                   slow_update=False)
+        result, wall, t, opt = run(
+            Path(tmp), 120, None, epochs=12, batch_size=40, slow_update=False
+        )
         times = sorted(step_times(result.run_dir))
         steps = len(times)
         mean = sum(times) / steps
-        print(f"loop overhead per step (batch 40, val {len(_split(result, 'val'))}, "
-              f"zero-latency models): mean {mean * 1000:.1f} ms, median "
-              f"{times[steps // 2] * 1000:.1f} ms, max {times[-1] * 1000:.1f} ms over {steps} "
-              f"steps (target < 100 ms; ratio {mean / 0.1:.2f})")
+        print(
+            f"loop overhead per step (batch 40, val {len(_split(result, 'val'))}, "
+            f"zero-latency models): mean {mean * 1000:.1f} ms, median "
+            f"{times[steps // 2] * 1000:.1f} ms, max {times[-1] * 1000:.1f} ms over {steps} "
+            f"steps (target < 100 ms; ratio {mean / 0.1:.2f})"
+        )
 
     # 2. default settings on a 100-task suite
     with tempfile.TemporaryDirectory() as tmp:
-        result, wall, t, opt = run(Path(tmp), 100, {"seed": 7, "train": 0.4, "val": 0.3,
-                                                    "test": 0.3})
+        result, wall, t, opt = run(
+            Path(tmp), 100, {"seed": 7, "train": 0.4, "val": 0.3, "test": 0.3}
+        )
         state = json.loads((result.run_dir / "state.json").read_text())
         acct = state["accounting"]
         regular = [s for s in state["steps"] if s["kind"] == "step"]
         train_rollouts = sum(s["failures"] + s["successes"] + s["unscored"] for s in regular)
         events = [json.loads(x) for x in (result.run_dir / "events.jsonl").read_text().splitlines()]
-        fresh_val = sum(1 for e in events if e["event"] == "rollout" and not e["cached"]
-                        and "val (candidate)" in e["label"])
-        cached_val = sum(1 for e in events if e["event"] == "rollout" and e["cached"]
-                         and "val (incumbent)" in e["label"])
-        fresh_inc = sum(1 for e in events if e["event"] == "rollout" and not e["cached"]
-                        and "val (incumbent)" in e["label"])
+        fresh_val = sum(
+            1
+            for e in events
+            if e["event"] == "rollout" and not e["cached"] and "val (candidate)" in e["label"]
+        )
+        cached_val = sum(
+            1
+            for e in events
+            if e["event"] == "rollout" and e["cached"] and "val (incumbent)" in e["label"]
+        )
+        fresh_inc = sum(
+            1
+            for e in events
+            if e["event"] == "rollout" and not e["cached"] and "val (incumbent)" in e["label"]
+        )
         n_steps = len(regular)
-        print(f"default settings, 100 tasks (train {len(_split(result, 'train'))}, val "
-              f"{len(_split(result, 'val'))}, test {len(_split(result, 'test'))}): "
-              f"{n_steps} steps + {len(state['steps']) - n_steps - 1} slow updates")
-        print(f"  target rollouts run: {acct['target_rollouts']} per run "
-              f"({acct['target_rollouts'] / n_steps:.1f} per step), "
-              f"{acct['cached_rollouts']} served from the store; model calls {t.call_count}")
-        print(f"  optimizer calls: {acct['optimizer_calls']} per run "
-              f"({acct['optimizer_calls'] / n_steps:.1f} per step incl. slow updates and notes)")
-        print(f"  train rollouts {train_rollouts}, fresh candidate-val rollouts {fresh_val}: "
-              f"{fresh_val / max(1, train_rollouts):.2f} validation rollouts per training "
-              f"rollout (reference: about 5)")
-        print(f"  incumbent re-scoring: {fresh_inc} rollouts run, {cached_val} from the store "
-              f"(target: 0 run)")
+        print(
+            f"default settings, 100 tasks (train {len(_split(result, 'train'))}, val "
+            f"{len(_split(result, 'val'))}, test {len(_split(result, 'test'))}): "
+            f"{n_steps} steps + {len(state['steps']) - n_steps - 1} slow updates"
+        )
+        print(
+            f"  target rollouts run: {acct['target_rollouts']} per run "
+            f"({acct['target_rollouts'] / n_steps:.1f} per step), "
+            f"{acct['cached_rollouts']} served from the store; model calls {t.call_count}"
+        )
+        print(
+            f"  optimizer calls: {acct['optimizer_calls']} per run "
+            f"({acct['optimizer_calls'] / n_steps:.1f} per step incl. slow updates and notes)"
+        )
+        print(
+            f"  train rollouts {train_rollouts}, fresh candidate-val rollouts {fresh_val}: "
+            f"{fresh_val / max(1, train_rollouts):.2f} validation rollouts per training "
+            f"rollout (reference: about 5)"
+        )
+        print(
+            f"  incumbent re-scoring: {fresh_inc} rollouts run, {cached_val} from the store "
+            f"(target: 0 run)"
+        )
         print(f"  wall time {wall:.2f}s")
     return 0
 

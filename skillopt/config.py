@@ -39,23 +39,30 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     timeout: float = Field(600.0, gt=0, description="seconds per task; the process group is killed")
-    env: list[str] = Field(default_factory=list,
-                           description="extra environment variables passed to the agent")
+    env: list[str] = Field(
+        default_factory=list, description="extra environment variables passed to the agent"
+    )
     keep_workspaces: Literal["failed", "all", "none"] = "failed"
     trace: bool = Field(True, description="record the agent's tool steps (claude: stream-json)")
     invoke: Literal["auto", "explicit"] = Field(
-        "auto", description="auto: the agent picks the skill by its description; explicit: "
-                            "the prompt starts with /<name> (claude) or $<name> (codex)")
+        "auto",
+        description="auto: the agent picks the skill by its description; explicit: "
+        "the prompt starts with /<name> (claude) or $<name> (codex)",
+    )
     isolate: bool = Field(
-        True, description="claude-code and codex: each rollout runs with a private HOME (and "
-                          "CODEX_HOME) holding only what the CLI needs to reach its provider, so "
-                          "the user's CLAUDE.md, AGENTS.md, personal skills, settings, sessions "
-                          "and history neither reach a rollout nor receive anything from it; "
-                          "false: the CLI runs with the user's own home")
+        True,
+        description="claude-code and codex: each rollout runs with a private HOME (and "
+        "CODEX_HOME) holding only what the CLI needs to reach its provider, so "
+        "the user's CLAUDE.md, AGENTS.md, personal skills, settings, sessions "
+        "and history neither reach a rollout nor receive anything from it; "
+        "false: the CLI runs with the user's own home",
+    )
     pid_namespace: Literal["auto", "off"] = Field(
-        "auto", description="auto: each agent runs in its own PID namespace with its own /proc "
-                            "when the platform allows (Linux, util-linux unshare), so it cannot "
-                            "see skillopt or any other process; off: never")
+        "auto",
+        description="auto: each agent runs in its own PID namespace with its own /proc "
+        "when the platform allows (Linux, util-linux unshare), so it cannot "
+        "see skillopt or any other process; off: never",
+    )
 
 
 class ClaudeCodeSettings(BaseModel):
@@ -63,16 +70,21 @@ class ClaudeCodeSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     binary: str = "claude"
-    permission_mode: Literal["default", "acceptEdits", "plan", "auto", "dontAsk",
-                             "bypassPermissions"] = "acceptEdits"
+    permission_mode: Literal[
+        "default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"
+    ] = "acceptEdits"
     allowed_tools: list[str] | None = None
     disallowed_tools: list[str] | None = None
     tools: list[str] | None = None
     max_turns: int | None = Field(30, ge=1)
-    max_retries: int = Field(2, ge=0, description="CLAUDE_CODE_MAX_RETRIES for each rollout: "
-                                                  "how often claude retries a failed API call "
-                                                  "(its own default, 10, turns a bad key into "
-                                                  "minutes of waiting)")
+    max_retries: int = Field(
+        2,
+        ge=0,
+        description="CLAUDE_CODE_MAX_RETRIES for each rollout: "
+        "how often claude retries a failed API call "
+        "(its own default, 10, turns a bad key into "
+        "minutes of waiting)",
+    )
     args: list[str] = Field(default_factory=list, description="extra arguments, passed as is")
 
 
@@ -90,12 +102,15 @@ class CommandSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     argv: list[str] | str | None = None
-    output: str = Field("stdout", description="'stdout', or a file the program writes, "
-                                              "relative to the workspace")
-    skills_dir: str = Field(".agents/skills", description="where the skill is installed in "
-                                                          "the workspace")
-    version: str = Field("1", description="change it when the program changes, so stored "
-                                          "rollouts are not reused")
+    output: str = Field(
+        "stdout", description="'stdout', or a file the program writes, relative to the workspace"
+    )
+    skills_dir: str = Field(
+        ".agents/skills", description="where the skill is installed in the workspace"
+    )
+    version: str = Field(
+        "1", description="change it when the program changes, so stored rollouts are not reused"
+    )
 
 
 class Settings(BaseModel):
@@ -163,9 +178,14 @@ def find_project_file(start: Path | None = None) -> Path | None:
     return None
 
 
-def resolve_settings(flags: dict[str, Any] | None = None, *, suite_defaults: dict | None = None,
-                     suite_path: Path | None = None, project_file: Path | None = None,
-                     env: dict[str, str] | None = None) -> Settings:
+def resolve_settings(
+    flags: dict[str, Any] | None = None,
+    *,
+    suite_defaults: dict | None = None,
+    suite_path: Path | None = None,
+    project_file: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Settings:
     """Merge the layers (later wins) and validate the result."""
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
@@ -189,15 +209,21 @@ def resolve_settings(flags: dict[str, Any] | None = None, *, suite_defaults: dic
     _merge(merged, {k: v for k, v in (flags or {}).items() if v is not None})
     notices = []
     target = merged.get("target")
-    if (target is not None and target == suite_target and merged.get("harness") in CLI_HARNESSES
-            and str(target).split("/", 1)[0] in SELF_RUN_PROVIDERS
-            and not (flags or {}).get("target")):
+    if (
+        target is not None
+        and target == suite_target
+        and merged.get("harness") in CLI_HARNESSES
+        and str(target).split("/", 1)[0] in SELF_RUN_PROVIDERS
+        and not (flags or {}).get("target")
+    ):
         # a suite written for the chat harness names a model skillopt runs itself; an
         # agent CLI cannot, so it runs its own default model instead
         del merged["target"]
-        notices.append(f"the suite's default target {target!r} is a model skillopt runs itself, "
-                       f"which the {merged['harness']} harness cannot hand to its CLI: using the "
-                       "CLI's own default model (pass --target to choose one)")
+        notices.append(
+            f"the suite's default target {target!r} is a model skillopt runs itself, "
+            f"which the {merged['harness']} harness cannot hand to its CLI: using the "
+            "CLI's own default model (pass --target to choose one)"
+        )
     try:
         settings = Settings(**merged)
     except ValidationError as exc:
@@ -232,8 +258,11 @@ def _read_project_file(path: Path) -> dict:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", path=path,
-                         line=mark.line + 1 if mark else None) from None
+        raise InputError(
+            f"invalid YAML: {getattr(exc, 'problem', exc)}",
+            path=path,
+            line=mark.line + 1 if mark else None,
+        ) from None
     if not isinstance(data, dict):
         raise InputError("must be a mapping of settings", path=path)
     return data

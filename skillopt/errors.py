@@ -32,8 +32,15 @@ class InputError(SkilloptError):
 
     exit_code = 2
 
-    def __init__(self, message: str, *, path: object = None, item: str | None = None,
-                 field: str | None = None, line: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: object = None,
+        item: str | None = None,
+        field: str | None = None,
+        line: int | None = None,
+    ):
         self.path = path
         self.item = item
         self.field = field
@@ -41,8 +48,9 @@ class InputError(SkilloptError):
         super().__init__(_locate(message, path, item, field, line))
 
 
-def _locate(message: str, path: object, item: str | None, field: str | None,
-            line: int | None) -> str:
+def _locate(
+    message: str, path: object, item: str | None, field: str | None, line: int | None
+) -> str:
     where = []
     if path is not None:
         where.append(f"{path}:{line}" if line else str(path))
@@ -61,8 +69,9 @@ class ModelError(SkilloptError):
     `retryable` says whether a later run may succeed by simply trying again.
     """
 
-    def __init__(self, message: str, *, kind: str = "error", retryable: bool = True,
-                 attempts: int = 1):
+    def __init__(
+        self, message: str, *, kind: str = "error", retryable: bool = True, attempts: int = 1
+    ):
         self.kind = kind
         self.retryable = retryable
         self.attempts = attempts  # provider requests made before giving up

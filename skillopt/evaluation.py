@@ -121,8 +121,11 @@ class SplitResult:
         """(scored rollouts whose trace shows the skill invoked, scored rollouts whose
         trace can tell). An unscored rollout (the agent never answered) says nothing
         about whether the skill is used."""
-        known = [r.trajectory.get("skill_invoked") for r in self.rollouts
-                 if r.scored and isinstance(r.trajectory.get("skill_invoked"), bool)]
+        known = [
+            r.trajectory.get("skill_invoked")
+            for r in self.rollouts
+            if r.scored and isinstance(r.trajectory.get("skill_invoked"), bool)
+        ]
         return sum(known), len(known)
 
     @property
@@ -131,12 +134,24 @@ class SplitResult:
 
     def summary(self) -> dict:
         invoked, traced = self.invocations
-        return {"variant": self.variant, "split": self.split, "skill_hash": self.skill_hash,
-                "skill_invoked": invoked if traced else None, "traced": traced,
-                "mean": self.mean, "pass_rate": self.pass_rate, "n": self.n,
-                "tasks": self.tasks, "unscored": self.unscored, "cached": self.cached,
-                "model_calls": self.model_calls, "tokens": self.tokens, "cost": self.cost,
-                "cost_complete": self.cost_complete, "wall_s": round(self.wall_s, 3)}
+        return {
+            "variant": self.variant,
+            "split": self.split,
+            "skill_hash": self.skill_hash,
+            "skill_invoked": invoked if traced else None,
+            "traced": traced,
+            "mean": self.mean,
+            "pass_rate": self.pass_rate,
+            "n": self.n,
+            "tasks": self.tasks,
+            "unscored": self.unscored,
+            "cached": self.cached,
+            "model_calls": self.model_calls,
+            "tokens": self.tokens,
+            "cost": self.cost,
+            "cost_complete": self.cost_complete,
+            "wall_s": round(self.wall_s, 3),
+        }
 
 
 @dataclass
@@ -159,10 +174,17 @@ class Comparison:
         return self.candidate_mean - self.baseline_mean
 
     def summary(self) -> dict:
-        return {"split": self.split, "baseline": self.baseline, "candidate": self.candidate,
-                "n": self.n, "baseline_mean": self.baseline_mean,
-                "candidate_mean": self.candidate_mean, "delta": self.delta,
-                "fail_to_pass": self.fail_to_pass, "pass_to_fail": self.pass_to_fail}
+        return {
+            "split": self.split,
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "n": self.n,
+            "baseline_mean": self.baseline_mean,
+            "candidate_mean": self.candidate_mean,
+            "delta": self.delta,
+            "fail_to_pass": self.fail_to_pass,
+            "pass_to_fail": self.pass_to_fail,
+        }
 
 
 def compare(baseline: SplitResult, candidate: SplitResult) -> Comparison:
@@ -172,8 +194,12 @@ def compare(baseline: SplitResult, candidate: SplitResult) -> Comparison:
     bm = sum(b[t].value for t in paired) / len(paired) if paired else None
     cm = sum(c[t].value for t in paired) / len(paired) if paired else None
     return Comparison(
-        split=candidate.split, baseline=baseline.variant, candidate=candidate.variant,
-        n=len(paired), baseline_mean=bm, candidate_mean=cm,
+        split=candidate.split,
+        baseline=baseline.variant,
+        candidate=candidate.variant,
+        n=len(paired),
+        baseline_mean=bm,
+        candidate_mean=cm,
         fail_to_pass=[t for t in paired if not b[t].passed and c[t].passed],
         pass_to_fail=[t for t in paired if b[t].passed and not c[t].passed],
     )
@@ -202,10 +228,17 @@ class EvalResult:
 
     def to_dict(self) -> dict:
         return {
-            "skill": self.skill, "skill_hash": self.skill_hash, "suite": self.suite,
-            "target": self.target, "harness": self.harness, "store": self.store,
+            "skill": self.skill,
+            "skill_hash": self.skill_hash,
+            "suite": self.suite,
+            "target": self.target,
+            "harness": self.harness,
+            "store": self.store,
             "results": [r.summary() for r in self.results],
             "comparisons": [c.summary() for c in self.comparisons],
-            "rollouts": [{"variant": res.variant, **r.to_dict()}
-                         for res in self.results for r in res.rollouts],
+            "rollouts": [
+                {"variant": res.variant, **r.to_dict()}
+                for res in self.results
+                for r in res.rollouts
+            ],
         }

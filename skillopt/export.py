@@ -30,8 +30,11 @@ from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.skill.lint import Problem, lint_loaded
 
 TARGETS = ("claude-code", "codex", "agents", "agents-md")
-SKILL_DIRS = {"claude-code": ".claude/skills", "codex": ".agents/skills",
-              "agents": ".agents/skills"}
+SKILL_DIRS = {
+    "claude-code": ".claude/skills",
+    "codex": ".agents/skills",
+    "agents": ".agents/skills",
+}
 STRICT = {"codex", "agents"}  # read by many clients: only the open standard's keys
 
 
@@ -61,13 +64,20 @@ class ExportResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def destination(target: str, name: str, *, scope: str = "project", dest: Path | None = None,
-                env: dict | None = None) -> Path:
+def destination(
+    target: str,
+    name: str,
+    *,
+    scope: str = "project",
+    dest: Path | None = None,
+    env: dict | None = None,
+) -> Path:
     """Where `target` reads a skill called `name`. `dest` replaces the project
     directory (or, for user scope, the home directory)."""
     if target not in TARGETS:
-        raise InputError(f"unknown export target {target!r}; choose one of: "
-                         + ", ".join(TARGETS), field="--to")
+        raise InputError(
+            f"unknown export target {target!r}; choose one of: " + ", ".join(TARGETS), field="--to"
+        )
     if scope not in ("project", "user"):
         raise InputError(f"unknown scope {scope!r}; choose project or user", field="--scope")
     env = os.environ if env is None else env
@@ -76,14 +86,21 @@ def destination(target: str, name: str, *, scope: str = "project", dest: Path | 
         return base / "AGENTS.md" if target == "agents-md" else base / SKILL_DIRS[target] / name
     home = Path(dest) if dest is not None else Path(env.get("HOME") or Path.home())
     if target == "agents-md":
-        codex_home = Path(env["CODEX_HOME"]) if dest is None and env.get("CODEX_HOME") \
-            else home / ".codex"
+        codex_home = (
+            Path(env["CODEX_HOME"]) if dest is None and env.get("CODEX_HOME") else home / ".codex"
+        )
         return codex_home / "AGENTS.md"
     return home / SKILL_DIRS[target] / name
 
 
-def export(skill: Skill, target: str, *, scope: str = "project", dest: Path | None = None,
-           force: bool = False) -> ExportResult:
+def export(
+    skill: Skill,
+    target: str,
+    *,
+    scope: str = "project",
+    dest: Path | None = None,
+    force: bool = False,
+) -> ExportResult:
     """Write `skill` where `target` loads it; see the module notes for the rules."""
     path = destination(target, skill.name, scope=scope, dest=dest)
     problems = lint_loaded(skill, strict=target in STRICT)
@@ -97,8 +114,9 @@ def export(skill: Skill, target: str, *, scope: str = "project", dest: Path | No
     return _export_dir(skill, target, path, force, warnings)
 
 
-def _export_dir(skill: Skill, target: str, path: Path, force: bool,
-                warnings: list[str]) -> ExportResult:
+def _export_dir(
+    skill: Skill, target: str, path: Path, force: bool, warnings: list[str]
+) -> ExportResult:
     new = skill_files(skill)
     if path.exists():
         old = dir_files(path)
@@ -106,8 +124,10 @@ def _export_dir(skill: Skill, target: str, path: Path, force: bool,
             return ExportResult(skill.name, target, path, "unchanged", warnings=warnings)
         diff = files_diff(old, new, str(path))
         if not force:
-            raise Refused(f"{path} holds a different skill; not overwritten (pass --force to "
-                          "replace it)", diff)
+            raise Refused(
+                f"{path} holds a different skill; not overwritten (pass --force to replace it)",
+                diff,
+            )
         staging = path.with_name(f".{path.name}.skillopt-new")
         shutil.rmtree(staging, ignore_errors=True)
         skill.write(staging)
@@ -118,8 +138,9 @@ def _export_dir(skill: Skill, target: str, path: Path, force: bool,
         shutil.rmtree(backup, ignore_errors=True)
         return ExportResult(skill.name, target, path, "updated", diff, warnings)
     skill.write(path)
-    return ExportResult(skill.name, target, path, "created",
-                        files_diff({}, new, str(path)), warnings)
+    return ExportResult(
+        skill.name, target, path, "created", files_diff({}, new, str(path)), warnings
+    )
 
 
 # ---------------------------------------------------------------------- AGENTS.md
@@ -143,27 +164,37 @@ def section_text(skill: Skill) -> str:
 
 def _export_section(skill: Skill, path: Path, force: bool, warnings: list[str]) -> ExportResult:
     if skill.support:
-        warnings.append(f"{len(skill.support)} supporting file(s) are not part of AGENTS.md; "
-                        "export to `agents` or `claude-code` to ship them")
+        warnings.append(
+            f"{len(skill.support)} supporting file(s) are not part of AGENTS.md; "
+            "export to `agents` or `claude-code` to ship them"
+        )
     new_section = section_text(skill)
     old_text = path.read_text(encoding="utf-8") if path.is_file() else ""
     begin, end = begin_marker(skill.name), end_marker(skill.name)
     start = old_text.find(begin)
     if start == -1:
-        joiner = "" if not old_text or old_text.endswith("\n\n") else (
-            "\n" if old_text.endswith("\n") else "\n\n")
+        joiner = (
+            ""
+            if not old_text or old_text.endswith("\n\n")
+            else ("\n" if old_text.endswith("\n") else "\n\n")
+        )
         new_text = old_text + joiner + new_section
         action = "created" if not old_text else "updated"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(new_text, encoding="utf-8")
-        return ExportResult(skill.name, "agents-md", path, action,
-                            text_diff(old_text, new_text, str(path)), warnings)
+        return ExportResult(
+            skill.name,
+            "agents-md",
+            path,
+            action,
+            text_diff(old_text, new_text, str(path)),
+            warnings,
+        )
     stop = old_text.find(end, start)
     if stop == -1:
-        raise InputError(f"the section {begin} has no {end} line; fix the file by hand",
-                         path=path)
+        raise InputError(f"the section {begin} has no {end} line; fix the file by hand", path=path)
     stop += len(end)
-    if old_text[stop:stop + 1] == "\n":
+    if old_text[stop : stop + 1] == "\n":
         stop += 1
     old_section = old_text[start:stop]
     if old_section == new_section:
@@ -171,8 +202,11 @@ def _export_section(skill: Skill, path: Path, force: bool, warnings: list[str]) 
     new_text = old_text[:start] + new_section + old_text[stop:]
     diff = text_diff(old_text, new_text, str(path))
     if not force:
-        raise Refused(f"{path} has a different section for skill {skill.name!r}; not "
-                      "replaced (pass --force to replace it)", diff)
+        raise Refused(
+            f"{path} has a different section for skill {skill.name!r}; not "
+            "replaced (pass --force to replace it)",
+            diff,
+        )
     path.write_text(new_text, encoding="utf-8")
     return ExportResult(skill.name, "agents-md", path, "updated", diff, warnings)
 
@@ -192,8 +226,11 @@ def adopt(run, *, force: bool = False) -> AdoptResult:
     state = run.load_state() or {}
     best_dir = run.path / "best"
     if not (best_dir / SKILL_FILE).is_file():
-        raise InputError("the run has no best skill yet (it has not finished); continue it "
-                         f"with `skillopt train --resume {run.run_id}`", path=run.path)
+        raise InputError(
+            "the run has no best skill yet (it has not finished); continue it "
+            f"with `skillopt train --resume {run.run_id}`",
+            path=run.path,
+        )
     best = (best_dir / SKILL_FILE).read_text(encoding="utf-8")
     skill_dir = Path(config["skill"])
     target = skill_dir / SKILL_FILE
@@ -203,9 +240,11 @@ def adopt(run, *, force: bool = False) -> AdoptResult:
     diff = text_diff(current, best, str(target))
     initial = (state.get("initial") or {}).get("text")
     if initial is not None and current != initial and not force:
-        raise Refused(f"{target} changed since run {run.run_id} started; not overwritten "
-                      "(pass --force to replace your edits with the run's best)",
-                      text_diff(initial, current, str(target)))
+        raise Refused(
+            f"{target} changed since run {run.run_id} started; not overwritten "
+            "(pass --force to replace your edits with the run's best)",
+            text_diff(initial, current, str(target)),
+        )
     skill_dir.mkdir(parents=True, exist_ok=True)
     target.write_text(best, encoding="utf-8")
     return AdoptResult(run.run_id, skill_dir, "updated", diff)
@@ -221,8 +260,11 @@ def skill_files(skill: Skill) -> dict[str, bytes]:
 
 
 def dir_files(path: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(path)).replace(os.sep, "/"): p.read_bytes()
-            for p in sorted(path.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(path)).replace(os.sep, "/"): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
 
 
 def text_diff(old: str, new: str, name: str) -> str:
@@ -236,9 +278,14 @@ def text_diff(old: str, new: str, name: str) -> str:
             fromfile, tofile = f"a/{rel}", f"b/{rel}"
         except ValueError:
             fromfile = tofile = name
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True),
-                                        new.splitlines(keepends=True),
-                                        fromfile=fromfile, tofile=tofile))
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=fromfile,
+            tofile=tofile,
+        )
+    )
 
 
 def files_diff(old: dict[str, bytes], new: dict[str, bytes], root: str) -> str:
@@ -249,8 +296,7 @@ def files_diff(old: dict[str, bytes], new: dict[str, bytes], root: str) -> str:
             continue
         name = f"{root}/{rel}"
         try:
-            parts.append(text_diff((a or b"").decode("utf-8"), (b or b"").decode("utf-8"),
-                                   name))
+            parts.append(text_diff((a or b"").decode("utf-8"), (b or b"").decode("utf-8"), name))
         except UnicodeDecodeError:
             parts.append(f"Binary file {name} differs\n")
     return "".join(parts)

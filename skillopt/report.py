@@ -25,11 +25,14 @@ def summary(state: dict, config: dict) -> dict:
                 if a["status"] == "applied":
                     accepted_edits.append({"step": rec["step"], **a["edit"]})
             if rec["kind"] == "slow_update":
-                accepted_edits.append({"step": rec["step"], "op": "guidance",
-                                       "content": rec.get("guidance")})
+                accepted_edits.append(
+                    {"step": rec["step"], "op": "guidance", "content": rec.get("guidance")}
+                )
     return {
-        "run_id": config.get("run_id"), "skill": config.get("skill"),
-        "suite": config.get("suite"), "target": config.get("settings", {}).get("target"),
+        "run_id": config.get("run_id"),
+        "skill": config.get("skill"),
+        "suite": config.get("suite"),
+        "target": config.get("settings", {}).get("target"),
         "optimizer": config.get("settings", {}).get("optimizer"),
         "status": state.get("status"),
         "initial_val": state.get("initial", {}).get("val"),
@@ -37,12 +40,27 @@ def summary(state: dict, config: dict) -> dict:
         "best_skill_hash": state.get("incumbent", {}).get("hash"),
         "test": state.get("test", {}),
         "decisions": decisions,
-        "steps": [{k: rec.get(k) for k in ("step", "kind", "epoch", "decision", "reason",
-                                             "budget", "train_mean", "commit")}
-                  | {"val": (rec.get("gate") or {}).get("candidate_mean", rec.get("val")),
-                     "delta": (rec.get("gate") or {}).get("delta"),
-                     "p_value": (rec.get("gate") or {}).get("p_value")}
-                  for rec in steps],
+        "steps": [
+            {
+                k: rec.get(k)
+                for k in (
+                    "step",
+                    "kind",
+                    "epoch",
+                    "decision",
+                    "reason",
+                    "budget",
+                    "train_mean",
+                    "commit",
+                )
+            }
+            | {
+                "val": (rec.get("gate") or {}).get("candidate_mean", rec.get("val")),
+                "delta": (rec.get("gate") or {}).get("delta"),
+                "p_value": (rec.get("gate") or {}).get("p_value"),
+            }
+            for rec in steps
+        ],
         "accepted_edits": accepted_edits,
         "skipped": skipped_calls(state),
         "accounting": state.get("accounting", {}),
@@ -60,36 +78,52 @@ def skipped_calls(state: dict) -> list[dict]:
         if rec.get("kind") == "slow_update" and rec.get("skipped"):
             out.append({"step": rec["step"], "what": "slow update", "reason": rec["skipped"]})
     for note in state.get("skipped_notes") or []:
-        out.append({"step": None, "what": f"notes after epoch {note['epoch']}",
-                    "reason": note["reason"]})
+        out.append(
+            {"step": None, "what": f"notes after epoch {note['epoch']}", "reason": note["reason"]}
+        )
     return out
 
 
 def markdown(summary: dict) -> str:
     s = summary
     acct = s["accounting"]
-    lines = [f"# Training report: {s['run_id']}", "",
-             f"- Skill: `{s['skill']}`", f"- Suite: `{s['suite']}`",
-             f"- Target: `{s['target']}` · optimizer: `{s['optimizer']}`",
-             f"- Validation: {_f(s['initial_val'])} (initial) → {_f(s['best_val'])} (best)", ""]
+    lines = [
+        f"# Training report: {s['run_id']}",
+        "",
+        f"- Skill: `{s['skill']}`",
+        f"- Suite: `{s['suite']}`",
+        f"- Target: `{s['target']}` · optimizer: `{s['optimizer']}`",
+        f"- Validation: {_f(s['initial_val'])} (initial) → {_f(s['best_val'])} (best)",
+        "",
+    ]
     test = s.get("test") or {}
     if test:
         lines += ["## Test split", "", "| skill | mean | pass rate | n |", "|---|---:|---:|---:|"]
         for name, label in (("no_skill", "no skill"), ("initial", "initial"), ("best", "best")):
             t = test.get(name)
             if t:
-                lines.append(f"| {label} | {_f(t['mean'])} | {_f(t['pass_rate'], '.1%')} | "
-                             f"{t['n']} |")
+                lines.append(
+                    f"| {label} | {_f(t['mean'])} | {_f(t['pass_rate'], '.1%')} | {t['n']} |"
+                )
         lines.append("")
-    lines += ["## Steps", "", "| step | kind | epoch | budget | train | val | Δ | p | decision |",
-              "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines += [
+        "## Steps",
+        "",
+        "| step | kind | epoch | budget | train | val | Δ | p | decision |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for st in s["steps"]:
-        lines.append(f"| {st['step']} | {st['kind']} | {st['epoch']} | {st.get('budget') or ''} | "
-                     f"{_f(st.get('train_mean'))} | {_f(st.get('val'))} | "
-                     f"{_f(st.get('delta'), '+.3f')} | {_f(st.get('p_value'), '.3f')} | "
-                     f"{st['decision']} |")
-    lines += ["", "Decisions: " + (", ".join(f"{k} {v}" for k, v in s["decisions"].items())
-                                   or "none"), ""]
+        lines.append(
+            f"| {st['step']} | {st['kind']} | {st['epoch']} | {st.get('budget') or ''} | "
+            f"{_f(st.get('train_mean'))} | {_f(st.get('val'))} | "
+            f"{_f(st.get('delta'), '+.3f')} | {_f(st.get('p_value'), '.3f')} | "
+            f"{st['decision']} |"
+        )
+    lines += [
+        "",
+        "Decisions: " + (", ".join(f"{k} {v}" for k, v in s["decisions"].items()) or "none"),
+        "",
+    ]
     lines += ["## Accepted edits", ""]
     if not s["accepted_edits"]:
         lines.append("None: the best skill is the initial skill.")
@@ -100,24 +134,34 @@ def markdown(summary: dict) -> str:
         else:
             lines.append(f"- step {e['step']}: {Edit.from_dict(e).describe(120)}")
     if s.get("skipped"):
-        lines += ["", "## Skipped optimizer calls", "",
-                  "Requests that gave no usable reply (a failed call, or a reply still invalid "
-                  "after one repair re-ask):", ""]
+        lines += [
+            "",
+            "## Skipped optimizer calls",
+            "",
+            "Requests that gave no usable reply (a failed call, or a reply still invalid "
+            "after one repair re-ask):",
+            "",
+        ]
         for sk in s["skipped"]:
             where = f"step {sk['step']}, " if sk["step"] is not None else ""
             lines.append(f"- {where}{sk['what']}: {sk['reason']}")
-    lines += ["", "## Cost", "",
-              f"- Target rollouts run: {acct.get('target_rollouts', 0)} "
-              f"(+{acct.get('cached_rollouts', 0)} from the store, "
-              f"{acct.get('unscored_rollouts', 0)} unscored)",
-              f"- Target tokens: {acct.get('target_input_tokens', 0):,} in, "
-              f"{acct.get('target_output_tokens', 0):,} out; cost "
-              f"{_money(acct.get('target_cost'))}",
-              f"- Optimizer calls: {acct.get('optimizer_calls', 0)} "
-              f"({acct.get('skipped_minibatches', 0)} minibatches skipped); tokens "
-              f"{acct.get('optimizer_input_tokens', 0):,} in, "
-              f"{acct.get('optimizer_output_tokens', 0):,} out; cost "
-              f"{_money(acct.get('optimizer_cost'))}", ""]
+    lines += [
+        "",
+        "## Cost",
+        "",
+        f"- Target rollouts run: {acct.get('target_rollouts', 0)} "
+        f"(+{acct.get('cached_rollouts', 0)} from the store, "
+        f"{acct.get('unscored_rollouts', 0)} unscored)",
+        f"- Target tokens: {acct.get('target_input_tokens', 0):,} in, "
+        f"{acct.get('target_output_tokens', 0):,} out; cost "
+        f"{_money(acct.get('target_cost'))}",
+        f"- Optimizer calls: {acct.get('optimizer_calls', 0)} "
+        f"({acct.get('skipped_minibatches', 0)} minibatches skipped); tokens "
+        f"{acct.get('optimizer_input_tokens', 0):,} in, "
+        f"{acct.get('optimizer_output_tokens', 0):,} out; cost "
+        f"{_money(acct.get('optimizer_cost'))}",
+        "",
+    ]
     return "\n".join(lines)
 
 

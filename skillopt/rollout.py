@@ -92,12 +92,22 @@ class Rollout:
 
     def to_dict(self) -> dict:
         return {
-            "task_id": self.task_id, "split": self.split, "sample": self.sample,
-            "scored": self.scored, "score": self.score, "passed": self.passed,
-            "feedback": self.feedback, "answer": self.answer, "error": self.error,
-            "error_kind": self.error_kind, "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens, "cost": self.cost,
-            "latency_s": round(self.latency_s, 6), "cached": self.cached, "key": self.key,
+            "task_id": self.task_id,
+            "split": self.split,
+            "sample": self.sample,
+            "scored": self.scored,
+            "score": self.score,
+            "passed": self.passed,
+            "feedback": self.feedback,
+            "answer": self.answer,
+            "error": self.error,
+            "error_kind": self.error_kind,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cost": self.cost,
+            "latency_s": round(self.latency_s, 6),
+            "cached": self.cached,
+            "key": self.key,
             "skill_invoked": self.trajectory.get("skill_invoked"),
             "workspace": self.trajectory.get("workspace"),
             "info": self.trajectory.get("info") or {},  # what the harness saw: model, turns
@@ -105,16 +115,21 @@ class Rollout:
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def fingerprint(skill_hash: str, task: Task, sample: int, harness_fp: dict,
-                scorer_fp: dict) -> tuple[str, dict]:
+def fingerprint(
+    skill_hash: str, task: Task, sample: int, harness_fp: dict, scorer_fp: dict
+) -> tuple[str, dict]:
     """(key, fingerprint): the key is sha256 over canonical JSON of exactly the
     fields that change a rollout's outcome."""
-    fp = {"skill": skill_hash, "task": task.content(), "sample": sample,
-          "harness": harness_fp, "scorer": scorer_fp}
+    fp = {
+        "skill": skill_hash,
+        "task": task.content(),
+        "sample": sample,
+        "harness": harness_fp,
+        "scorer": scorer_fp,
+    }
     # surrogatepass: a task whose text holds a lone surrogate still gets a stable key
     return hashlib.sha256(canonical_json(fp).encode("utf-8", "surrogatepass")).hexdigest(), fp
 
@@ -138,8 +153,9 @@ class _Heartbeat:
 
     def __init__(self, store: RolloutStore, owner: str):
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, args=(store, owner),
-                                        name="skillopt-lease", daemon=True)
+        self._thread = threading.Thread(
+            target=self._beat, args=(store, owner), name="skillopt-lease", daemon=True
+        )
         self._thread.start()
 
     def _beat(self, store: RolloutStore, owner: str) -> None:
@@ -171,9 +187,16 @@ class RolloutEngine:
     With `run_id`, every rollout it pays for, and the count it serves from the store,
     is written to the store's spend ledger under that run."""
 
-    def __init__(self, harness: Harness, store: RolloutStore, *, concurrency: int = 8,
-                 judge: Any = None, observers: Sequence[Observer] = (),
-                 run_id: str | None = None):
+    def __init__(
+        self,
+        harness: Harness,
+        store: RolloutStore,
+        *,
+        concurrency: int = 8,
+        judge: Any = None,
+        observers: Sequence[Observer] = (),
+        run_id: str | None = None,
+    ):
         self.harness = harness
         self.store = store
         self.concurrency = max(1, concurrency)
@@ -196,14 +219,17 @@ class RolloutEngine:
             self._scorer_fps[id(task.scorer)] = cached
         return cached
 
-    def run(self, skill: Skill, tasks: Sequence[Task], *, samples: int = 1,
-            label: str = "") -> list[Rollout]:
+    def run(
+        self, skill: Skill, tasks: Sequence[Task], *, samples: int = 1, label: str = ""
+    ) -> list[Rollout]:
         """Rollouts for every (task, sample), in task order; store hits cost nothing,
         and neither do results another process sharing the store pays for."""
         skill_hash = skill.hash
         jobs = [(task, s) for task in tasks for s in range(samples)]
-        keys = [fingerprint(skill_hash, t, s, self._harness_fp, self.scorer_fingerprint(t))
-                for t, s in jobs]
+        keys = [
+            fingerprint(skill_hash, t, s, self._harness_fp, self.scorer_fingerprint(t))
+            for t, s in jobs
+        ]
         hits = self.store.get_many([k for k, _ in keys])
         batch = _Batch(label, [None] * len(jobs), len(jobs))
         pending = []
@@ -327,8 +353,11 @@ class RolloutEngine:
             try:  # whatever did not finish is free for another process to run
                 self.store.release(held, self.owner)
             except Exception:
-                log.warning("could not release the run's claims; they expire in %.0fs",
-                            self.store.lease_ttl, exc_info=True)
+                log.warning(
+                    "could not release the run's claims; they expire in %.0fs",
+                    self.store.lease_ttl,
+                    exc_info=True,
+                )
             raise
         finally:
             if heartbeat is not None:
@@ -337,8 +366,9 @@ class RolloutEngine:
     def _executor(self) -> ThreadPoolExecutor:
         """One pool for the engine's life: training calls `run` many times."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.concurrency,
-                                            thread_name_prefix="skillopt-rollout")
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.concurrency, thread_name_prefix="skillopt-rollout"
+            )
         return self._pool
 
     def close(self) -> None:
@@ -363,8 +393,11 @@ class RolloutEngine:
             self._streak = (None, 0, "")
             return
         systemic = rollout.error_kind in SYSTEMIC
-        same = rollout.error_kind if systemic else \
-            f"{rollout.error_kind}:{failure_shape(rollout.error)}"
+        same = (
+            rollout.error_kind
+            if systemic
+            else f"{rollout.error_kind}:{failure_shape(rollout.error)}"
+        )
         kind, count, _ = self._streak
         count = count + 1 if kind == same else 1
         self._streak = (same, count, rollout.error or "")
@@ -374,7 +407,8 @@ class RolloutEngine:
             raise SystemicFailure(
                 f"stopped: {count} tasks in a row failed the same way ({rollout.error_kind}): "
                 f"{rollout.error}. These are unscored, not zeros; fix the cause and run again "
-                "(every finished rollout is kept)")
+                "(every finished rollout is kept)"
+            )
 
     def _one(self, skill: Skill, task: Task, sample: int, key: str, fp: dict) -> Rollout:
         traj = self.harness.run(skill, task)
@@ -388,33 +422,52 @@ class RolloutEngine:
         if callable(release):
             kept = release(traj, failed=not (rollout.scored and rollout.passed))
             if kept is not None:
-                rollout = replace(rollout, trajectory={**rollout.trajectory,
-                                                       "workspace": str(kept)})
+                rollout = replace(
+                    rollout, trajectory={**rollout.trajectory, "workspace": str(kept)}
+                )
         self.store.put(rollout, fp, run_id=self.run_id)
         return rollout
 
-    def _score(self, skill: Skill, task: Task, sample: int, key: str,
-               traj: Trajectory) -> Rollout:
-        base = dict(key=key, task_id=task.id, split=task.split, sample=sample,
-                    skill_hash=skill.hash, answer=traj.answer, usage=traj.usage, cost=traj.cost,
-                    latency_s=traj.latency_s, model_calls=traj.model_calls,
-                    trajectory=_trajectory_record(traj))
+    def _score(self, skill: Skill, task: Task, sample: int, key: str, traj: Trajectory) -> Rollout:
+        base = dict(
+            key=key,
+            task_id=task.id,
+            split=task.split,
+            sample=sample,
+            skill_hash=skill.hash,
+            answer=traj.answer,
+            usage=traj.usage,
+            cost=traj.cost,
+            latency_s=traj.latency_s,
+            model_calls=traj.model_calls,
+            trajectory=_trajectory_record(traj),
+        )
         if not traj.ok:
-            return Rollout(scored=False, error=traj.error or "the harness returned no answer",
-                           error_kind=traj.error_kind or "harness", **base)
+            return Rollout(
+                scored=False,
+                error=traj.error or "the harness returned no answer",
+                error_kind=traj.error_kind or "harness",
+                **base,
+            )
         try:
-            score = task.scorer(task, traj.answer, ScoreContext(workspace=traj.workspace,
-                                                                 judge=self.judge))
+            score = task.scorer(
+                task, traj.answer, ScoreContext(workspace=traj.workspace, judge=self.judge)
+            )
         except ScorerError as exc:
             return Rollout(scored=False, error=str(exc), error_kind="scorer", **base)
         except Exception as exc:  # a scorer bug: say so, don't score 0
-            return Rollout(scored=False, error=f"scorer crashed: {type(exc).__name__}: {exc}",
-                           error_kind="scorer", **base)
+            return Rollout(
+                scored=False,
+                error=f"scorer crashed: {type(exc).__name__}: {exc}",
+                error_kind="scorer",
+                **base,
+            )
         feedback = score.feedback
         if traj.replaced:  # say so: the scorer saw U+FFFD where the agent sent something else
             feedback = f"{feedback} ({replaced_note(traj.replaced, 'the answer')})".lstrip()
-        return Rollout(scored=True, score=score.value, passed=score.passed,
-                       feedback=feedback, **base)
+        return Rollout(
+            scored=True, score=score.value, passed=score.passed, feedback=feedback, **base
+        )
 
     def _emit(self, event: RolloutEvent) -> None:
         for observer in self.observers:

@@ -44,6 +44,7 @@ def register(value: Any) -> None:
 def register_params(params: Mapping[str, Any]) -> None:
     """Register the secrets in a model's `params`: exactly what `redact` blanks (every
     header value and every value under a secret-looking name)."""
+
     def keep(value: Any) -> str:
         register(str(value))
         return MASK
@@ -64,8 +65,7 @@ def _environment_secrets() -> frozenset[str]:
     cached_snapshot, values = _env_cache
     if snapshot is not None and snapshot == cached_snapshot:
         return values
-    values = frozenset(v for k, v in os.environ.items()
-                       if len(v) >= MIN_LENGTH and secret_name(k))
+    values = frozenset(v for k, v in os.environ.items() if len(v) >= MIN_LENGTH and secret_name(k))
     if snapshot is not None:
         _env_cache = (snapshot, values)
     return values
@@ -84,8 +84,11 @@ def _pattern() -> re.Pattern | None:
     if values == cached_values:
         return pattern
     # longest first, so a secret that contains another is blanked whole
-    pattern = re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))) \
-        if values else None
+    pattern = (
+        re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
+        if values
+        else None
+    )
     _cache = (values, pattern)
     return pattern
 

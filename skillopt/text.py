@@ -48,5 +48,7 @@ def safe(text: str | None) -> str | None:
 def replaced_note(count: int, where: str = "the reply") -> str:
     """The sentence that tells a reader characters were replaced."""
     plural = "s" if count != 1 else ""
-    return (f"{where} held {count} character{plural} that cannot be stored (a lone UTF-16 "
-            f"surrogate or NUL), replaced with U+FFFD")
+    return (
+        f"{where} held {count} character{plural} that cannot be stored (a lone UTF-16 "
+        f"surrogate or NUL), replaced with U+FFFD"
+    )

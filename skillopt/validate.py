@@ -74,27 +74,52 @@ class ValidateResult:
             return None if r is None else r.summary()
 
         return {
-            "passed": self.passed, "skill": self.skill, "skill_hash": self.skill_hash,
-            "skill_path": self.skill_path, "suite": self.suite, "split": self.split,
-            "target": self.target, "harness": self.harness,
+            "passed": self.passed,
+            "skill": self.skill,
+            "skill_hash": self.skill_hash,
+            "skill_path": self.skill_path,
+            "suite": self.suite,
+            "split": self.split,
+            "target": self.target,
+            "harness": self.harness,
             "checks": [c.__dict__ for c in self.checks],
-            "lint": [{"path": str(p.path), "line": p.line, "field": p.field,
-                      "severity": p.severity, "message": p.message} for p in self.lint],
-            "result": split(self.result), "baseline": split(self.baseline),
-            "baseline_label": self.baseline_label, "baseline_note": self.baseline_note,
+            "lint": [
+                {
+                    "path": str(p.path),
+                    "line": p.line,
+                    "field": p.field,
+                    "severity": p.severity,
+                    "message": p.message,
+                }
+                for p in self.lint
+            ],
+            "result": split(self.result),
+            "baseline": split(self.baseline),
+            "baseline_label": self.baseline_label,
+            "baseline_note": self.baseline_note,
             "comparison": self.comparison.summary() if self.comparison else None,
-            "diff_stat": [{"file": f, "added": a, "removed": r}
-                          for f, a, r in diff_stat(self.diff)],
-            "tasks": [_task_record(o, self) for o in
-                      (task_outcomes(self.result.rollouts).values() if self.result else [])],
+            "diff_stat": [
+                {"file": f, "added": a, "removed": r} for f, a, r in diff_stat(self.diff)
+            ],
+            "tasks": [
+                _task_record(o, self)
+                for o in (task_outcomes(self.result.rollouts).values() if self.result else [])
+            ],
         }
 
 
-def validate(skill_path: str | Path, suite_path: str | Path, *, split: str = "test",
-             min_score: float | None = None, baseline: str | None = None,
-             max_regressions: int | None = None, flags: dict[str, Any] | None = None,
-             observers: Sequence = (),
-             warn: Callable[[str], None] | None = None) -> ValidateResult:
+def validate(
+    skill_path: str | Path,
+    suite_path: str | Path,
+    *,
+    split: str = "test",
+    min_score: float | None = None,
+    baseline: str | None = None,
+    max_regressions: int | None = None,
+    flags: dict[str, Any] | None = None,
+    observers: Sequence = (),
+    warn: Callable[[str], None] | None = None,
+) -> ValidateResult:
     """Lint `skill_path`, then score it (and the baseline) on `split` of the suite."""
     from skillopt.api import prepare
     from skillopt.suite.loader import load_suite, require_split
@@ -104,20 +129,38 @@ def validate(skill_path: str | Path, suite_path: str | Path, *, split: str = "te
     if max_regressions is not None and max_regressions < 0:
         raise InputError("must be 0 or more", field="--max-regressions")
     if max_regressions is not None and baseline is None:
-        raise InputError("--max-regressions needs --baseline REF|PATH to compare against",
-                         field="--max-regressions")
+        raise InputError(
+            "--max-regressions needs --baseline REF|PATH to compare against",
+            field="--max-regressions",
+        )
     suite = load_suite(suite_path)
     tasks = require_split(suite, split)
     skill_path = Path(skill_path)
     problems = lint_skill(skill_path)
     errors = [p for p in problems if p.severity == "error"]
-    lint_check = Check("lint", not errors, "no errors" if not errors else
-                       f"{len(errors)} error(s): " + "; ".join(str(p) for p in errors[:3]))
-    base_info = dict(suite=suite.name, split=split, lint=problems,
-                     tasks={t.id: t for t in tasks}, skill_path=str(skill_path))
+    lint_check = Check(
+        "lint",
+        not errors,
+        "no errors"
+        if not errors
+        else f"{len(errors)} error(s): " + "; ".join(str(p) for p in errors[:3]),
+    )
+    base_info = dict(
+        suite=suite.name,
+        split=split,
+        lint=problems,
+        tasks={t.id: t for t in tasks},
+        skill_path=str(skill_path),
+    )
     if errors:  # nothing else runs: no model call for a broken skill
-        return ValidateResult(skill=skill_path.name, skill_hash="", target="", harness="",
-                              checks=[lint_check], **base_info)
+        return ValidateResult(
+            skill=skill_path.name,
+            skill_hash="",
+            target="",
+            harness="",
+            checks=[lint_check],
+            **base_info,
+        )
     skill = Skill.load(skill_path)
     with _baseline(skill, baseline) as (base_skill, base_label, base_note):
         ctx = prepare(suite, flags, skills=[skill])
@@ -128,43 +171,70 @@ def validate(skill_path: str | Path, suite_path: str | Path, *, split: str = "te
         start = time.perf_counter()
         try:
             t0 = time.perf_counter()
-            rollouts = engine.run(skill, tasks, samples=ctx.settings.samples,
-                                  label=f"skill · {split}")
+            rollouts = engine.run(
+                skill, tasks, samples=ctx.settings.samples, label=f"skill · {split}"
+            )
             result = SplitResult("skill", split, rollouts, time.perf_counter() - t0, skill.hash)
             base_result = comparison = None
             if base_skill is not None:
                 t0 = time.perf_counter()
-                base_rollouts = engine.run(base_skill, tasks, samples=ctx.settings.samples,
-                                           label=f"baseline · {split}")
-                base_result = SplitResult("baseline", split, base_rollouts,
-                                          time.perf_counter() - t0, base_skill.hash)
+                base_rollouts = engine.run(
+                    base_skill, tasks, samples=ctx.settings.samples, label=f"baseline · {split}"
+                )
+                base_result = SplitResult(
+                    "baseline", split, base_rollouts, time.perf_counter() - t0, base_skill.hash
+                )
                 comparison = compare(base_result, result)
         finally:
             engine.close()
             ctx.store.close()
-        diff = "" if base_skill is None else files_diff(skill_files(base_skill),
-                                                         skill_files(skill), skill.name)
+        diff = (
+            ""
+            if base_skill is None
+            else files_diff(skill_files(base_skill), skill_files(skill), skill.name)
+        )
     checks = [lint_check, *_checks(result, comparison, min_score, max_regressions)]
     target = ctx.settings.target or ("" if ctx.target is not None else "default")
-    return ValidateResult(skill=skill.name, skill_hash=skill.hash, target=target,
-                          harness=ctx.harness.name, checks=checks,
-                          result=result, baseline=base_result, baseline_label=base_label,
-                          baseline_note=base_note, comparison=comparison, diff=diff,
-                          wall_s=time.perf_counter() - start, **base_info)
+    return ValidateResult(
+        skill=skill.name,
+        skill_hash=skill.hash,
+        target=target,
+        harness=ctx.harness.name,
+        checks=checks,
+        result=result,
+        baseline=base_result,
+        baseline_label=base_label,
+        baseline_note=base_note,
+        comparison=comparison,
+        diff=diff,
+        wall_s=time.perf_counter() - start,
+        **base_info,
+    )
 
 
-def _checks(result: SplitResult, comparison: Comparison | None, min_score: float | None,
-            max_regressions: int | None) -> list[Check]:
+def _checks(
+    result: SplitResult,
+    comparison: Comparison | None,
+    min_score: float | None,
+    max_regressions: int | None,
+) -> list[Check]:
     checks = []
     if result.mean is None:
-        checks.append(Check("scored", False, f"none of {result.tasks} tasks could be scored "
-                                             f"({result.unscored} unscored rollouts)"))
+        checks.append(
+            Check(
+                "scored",
+                False,
+                f"none of {result.tasks} tasks could be scored "
+                f"({result.unscored} unscored rollouts)",
+            )
+        )
         return checks
     checks.append(Check("scored", True, f"{result.n}/{result.tasks} tasks scored"))
     if min_score is not None:
         ok = result.mean >= min_score
-        checks.append(Check("min-score", ok, f"mean {result.mean:.3f} "
-                                             f"{'≥' if ok else '<'} {min_score:.3f}"))
+        checks.append(
+            Check("min-score", ok, f"mean {result.mean:.3f} {'≥' if ok else '<'} {min_score:.3f}")
+        )
     if max_regressions is not None and comparison is not None:
         n = len(comparison.pass_to_fail)
         ok = n <= max_regressions
@@ -176,8 +246,9 @@ def _checks(result: SplitResult, comparison: Comparison | None, min_score: float
 
 
 @contextlib.contextmanager
-def _baseline(skill: Skill, ref: str | None) -> Iterator[tuple[Skill | None, str | None,
-                                                               str | None]]:
+def _baseline(
+    skill: Skill, ref: str | None
+) -> Iterator[tuple[Skill | None, str | None, str | None]]:
     """(baseline skill, label, note): the skill at a path, or at a git ref of the
     repository holding `skill` (materialised in a temporary directory)."""
     if ref is None:
@@ -188,8 +259,9 @@ def _baseline(skill: Skill, ref: str | None) -> Iterator[tuple[Skill | None, str
         try:
             resolve_skill_file(as_path)
         except InputError:
-            raise InputError(f"{ref!r} is a path but holds no SKILL.md",
-                             field="--baseline") from None
+            raise InputError(
+                f"{ref!r} is a path but holds no SKILL.md", field="--baseline"
+            ) from None
         yield Skill.load(as_path), ref, None
         return
     with tempfile.TemporaryDirectory(prefix="skillopt-baseline-") as tmp:
@@ -210,15 +282,19 @@ def materialise_at_ref(skill_dir: Path | None, ref: str, into: Path) -> Path | N
     try:
         repo = git.Repo(skill_dir, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise InputError(f"--baseline {ref!r} is neither a path nor usable as a git ref: "
-                         f"{skill_dir} is not inside a git repository",
-                         field="--baseline") from None
+        raise InputError(
+            f"--baseline {ref!r} is neither a path nor usable as a git ref: "
+            f"{skill_dir} is not inside a git repository",
+            field="--baseline",
+        ) from None
     try:
         commit = repo.commit(ref)
     except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
-        raise InputError(f"unknown git ref {ref!r} (not a branch, tag or commit of "
-                         f"{repo.working_tree_dir}, and not a path)", field="--baseline") \
-            from None
+        raise InputError(
+            f"unknown git ref {ref!r} (not a branch, tag or commit of "
+            f"{repo.working_tree_dir}, and not a path)",
+            field="--baseline",
+        ) from None
     rel = Path(os.path.relpath(skill_dir.resolve(), Path(repo.working_tree_dir).resolve()))
     try:
         tree = commit.tree / rel.as_posix() if rel.as_posix() != "." else commit.tree
@@ -241,9 +317,13 @@ def materialise_at_ref(skill_dir: Path | None, ref: str, into: Path) -> Path | N
 # ---------------------------------------------------------------------- reports
 def _task_record(outcome, res: ValidateResult) -> dict:
     c = res.comparison
-    return {"id": outcome.task_id, "value": outcome.value, "passed": outcome.passed,
-            "regression": bool(c and outcome.task_id in c.pass_to_fail),
-            "fixed": bool(c and outcome.task_id in c.fail_to_pass)}
+    return {
+        "id": outcome.task_id,
+        "value": outcome.value,
+        "passed": outcome.passed,
+        "regression": bool(c and outcome.task_id in c.pass_to_fail),
+        "fixed": bool(c and outcome.task_id in c.fail_to_pass),
+    }
 
 
 def junit_xml(res: ValidateResult) -> str:
@@ -255,14 +335,25 @@ def junit_xml(res: ValidateResult) -> str:
     host = socket.gethostname()
     if res.result is not None:
         classname = f"{res.suite}.{res.split}"
-        suite = ET.SubElement(root, "testsuite", name=f"skillopt.{classname}", id="0",
-                              package="skillopt", timestamp=stamp, hostname=host)
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=f"skillopt.{classname}",
+            id="0",
+            package="skillopt",
+            timestamp=stamp,
+            hostname=host,
+        )
         props = ET.SubElement(suite, "properties")
-        for key, value in (("skill", res.skill), ("skill_hash", res.skill_hash),
-                           ("target", res.target), ("harness", res.harness),
-                           ("mean", _num(res.result.mean)),
-                           ("baseline", res.baseline_label or ""),
-                           ("baseline_mean", _num(res.baseline.mean if res.baseline else None))):
+        for key, value in (
+            ("skill", res.skill),
+            ("skill_hash", res.skill_hash),
+            ("target", res.target),
+            ("harness", res.harness),
+            ("mean", _num(res.result.mean)),
+            ("baseline", res.baseline_label or ""),
+            ("baseline_mean", _num(res.baseline.mean if res.baseline else None)),
+        ):
             ET.SubElement(props, "property", name=key, value=str(value))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         by_task: dict[str, list] = {}
@@ -270,45 +361,63 @@ def junit_xml(res: ValidateResult) -> str:
             by_task.setdefault(r.task_id, []).append(r)
         for task_id, outcome in task_outcomes(res.result.rollouts).items():
             rs = by_task[task_id]
-            case = ET.SubElement(suite, "testcase", name=task_id, classname=classname,
-                                 time=f"{sum(r.latency_s for r in rs):.3f}")
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                name=task_id,
+                classname=classname,
+                time=f"{sum(r.latency_s for r in rs):.3f}",
+            )
             counts["tests"] += 1
             if outcome.value is None:
                 counts["skipped"] += 1
-                ET.SubElement(case, "skipped", message=_clip(
-                    f"unscored: {rs[0].error or 'no answer'}", 500))
+                ET.SubElement(
+                    case, "skipped", message=_clip(f"unscored: {rs[0].error or 'no answer'}", 500)
+                )
             elif not outcome.passed:
                 counts["failures"] += 1
-                regression = res.comparison is not None and task_id in \
-                    res.comparison.pass_to_fail
-                fail = ET.SubElement(case, "failure", type="regression" if regression
-                                     else "score", message=_clip(
-                                         ("regression (passed at the baseline); " if regression
-                                          else "") + f"score {outcome.value:.3f}", 200))
+                regression = res.comparison is not None and task_id in res.comparison.pass_to_fail
+                fail = ET.SubElement(
+                    case,
+                    "failure",
+                    type="regression" if regression else "score",
+                    message=_clip(
+                        ("regression (passed at the baseline); " if regression else "")
+                        + f"score {outcome.value:.3f}",
+                        200,
+                    ),
+                )
                 fail.text = _failure_text(res, task_id, rs)
         _set_counts(suite, counts, sum(r.latency_s for r in res.result.rollouts))
         for k in totals:
             totals[k] += counts[k]
-    checks = ET.SubElement(root, "testsuite", name="skillopt.checks", id=str(len(root)),
-                           package="skillopt", timestamp=stamp, hostname=host)
+    checks = ET.SubElement(
+        root,
+        "testsuite",
+        name="skillopt.checks",
+        id=str(len(root)),
+        package="skillopt",
+        timestamp=stamp,
+        hostname=host,
+    )
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for check in res.checks:
-        case = ET.SubElement(checks, "testcase", name=check.name, classname="skillopt.checks",
-                             time="0")
+        case = ET.SubElement(
+            checks, "testcase", name=check.name, classname="skillopt.checks", time="0"
+        )
         counts["tests"] += 1
         if not check.passed:
             counts["failures"] += 1
-            fail = ET.SubElement(case, "failure", type=check.name, message=_clip(check.detail,
-                                                                                   200))
-            fail.text = "\n".join(str(p) for p in res.lint) if check.name == "lint" \
-                else check.detail
+            fail = ET.SubElement(case, "failure", type=check.name, message=_clip(check.detail, 200))
+            fail.text = (
+                "\n".join(str(p) for p in res.lint) if check.name == "lint" else check.detail
+            )
     _set_counts(checks, counts, 0.0)
     for k in totals:
         totals[k] += counts[k]
     _set_counts(root, totals, res.wall_s)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") \
-        + "\n"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 def _failure_text(res: ValidateResult, task_id: str, rollouts) -> str:
@@ -346,22 +455,32 @@ def summary_markdown(res: ValidateResult) -> str:
         lines += ["The skill has lint errors, so no task was run:", ""]
         lines += [f"- `{p}`" for p in res.lint if p.severity == "error"]
         return "\n".join(lines) + "\n"
-    lines.append(f"`{res.skill}` ({res.skill_hash[:12]}) on **{res.suite}** · split "
-                 f"`{res.split}` · target `{res.target or 'default'}` · harness "
-                 f"`{res.harness}`")
+    lines.append(
+        f"`{res.skill}` ({res.skill_hash[:12]}) on **{res.suite}** · split "
+        f"`{res.split}` · target `{res.target or 'default'}` · harness "
+        f"`{res.harness}`"
+    )
     lines.append("")
     r, b, c = res.result, res.baseline, res.comparison
     if b is not None:
-        lines += [f"| | skill | baseline (`{res.baseline_label}`) | Δ |", "|---|---|---|---|",
-                  f"| mean | {_f(r.mean)} | {_f(b.mean)} | {_d(c.delta if c else None)} |",
-                  f"| pass rate | {_p(r.pass_rate)} | {_p(b.pass_rate)} | "
-                  f"{_pp(r.pass_rate, b.pass_rate)} |",
-                  f"| scored | {r.n}/{r.tasks} | {b.n}/{b.tasks} | |"]
+        lines += [
+            f"| | skill | baseline (`{res.baseline_label}`) | Δ |",
+            "|---|---|---|---|",
+            f"| mean | {_f(r.mean)} | {_f(b.mean)} | {_d(c.delta if c else None)} |",
+            f"| pass rate | {_p(r.pass_rate)} | {_p(b.pass_rate)} | "
+            f"{_pp(r.pass_rate, b.pass_rate)} |",
+            f"| scored | {r.n}/{r.tasks} | {b.n}/{b.tasks} | |",
+        ]
         if r.invocations[1] or b.invocations[1]:
             lines.append(f"| skill invoked | {_inv(r)} | {_inv(b)} | |")
     else:
-        lines += ["| | skill |", "|---|---|", f"| mean | {_f(r.mean)} |",
-                  f"| pass rate | {_p(r.pass_rate)} |", f"| scored | {r.n}/{r.tasks} |"]
+        lines += [
+            "| | skill |",
+            "|---|---|",
+            f"| mean | {_f(r.mean)} |",
+            f"| pass rate | {_p(r.pass_rate)} |",
+            f"| scored | {r.n}/{r.tasks} |",
+        ]
         if r.invocations[1]:
             lines.append(f"| skill invoked | {_inv(r)} |")
     if res.baseline_note:
@@ -370,18 +489,32 @@ def summary_markdown(res: ValidateResult) -> str:
     for check in res.checks:
         lines.append(f"- {'✅' if check.passed else '❌'} {check.name}: {check.detail}")
     if c is not None:
-        lines += ["", f"**Flips** (n={c.n}): fail→pass {len(c.fail_to_pass)}"
-                  + (f" ({_ids(c.fail_to_pass)})" if c.fail_to_pass else "")
-                  + f" · pass→fail {len(c.pass_to_fail)}"
-                  + (f" ({_ids(c.pass_to_fail)})" if c.pass_to_fail else "")]
+        lines += [
+            "",
+            f"**Flips** (n={c.n}): fail→pass {len(c.fail_to_pass)}"
+            + (f" ({_ids(c.fail_to_pass)})" if c.fail_to_pass else "")
+            + f" · pass→fail {len(c.pass_to_fail)}"
+            + (f" ({_ids(c.pass_to_fail)})" if c.pass_to_fail else ""),
+        ]
     if b is not None:
         stats = diff_stat(res.diff)
-        lines += ["", "**Skill vs baseline**: " + (", ".join(
-            f"`{f}` +{a} −{d}" for f, a, d in stats) if stats else "identical")]
+        lines += [
+            "",
+            "**Skill vs baseline**: "
+            + (", ".join(f"`{f}` +{a} −{d}" for f, a, d in stats) if stats else "identical"),
+        ]
         if res.diff:
             diff = res.diff if len(res.diff) <= 6000 else res.diff[:6000] + "\n… (truncated)"
-            lines += ["", "<details><summary>diff</summary>", "", "```diff", diff.rstrip("\n"),
-                      "```", "", "</details>"]
+            lines += [
+                "",
+                "<details><summary>diff</summary>",
+                "",
+                "```diff",
+                diff.rstrip("\n"),
+                "```",
+                "",
+                "</details>",
+            ]
     failed = [o for o in task_outcomes(r.rollouts).values() if o.passed is False]
     if failed:
         lines += ["", f"**Failing tasks** ({len(failed)})", ""]
@@ -392,8 +525,7 @@ def summary_markdown(res: ValidateResult) -> str:
         if len(failed) > 10:
             lines.append(f"- … and {len(failed) - 10} more")
     if r.unscored:
-        lines += ["", f"{r.unscored} rollout(s) unscored (infrastructure failures, not "
-                      "counted)."]
+        lines += ["", f"{r.unscored} rollout(s) unscored (infrastructure failures, not counted)."]
     return "\n".join(lines) + "\n"
 
 

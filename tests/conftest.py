@@ -67,7 +67,9 @@ class StandIns:
             "import sys\n"
             f"sys.path.insert(0, {str(FAKES)!r})\n"
             "from agent_cli import main\n"
-            f"sys.exit(main({name!r}, {str(self.bin)!r}))\n", encoding="utf-8")
+            f"sys.exit(main({name!r}, {str(self.bin)!r}))\n",
+            encoding="utf-8",
+        )
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         return path
 

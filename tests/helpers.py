@@ -17,19 +17,26 @@ def have_local() -> bool:
         import llama_cpp  # noqa: F401
     except ImportError:
         if os.environ.get("SKILLOPT_REQUIRE_LOCAL") == "1":
-            raise RuntimeError("SKILLOPT_REQUIRE_LOCAL=1 but the `local` extra is not "
-                               "installed") from None
+            raise RuntimeError(
+                "SKILLOPT_REQUIRE_LOCAL=1 but the `local` extra is not installed"
+            ) from None
         return False
     return True
 
 
-def write_skill(root: Path, name: str = "demo", body: str = "# Demo\n\nDo the task well.\n",
-                description: str = "Demo skill. Use it for tests.", extra: str = "") -> Path:
+def write_skill(
+    root: Path,
+    name: str = "demo",
+    body: str = "# Demo\n\nDo the task well.\n",
+    description: str = "Demo skill. Use it for tests.",
+    extra: str = "",
+) -> Path:
     """Write skills/<name>/SKILL.md under `root`; return the skill directory."""
     skill_dir = root / name
     skill_dir.mkdir(parents=True, exist_ok=True)
     (skill_dir / "SKILL.md").write_text(
-        f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}", encoding="utf-8")
+        f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}", encoding="utf-8"
+    )
     return skill_dir
 
 

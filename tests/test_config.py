@@ -10,19 +10,26 @@ from skillopt.errors import InputError
 
 def test_layers_in_order(isolated):
     project = isolated / "skillopt.yaml"
-    project.write_text("target: from-file\nconcurrency: 3\njudge: judge-file\n"
-                       "store: data/store.sqlite\n")
+    project.write_text(
+        "target: from-file\nconcurrency: 3\njudge: judge-file\nstore: data/store.sqlite\n"
+    )
     s = resolve_settings({}, project_file=project, env={})
     assert (s.target, s.concurrency, s.judge) == ("from-file", 3, "judge-file")
     assert s.store == str(isolated / "data" / "store.sqlite")  # relative to the file
-    s = resolve_settings({}, project_file=project, suite_defaults={"target": "from-suite"},
-                         env={})
+    s = resolve_settings({}, project_file=project, suite_defaults={"target": "from-suite"}, env={})
     assert (s.target, s.concurrency) == ("from-suite", 3)
-    s = resolve_settings({}, project_file=project, suite_defaults={"target": "from-suite"},
-                         env={"SKILLOPT_TARGET": "from-env", "SKILLOPT_CONCURRENCY": "5"})
+    s = resolve_settings(
+        {},
+        project_file=project,
+        suite_defaults={"target": "from-suite"},
+        env={"SKILLOPT_TARGET": "from-env", "SKILLOPT_CONCURRENCY": "5"},
+    )
     assert (s.target, s.concurrency) == ("from-env", 5)
-    s = resolve_settings({"target": "from-flag", "concurrency": None}, project_file=project,
-                         env={"SKILLOPT_TARGET": "from-env"})
+    s = resolve_settings(
+        {"target": "from-flag", "concurrency": None},
+        project_file=project,
+        env={"SKILLOPT_TARGET": "from-env"},
+    )
     assert (s.target, s.concurrency) == ("from-flag", 3)
 
 
@@ -43,20 +50,27 @@ def test_project_file_found_in_parent(isolated, monkeypatch):
 def test_model_settings_merge_per_model(isolated):
     project = isolated / "skillopt.yaml"
     project.write_text("models:\n  openai/x: {api_base: 'http://h/v1', temperature: 0.1}\n")
-    s = resolve_settings({}, project_file=project,
-                         suite_defaults={"models": {"openai/x": {"temperature": 0.5}}}, env={})
+    s = resolve_settings(
+        {},
+        project_file=project,
+        suite_defaults={"models": {"openai/x": {"temperature": 0.5}}},
+        env={},
+    )
     ms = s.model_settings("openai/x")
     assert (ms.api_base, ms.temperature) == ("http://h/v1", 0.5)
     assert s.model_settings("other").api_base is None
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("targt: x\n", "field 'targt': unknown setting"),
-    ("concurrency: zero\n", "field 'concurrency'"),
-    ("models:\n  m: {api_key: sk-secret}\n", "field 'models.m.api_key': unknown setting"),
-    ("- a list\n", "must be a mapping"),
-    ("target: [unclosed\n", "invalid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("targt: x\n", "field 'targt': unknown setting"),
+        ("concurrency: zero\n", "field 'concurrency'"),
+        ("models:\n  m: {api_key: sk-secret}\n", "field 'models.m.api_key': unknown setting"),
+        ("- a list\n", "must be a mapping"),
+        ("target: [unclosed\n", "invalid YAML"),
+    ],
+)
 def test_bad_project_file_names_file_and_key(isolated, text, needle):
     project = isolated / "skillopt.yaml"
     project.write_text(text)

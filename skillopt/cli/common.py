@@ -45,25 +45,53 @@ class SafeStream:
 out = Console(file=SafeStream("stdout"), highlight=False, emoji=False)
 err = Console(file=SafeStream("stderr"), highlight=False, emoji=False, soft_wrap=True)
 
-Target = Annotated[Optional[str], typer.Option(
-    "--target", "-t", help="Target model the agent runs on: a litellm name (e.g. "
-    "openai/gpt-4o-mini) for chat; for claude-code and codex the CLI's --model (or "
-    "'default').", show_default=False)]
-Harness = Annotated[Optional[str], typer.Option(
-    "--harness", help="How the agent runs a task: chat (the skill as system prompt), "
-    "claude-code (claude -p), codex (codex exec) or command (any program; `command:` in "
-    "skillopt.yaml) [default: chat].", show_default=False)]
-Concurrency = Annotated[Optional[int], typer.Option(
-    "--concurrency", "-j", min=1, help="Rollouts run at once [default: 8].",
-    show_default=False)]
-Judge = Annotated[Optional[str], typer.Option(
-    "--judge", help="Model for `judge` scorers.", show_default=False)]
-Store = Annotated[Optional[Path], typer.Option(
-    "--store", help="Rollout store (SQLite) [default: runs/rollouts.sqlite].",
-    show_default=False)]
-Samples = Annotated[Optional[int], typer.Option(
-    "--samples", min=1, help="Rollouts per task (for sampled models) [default: 1].",
-    show_default=False)]
+Target = Annotated[
+    Optional[str],
+    typer.Option(
+        "--target",
+        "-t",
+        help="Target model the agent runs on: a litellm name (e.g. "
+        "openai/gpt-4o-mini) for chat; for claude-code and codex the CLI's --model (or "
+        "'default').",
+        show_default=False,
+    ),
+]
+Harness = Annotated[
+    Optional[str],
+    typer.Option(
+        "--harness",
+        help="How the agent runs a task: chat (the skill as system prompt), "
+        "claude-code (claude -p), codex (codex exec) or command (any program; `command:` in "
+        "skillopt.yaml) [default: chat].",
+        show_default=False,
+    ),
+]
+Concurrency = Annotated[
+    Optional[int],
+    typer.Option(
+        "--concurrency", "-j", min=1, help="Rollouts run at once [default: 8].", show_default=False
+    ),
+]
+Judge = Annotated[
+    Optional[str], typer.Option("--judge", help="Model for `judge` scorers.", show_default=False)
+]
+Store = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--store",
+        help="Rollout store (SQLite) [default: runs/rollouts.sqlite].",
+        show_default=False,
+    ),
+]
+Samples = Annotated[
+    Optional[int],
+    typer.Option(
+        "--samples",
+        min=1,
+        help="Rollouts per task (for sampled models) [default: 1].",
+        show_default=False,
+    ),
+]
 
 
 _debug = False
@@ -101,14 +129,18 @@ def handle_errors(fn):
         except KeyboardInterrupt:
             if debug_enabled():
                 raise
-            err.print("[yellow]interrupted[/]: finished rollouts are saved in the store; "
-                      "rerun the same command to resume")
+            err.print(
+                "[yellow]interrupted[/]: finished rollouts are saved in the store; "
+                "rerun the same command to resume"
+            )
             raise typer.Exit(130) from None
         except Exception as exc:
             if debug_enabled():
                 raise
-            err.print(f"[bold red]internal error:[/] {escape(type(exc).__name__)}: "
-                      f"{escape(str(exc))}\n(rerun with --debug for the traceback)")
+            err.print(
+                f"[bold red]internal error:[/] {escape(type(exc).__name__)}: "
+                f"{escape(str(exc))}\n(rerun with --debug for the traceback)"
+            )
             raise typer.Exit(1) from None
 
     return wrapper
@@ -141,6 +173,12 @@ def fmt_ids(ids: list[str], limit: int = 8) -> str:
 
 def make_progress() -> Progress:
     """A transient bar on stderr; off when stderr is not a terminal."""
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err, transient=True,
-                    disable=not err.is_terminal)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )

@@ -57,38 +57,68 @@ class ProgressObserver:
 
 @handle_errors
 def eval_cmd(
-    skill: Annotated[Optional[Path], typer.Argument(help="Skill directory or SKILL.md.",
-                                                    metavar="SKILL", show_default=False)] = None,
-    tasks: Annotated[Path, typer.Option("--tasks", help="Task suite (YAML or JSONL).",
-                                        metavar="SUITE", show_default=False)] = ...,  # type: ignore[assignment]
+    skill: Annotated[
+        Optional[Path],
+        typer.Argument(help="Skill directory or SKILL.md.", metavar="SKILL", show_default=False),
+    ] = None,
+    tasks: Annotated[
+        Path,
+        typer.Option(
+            "--tasks", help="Task suite (YAML or JSONL).", metavar="SUITE", show_default=False
+        ),
+    ] = ...,  # type: ignore[assignment]
     split: Split = "test",
     target: Target = None,
     no_skill: Annotated[bool, typer.Option("--no-skill", help="Score the bare model.")] = False,
-    compare_no_skill: Annotated[bool, typer.Option(
-        "--compare-no-skill", help="Also score the bare model; show the delta and flips.")] = False,
+    compare_no_skill: Annotated[
+        bool,
+        typer.Option(
+            "--compare-no-skill", help="Also score the bare model; show the delta and flips."
+        ),
+    ] = False,
     concurrency: Concurrency = None,
     harness: Harness = None,
     judge: Judge = None,
     samples: Samples = None,
     store: Store = None,
-    json_file: Annotated[Optional[Path], typer.Option(
-        "--json", help="Write the full result (per task) as JSON to this file.",
-        show_default=False)] = None,
+    json_file: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--json",
+            help="Write the full result (per task) as JSON to this file.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
     if skill is None and not no_skill:
         raise typer.BadParameter("give a SKILL path, or --no-skill", param_hint="SKILL")
-    flags = {"target": target, "concurrency": concurrency, "harness": harness, "judge": judge,
-             "samples": samples, "store": str(store) if store else None}
+    flags = {
+        "target": target,
+        "concurrency": concurrency,
+        "harness": harness,
+        "judge": judge,
+        "samples": samples,
+        "store": str(store) if store else None,
+    }
     with make_progress() as progress:
-        result = api.evaluate(None if no_skill else skill, tasks, split=split, no_skill=no_skill,
-                              compare_no_skill=compare_no_skill, flags=flags,
-                              observers=[ProgressObserver(progress)], warn=warn)
+        result = api.evaluate(
+            None if no_skill else skill,
+            tasks,
+            split=split,
+            no_skill=no_skill,
+            compare_no_skill=compare_no_skill,
+            flags=flags,
+            observers=[ProgressObserver(progress)],
+            warn=warn,
+        )
     render(result)
     if json_file is not None:
         json_file.parent.mkdir(parents=True, exist_ok=True)
-        json_file.write_text(safe(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
-                             + "\n", encoding="utf-8")
+        json_file.write_text(
+            safe(json.dumps(result.to_dict(), indent=2, ensure_ascii=False)) + "\n",
+            encoding="utf-8",
+        )
         err.print(f"wrote {escape(str(json_file))}")
     rollouts = result.all_rollouts
     if rollouts and not any(r.scored for r in rollouts):
@@ -97,47 +127,79 @@ def eval_cmd(
 
 
 def render(result: EvalResult) -> None:
-    out.print(f"[bold]{escape(result.skill)}[/] ({result.skill_hash[:12]}) on "
-              f"[bold]{escape(result.suite)}[/] · target {escape(result.target or 'default')} · "
-              f"harness {result.harness}", soft_wrap=True)
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1),
-                  collapse_padding=True)
-    for col, justify in [("split", "left"), ("variant", "left"), ("mean", "right"),
-                         ("pass", "right"), ("n", "right"), ("unscored", "right"),
-                         ("cached", "right"), ("tokens", "right"), ("cost", "right"),
-                         ("wall", "right")]:
+    out.print(
+        f"[bold]{escape(result.skill)}[/] ({result.skill_hash[:12]}) on "
+        f"[bold]{escape(result.suite)}[/] · target {escape(result.target or 'default')} · "
+        f"harness {result.harness}",
+        soft_wrap=True,
+    )
+    table = Table(
+        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True
+    )
+    for col, justify in [
+        ("split", "left"),
+        ("variant", "left"),
+        ("mean", "right"),
+        ("pass", "right"),
+        ("n", "right"),
+        ("unscored", "right"),
+        ("cached", "right"),
+        ("tokens", "right"),
+        ("cost", "right"),
+        ("wall", "right"),
+    ]:
         table.add_column(col, justify=justify, no_wrap=True)
     for r in result.results:
-        table.add_row(r.split, r.variant, fmt_score(r.mean), fmt_pct(r.pass_rate), str(r.n),
-                      str(r.unscored) if r.unscored else "0", str(r.cached), f"{r.tokens:,}",
-                      fmt_cost(r.cost, r.cost_complete) if r.model_calls else "$0",
-                      f"{r.wall_s:.2f}s")
+        table.add_row(
+            r.split,
+            r.variant,
+            fmt_score(r.mean),
+            fmt_pct(r.pass_rate),
+            str(r.n),
+            str(r.unscored) if r.unscored else "0",
+            str(r.cached),
+            f"{r.tokens:,}",
+            fmt_cost(r.cost, r.cost_complete) if r.model_calls else "$0",
+            f"{r.wall_s:.2f}s",
+        )
     out.print(table)
     for c in result.comparisons:
         delta = "—" if c.delta is None else f"{c.delta:+.3f}"
-        out.print(f"Δ {c.split}: {delta} mean vs no skill (n={c.n}) · "
-                  f"fail→pass {len(c.fail_to_pass)}"
-                  + (f": {escape(fmt_ids(c.fail_to_pass))}" if c.fail_to_pass else "")
-                  + f" · pass→fail {len(c.pass_to_fail)}"
-                  + (f": {escape(fmt_ids(c.pass_to_fail))}" if c.pass_to_fail else ""),
-                  soft_wrap=True)
-    ran = sorted({str(r.trajectory["info"]["model"]) for r in result.all_rollouts
-                  if isinstance((r.trajectory.get("info") or {}).get("model"), str)})
+        out.print(
+            f"Δ {c.split}: {delta} mean vs no skill (n={c.n}) · "
+            f"fail→pass {len(c.fail_to_pass)}"
+            + (f": {escape(fmt_ids(c.fail_to_pass))}" if c.fail_to_pass else "")
+            + f" · pass→fail {len(c.pass_to_fail)}"
+            + (f": {escape(fmt_ids(c.pass_to_fail))}" if c.pass_to_fail else ""),
+            soft_wrap=True,
+        )
+    ran = sorted(
+        {
+            str(r.trajectory["info"]["model"])
+            for r in result.all_rollouts
+            if isinstance((r.trajectory.get("info") or {}).get("model"), str)
+        }
+    )
     if ran:  # what the agent CLI says it ran: the answer to "target default"
         out.print(f"model reported by the agent: {escape(', '.join(ran))}", soft_wrap=True)
     for r in result.results:
         invoked, traced = r.invocations
         if traced:
-            out.print(f"skill invoked in {invoked}/{traced} traced rollouts ({r.variant} · "
-                      f"{r.split})")
+            out.print(
+                f"skill invoked in {invoked}/{traced} traced rollouts ({r.variant} · {r.split})"
+            )
     kept = [w for r in result.results for w in r.kept_workspaces]
     if kept:
-        err.print(f"kept {len(kept)} workspace(s) of failed tasks for inspection under "
-                  f"{escape(str(Path(kept[0]).parent))}")
+        err.print(
+            f"kept {len(kept)} workspace(s) of failed tasks for inspection under "
+            f"{escape(str(Path(kept[0]).parent))}"
+        )
     unscored = [r for r in result.all_rollouts if not r.scored]
     if unscored:
-        err.print(f"[yellow]{len(unscored)} rollout(s) unscored[/] (not counted in any score; "
-                  "rerun to retry them):")
+        err.print(
+            f"[yellow]{len(unscored)} rollout(s) unscored[/] (not counted in any score; "
+            "rerun to retry them):"
+        )
         for r in unscored[:5]:
             err.print(f"  {escape(r.task_id)}: {escape(r.error or '')}")
         if len(unscored) > 5:

@@ -14,11 +14,16 @@ from skillopt.cli.common import err, handle_errors, out
 
 @handle_errors
 def lint_cmd(
-    paths: Annotated[list[Path], typer.Argument(help="Skill directories, SKILL.md files, or "
-                                                     "directories holding skills.",
-                                                metavar="PATH")],
-    strict: Annotated[bool, typer.Option("--strict", help="Treat warnings (Claude-only keys, "
-                                                          "portability) as errors.")] = False,
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Skill directories, SKILL.md files, or directories holding skills.", metavar="PATH"
+        ),
+    ],
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Treat warnings (Claude-only keys, portability) as errors."),
+    ] = False,
 ) -> None:
     """Check SKILL.md files: name, description, allowed keys; one line per problem."""
     problems = api.lint(paths, strict=strict)

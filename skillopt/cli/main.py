@@ -34,10 +34,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks instead of "
-                                                        "one-line errors.")] = False,
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Train agent skills (SKILL.md) against scored tasks."""
     set_debug(debug)

@@ -18,8 +18,9 @@ def models_cmd() -> None:
     for col in ("model", "kind", "usable", "detail"):
         table.add_column(col, no_wrap=col != "detail", overflow="fold")
     for m in api.models():
-        table.add_row(escape(m.name), m.kind, "[green]yes[/]" if m.usable else "[red]no[/]",
-                      escape(m.detail))
+        table.add_row(
+            escape(m.name), m.kind, "[green]yes[/]" if m.usable else "[red]no[/]", escape(m.detail)
+        )
     out.print(table)
 
 

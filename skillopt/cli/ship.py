@@ -34,11 +34,20 @@ from skillopt.text import safe
 
 def print_diff(diff: str) -> None:
     for line in diff.splitlines():
-        style = ("green" if line.startswith("+") and not line.startswith("+++") else
-                 "red" if line.startswith("-") and not line.startswith("---") else
-                 "cyan" if line.startswith("@@") else "")
-        out.print(f"[{style}]{escape(line)}[/]" if style else escape(line), soft_wrap=True,
-                  highlight=False)
+        style = (
+            "green"
+            if line.startswith("+") and not line.startswith("+++")
+            else "red"
+            if line.startswith("-") and not line.startswith("---")
+            else "cyan"
+            if line.startswith("@@")
+            else ""
+        )
+        out.print(
+            f"[{style}]{escape(line)}[/]" if style else escape(line),
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def _refusals(fn):
@@ -63,18 +72,33 @@ def _refusals(fn):
 @handle_errors
 @_refusals
 def export_cmd(
-    source: Annotated[str, typer.Argument(help="Skill directory, or a run id / run directory "
-                                               "(its best skill).", metavar="SKILL|RUN")],
-    to: Annotated[str, typer.Option("--to", help="Where to: " + ", ".join(TARGETS) + ".",
-                                    show_default=False)] = ...,  # type: ignore[assignment]
-    scope: Annotated[str, typer.Option("--scope", help="project (the current directory or "
-                                                       "--dest) or user (your home).")
-                     ] = "project",
-    dest: Annotated[Optional[Path], typer.Option(
-        "--dest", help="Use this directory instead of the project directory (or home).",
-        show_default=False)] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace a different skill "
-                                                        "already there.")] = False,
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="Skill directory, or a run id / run directory (its best skill).",
+            metavar="SKILL|RUN",
+        ),
+    ],
+    to: Annotated[
+        str, typer.Option("--to", help="Where to: " + ", ".join(TARGETS) + ".", show_default=False)
+    ] = ...,  # type: ignore[assignment]
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope", help="project (the current directory or --dest) or user (your home)."
+        ),
+    ] = "project",
+    dest: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--dest",
+            help="Use this directory instead of the project directory (or home).",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace a different skill already there.")
+    ] = False,
 ) -> None:
     """Write a skill where an agent loads it: .claude/skills/, .agents/skills/ or AGENTS.md."""
     result = api.export(source, to, scope=scope, dest=dest, force=force)
@@ -92,8 +116,10 @@ def export_cmd(
 @_refusals
 def adopt_cmd(
     run: Annotated[str, typer.Argument(help="Run id or run directory.", metavar="RUN")],
-    force: Annotated[bool, typer.Option("--force", help="Overwrite edits made to the skill "
-                                                        "since the run started.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Overwrite edits made to the skill since the run started."),
+    ] = False,
 ) -> None:
     """Write a run's best skill back into its skill directory, for you to review and commit."""
     result = api.adopt(run, force=force)
@@ -101,33 +127,60 @@ def adopt_cmd(
         err.print(f"unchanged: {escape(str(result.path))} already holds the run's best skill")
         return
     print_diff(result.diff)
-    err.print(f"updated {escape(str(result.path))} from run {escape(result.run_id)}; review "
-              "with `git diff` and commit it")
+    err.print(
+        f"updated {escape(str(result.path))} from run {escape(result.run_id)}; review "
+        "with `git diff` and commit it"
+    )
 
 
 @handle_errors
 def validate_cmd(
-    skill: Annotated[Path, typer.Argument(help="Skill directory or SKILL.md.",
-                                          metavar="SKILL")],
-    tasks: Annotated[Path, typer.Option("--tasks", help="Task suite (YAML or JSONL).",
-                                        metavar="SUITE", show_default=False)] = ...,  # type: ignore[assignment]
+    skill: Annotated[Path, typer.Argument(help="Skill directory or SKILL.md.", metavar="SKILL")],
+    tasks: Annotated[
+        Path,
+        typer.Option(
+            "--tasks", help="Task suite (YAML or JSONL).", metavar="SUITE", show_default=False
+        ),
+    ] = ...,  # type: ignore[assignment]
     split: Annotated[str, typer.Option("--split", help="train, val, test or all.")] = "test",
-    min_score: Annotated[Optional[float], typer.Option(
-        "--min-score", help="Fail when the mean score is below this (0–1).",
-        show_default=False)] = None,
-    baseline: Annotated[Optional[str], typer.Option(
-        "--baseline", help="Score the skill as it is at this git ref (e.g. main) or path, on "
-                           "the same tasks; report the delta and flips.", metavar="REF|PATH",
-        show_default=False)] = None,
-    max_regressions: Annotated[Optional[int], typer.Option(
-        "--max-regressions", help="Fail when more tasks than this go pass→fail against the "
-                                  "baseline.", show_default=False)] = None,
-    junit: Annotated[Optional[Path], typer.Option(
-        "--junit", help="Write a JUnit XML report (one testcase per task).",
-        show_default=False)] = None,
-    summary: Annotated[Optional[Path], typer.Option(
-        "--summary", help="Write a Markdown summary for a pull-request comment.",
-        show_default=False)] = None,
+    min_score: Annotated[
+        Optional[float],
+        typer.Option(
+            "--min-score", help="Fail when the mean score is below this (0–1).", show_default=False
+        ),
+    ] = None,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option(
+            "--baseline",
+            help="Score the skill as it is at this git ref (e.g. main) or path, on "
+            "the same tasks; report the delta and flips.",
+            metavar="REF|PATH",
+            show_default=False,
+        ),
+    ] = None,
+    max_regressions: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-regressions",
+            help="Fail when more tasks than this go pass→fail against the baseline.",
+            show_default=False,
+        ),
+    ] = None,
+    junit: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--junit", help="Write a JUnit XML report (one testcase per task).", show_default=False
+        ),
+    ] = None,
+    summary: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--summary",
+            help="Write a Markdown summary for a pull-request comment.",
+            show_default=False,
+        ),
+    ] = None,
     fmt: Annotated[str, typer.Option("--format", help="text or json (on stdout).")] = "text",
     target: Target = None,
     concurrency: Concurrency = None,
@@ -141,14 +194,30 @@ def validate_cmd(
 
     if fmt not in ("text", "json"):
         raise InputError(f"unknown format {fmt!r}; choose text or json", field="--format")
-    flags = {"target": target, "concurrency": concurrency, "harness": harness, "judge": judge,
-             "samples": samples, "store": str(store) if store else None}
+    flags = {
+        "target": target,
+        "concurrency": concurrency,
+        "harness": harness,
+        "judge": judge,
+        "samples": samples,
+        "store": str(store) if store else None,
+    }
     with make_progress() as progress:
-        result = api.validate(skill, tasks, split=split, min_score=min_score, baseline=baseline,
-                              max_regressions=max_regressions, flags=flags,
-                              observers=[ProgressObserver(progress)], warn=warn)
-    for path, text in ((junit, junit_xml(result) if junit else ""),
-                       (summary, summary_markdown(result) if summary else "")):
+        result = api.validate(
+            skill,
+            tasks,
+            split=split,
+            min_score=min_score,
+            baseline=baseline,
+            max_regressions=max_regressions,
+            flags=flags,
+            observers=[ProgressObserver(progress)],
+            warn=warn,
+        )
+    for path, text in (
+        (junit, junit_xml(result) if junit else ""),
+        (summary, summary_markdown(result) if summary else ""),
+    ):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(safe(text), encoding="utf-8")  # a CI artifact: no secret in it
@@ -166,23 +235,32 @@ def render(result) -> None:
         out.print(f"[{style}]{escape(str(p))}[/]", soft_wrap=True)
     r, b, c = result.result, result.baseline, result.comparison
     if r is not None:
-        out.print(f"[bold]{escape(result.skill)}[/] ({result.skill_hash[:12]}) on "
-                  f"[bold]{escape(result.suite)}[/] · {result.split} · target "
-                  f"{escape(result.target or 'default')} · harness {result.harness}",
-                  soft_wrap=True)
-        out.print(f"skill:    mean {fmt_score(r.mean)} · pass {fmt_pct(r.pass_rate)} · "
-                  f"scored {r.n}/{r.tasks}" + (f" · unscored {r.unscored}" if r.unscored else "")
-                  + _invoked(r))
+        out.print(
+            f"[bold]{escape(result.skill)}[/] ({result.skill_hash[:12]}) on "
+            f"[bold]{escape(result.suite)}[/] · {result.split} · target "
+            f"{escape(result.target or 'default')} · harness {result.harness}",
+            soft_wrap=True,
+        )
+        out.print(
+            f"skill:    mean {fmt_score(r.mean)} · pass {fmt_pct(r.pass_rate)} · "
+            f"scored {r.n}/{r.tasks}"
+            + (f" · unscored {r.unscored}" if r.unscored else "")
+            + _invoked(r)
+        )
         if b is not None:
-            out.print(f"baseline: mean {fmt_score(b.mean)} · pass {fmt_pct(b.pass_rate)} · "
-                      f"scored {b.n}/{b.tasks}{_invoked(b)} "
-                      f"({escape(result.baseline_label or '')})")
+            out.print(
+                f"baseline: mean {fmt_score(b.mean)} · pass {fmt_pct(b.pass_rate)} · "
+                f"scored {b.n}/{b.tasks}{_invoked(b)} "
+                f"({escape(result.baseline_label or '')})"
+            )
         if c is not None:
             delta = "—" if c.delta is None else f"{c.delta:+.3f}"
-            out.print(f"Δ {delta} (n={c.n}) · fail→pass {len(c.fail_to_pass)} · pass→fail "
-                      f"{len(c.pass_to_fail)}"
-                      + (f": {escape(', '.join(c.pass_to_fail[:10]))}" if c.pass_to_fail
-                         else ""), soft_wrap=True)
+            out.print(
+                f"Δ {delta} (n={c.n}) · fail→pass {len(c.fail_to_pass)} · pass→fail "
+                f"{len(c.pass_to_fail)}"
+                + (f": {escape(', '.join(c.pass_to_fail[:10]))}" if c.pass_to_fail else ""),
+                soft_wrap=True,
+            )
         if result.baseline_note:
             out.print(f"baseline: {escape(result.baseline_note)}")
     for check in result.checks:

@@ -41,8 +41,11 @@ class TrainProgress:
         self.current: float | None = None
 
     def _describe(self, stage: str) -> str:
-        best = f" · val now {fmt_score(self.current)} best {fmt_score(self.best)}" \
-            if self.best is not None else ""
+        best = (
+            f" · val now {fmt_score(self.current)} best {fmt_score(self.best)}"
+            if self.best is not None
+            else ""
+        )
         return f"{self.where}{stage}{best}"
 
     def __call__(self, ev: TrainEvent) -> None:
@@ -52,21 +55,28 @@ class TrainProgress:
                 self.where = f"epoch {d['epoch']} · step {d['step']} ({d['k']}/{d['per_epoch']}) · "
             elif "epoch" in d:
                 self.where = f"epoch {d['epoch']} · "
-            self.progress.update(self.bar, description=self._describe(d["stage"]), completed=0,
-                                 total=None)
+            self.progress.update(
+                self.bar, description=self._describe(d["stage"]), completed=0, total=None
+            )
         elif ev.kind == "rollout":
             label = d["label"].split(" · ", 1)[1] if d["label"].startswith("step ") else d["label"]
-            self.progress.update(self.bar, completed=d["done"], total=d["total"],
-                                 description=self._describe(label))
+            self.progress.update(
+                self.bar, completed=d["done"], total=d["total"], description=self._describe(label)
+            )
         elif ev.kind == "decision":
             self.current = d.get("val")
             self.best = d.get("best")
             out.print(decision_line(d), soft_wrap=True)
         elif ev.kind == "proposal" and d.get("skipped"):
-            what = ("meta notes" if d["kind"] == "notes" else
-                    f"{d['kind']} minibatch of {len(d.get('tasks') or [])} tasks")
-            out.print(f"step {d['step']:<3} [yellow]skipped[/] {what} — {escape(d['skipped'])}",
-                      soft_wrap=True)
+            what = (
+                "meta notes"
+                if d["kind"] == "notes"
+                else f"{d['kind']} minibatch of {len(d.get('tasks') or [])} tasks"
+            )
+            out.print(
+                f"step {d['step']:<3} [yellow]skipped[/] {what} — {escape(d['skipped'])}",
+                soft_wrap=True,
+            )
 
 
 def fmt_p(p: float) -> str:
@@ -84,93 +94,178 @@ def decision_line(d: dict) -> str:
     color = "green" if d.get("accepted") else "red"
     delta = d.get("delta")
     p = d.get("p_value")
-    return (f"step {step:<3} {label}[{color}]{decision:<9}[/] val {fmt_score(d.get('val'))}"
-            + (f" ({delta:+.3f})" if delta is not None else "")
-            + (f" p={fmt_p(p)}" if p is not None else "")
-            + f" · best {fmt_score(d.get('best'))} — {escape(d.get('reason', ''))}")
+    return (
+        f"step {step:<3} {label}[{color}]{decision:<9}[/] val {fmt_score(d.get('val'))}"
+        + (f" ({delta:+.3f})" if delta is not None else "")
+        + (f" p={fmt_p(p)}" if p is not None else "")
+        + f" · best {fmt_score(d.get('best'))} — {escape(d.get('reason', ''))}"
+    )
 
 
 @handle_errors
 def train_cmd(
-    skill: Annotated[Optional[Path], typer.Argument(help="Skill directory or SKILL.md.",
-                                                    metavar="SKILL", show_default=False)] = None,
-    tasks: Annotated[Optional[Path], typer.Option("--tasks", help="Task suite (YAML or JSONL).",
-                                                  metavar="SUITE", show_default=False)] = None,
+    skill: Annotated[
+        Optional[Path],
+        typer.Argument(help="Skill directory or SKILL.md.", metavar="SKILL", show_default=False),
+    ] = None,
+    tasks: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--tasks", help="Task suite (YAML or JSONL).", metavar="SUITE", show_default=False
+        ),
+    ] = None,
     target: Target = None,
-    optimizer: Annotated[Optional[str], typer.Option(
-        "--optimizer", help="Model that proposes edits (a litellm name).",
-        show_default=False)] = None,
-    epochs: Annotated[Optional[int], typer.Option("--epochs", min=1, help="Passes over the "
-                                                  "train split [default: 4].",
-                                                  show_default=False)] = None,
-    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Train tasks "
-                                                      "per step [default: 40].",
-                                                      show_default=False)] = None,
-    minibatch_size: Annotated[Optional[int], typer.Option(
-        "--minibatch-size", min=1, help="Rollouts per optimizer call [default: 8].",
-        show_default=False)] = None,
-    lr: Annotated[Optional[int], typer.Option("--lr", min=1, help="Maximum edits per step "
-                                              "[default: 4].", show_default=False)] = None,
-    min_lr: Annotated[Optional[int], typer.Option("--min-lr", min=1, help="Minimum edits per "
-                                                  "step [default: 2].",
-                                                  show_default=False)] = None,
-    schedule: Annotated[Optional[str], typer.Option(
-        "--schedule", help="Edit budget schedule: constant, linear or cosine [default: cosine].",
-        show_default=False)] = None,
-    gate: Annotated[Optional[str], typer.Option(
-        "--gate", help="Acceptance rule: strict, margin or paired [default: strict].",
-        show_default=False)] = None,
-    min_delta: Annotated[Optional[float], typer.Option(
-        "--min-delta", help="Margin a candidate must beat (margin and paired gates).",
-        show_default=False)] = None,
-    alpha: Annotated[Optional[float], typer.Option(
-        "--alpha", help="p-value threshold of the paired gate [default: 0.05].",
-        show_default=False)] = None,
+    optimizer: Annotated[
+        Optional[str],
+        typer.Option(
+            "--optimizer", help="Model that proposes edits (a litellm name).", show_default=False
+        ),
+    ] = None,
+    epochs: Annotated[
+        Optional[int],
+        typer.Option(
+            "--epochs", min=1, help="Passes over the train split [default: 4].", show_default=False
+        ),
+    ] = None,
+    batch_size: Annotated[
+        Optional[int],
+        typer.Option(
+            "--batch-size", min=1, help="Train tasks per step [default: 40].", show_default=False
+        ),
+    ] = None,
+    minibatch_size: Annotated[
+        Optional[int],
+        typer.Option(
+            "--minibatch-size",
+            min=1,
+            help="Rollouts per optimizer call [default: 8].",
+            show_default=False,
+        ),
+    ] = None,
+    lr: Annotated[
+        Optional[int],
+        typer.Option(
+            "--lr", min=1, help="Maximum edits per step [default: 4].", show_default=False
+        ),
+    ] = None,
+    min_lr: Annotated[
+        Optional[int],
+        typer.Option(
+            "--min-lr", min=1, help="Minimum edits per step [default: 2].", show_default=False
+        ),
+    ] = None,
+    schedule: Annotated[
+        Optional[str],
+        typer.Option(
+            "--schedule",
+            help="Edit budget schedule: constant, linear or cosine [default: cosine].",
+            show_default=False,
+        ),
+    ] = None,
+    gate: Annotated[
+        Optional[str],
+        typer.Option(
+            "--gate",
+            help="Acceptance rule: strict, margin or paired [default: strict].",
+            show_default=False,
+        ),
+    ] = None,
+    min_delta: Annotated[
+        Optional[float],
+        typer.Option(
+            "--min-delta",
+            help="Margin a candidate must beat (margin and paired gates).",
+            show_default=False,
+        ),
+    ] = None,
+    alpha: Annotated[
+        Optional[float],
+        typer.Option(
+            "--alpha",
+            help="p-value threshold of the paired gate [default: 0.05].",
+            show_default=False,
+        ),
+    ] = None,
     samples: Samples = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Shuffling seed [default: 0].",
-                                                show_default=False)] = None,
+    seed: Annotated[
+        Optional[int],
+        typer.Option("--seed", help="Shuffling seed [default: 0].", show_default=False),
+    ] = None,
     concurrency: Concurrency = None,
     harness: Harness = None,
     judge: Judge = None,
     store: Store = None,
-    run_dir: Annotated[Optional[Path], typer.Option(
-        "--run-dir", help="Where runs are written [default: runs].", show_default=False)] = None,
-    no_slow_update: Annotated[bool, typer.Option(
-        "--no-slow-update", help="Skip the epoch-end slow update.")] = False,
-    resume: Annotated[Optional[str], typer.Option(
-        "--resume", help="Continue a run (its id or directory).", metavar="RUN",
-        show_default=False)] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and exit; no model "
-                                                            "calls.")] = False,
+    run_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--run-dir", help="Where runs are written [default: runs].", show_default=False
+        ),
+    ] = None,
+    no_slow_update: Annotated[
+        bool, typer.Option("--no-slow-update", help="Skip the epoch-end slow update.")
+    ] = False,
+    resume: Annotated[
+        Optional[str],
+        typer.Option(
+            "--resume",
+            help="Continue a run (its id or directory).",
+            metavar="RUN",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and exit; no model calls.")
+    ] = False,
 ) -> None:
     """Train a skill: rollouts, reflection, bounded edits, validation gate, git audit."""
-    flags = {"target": target, "optimizer": optimizer, "epochs": epochs,
-             "batch_size": batch_size, "minibatch_size": minibatch_size, "lr": lr,
-             "min_lr": min_lr, "schedule": schedule, "gate": gate, "min_delta": min_delta,
-             "alpha": alpha, "samples": samples, "seed": seed, "concurrency": concurrency,
-             "harness": harness, "judge": judge, "store": str(store) if store else None,
-             "run_dir": str(run_dir) if run_dir else None,
-             "slow_update": False if no_slow_update else None}
+    flags = {
+        "target": target,
+        "optimizer": optimizer,
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "minibatch_size": minibatch_size,
+        "lr": lr,
+        "min_lr": min_lr,
+        "schedule": schedule,
+        "gate": gate,
+        "min_delta": min_delta,
+        "alpha": alpha,
+        "samples": samples,
+        "seed": seed,
+        "concurrency": concurrency,
+        "harness": harness,
+        "judge": judge,
+        "store": str(store) if store else None,
+        "run_dir": str(run_dir) if run_dir else None,
+        "slow_update": False if no_slow_update else None,
+    }
     if dry_run:
         render_plan(api.train(skill, tasks, flags=flags, dry_run=True))
         return
     progress = make_progress()
     with progress:
-        result = api.train(skill, tasks, flags=flags, resume=resume,
-                           observers=[TrainProgress(progress)], warn=warn)
+        result = api.train(
+            skill, tasks, flags=flags, resume=resume, observers=[TrainProgress(progress)], warn=warn
+        )
     render_summary(result)
 
 
 def render_plan(plan) -> None:
     out.print("[bold]Plan[/] (dry run: no model was called)")
     out.print(f"  tasks: train {plan.n_train} · val {plan.n_val} · test {plan.n_test}")
-    out.print(f"  steps: {plan.epochs} epochs × {plan.steps_per_epoch} = {plan.total_steps} "
-              f"(+{plan.epochs} slow updates)" if plan.total_steps else "  steps: 0")
+    out.print(
+        f"  steps: {plan.epochs} epochs × {plan.steps_per_epoch} = {plan.total_steps} "
+        f"(+{plan.epochs} slow updates)"
+        if plan.total_steps
+        else "  steps: 0"
+    )
     out.print(f"  edit budget per step: {' '.join(str(b) for b in plan.budgets)}")
-    out.print(f"  target rollouts: at most {plan.target_rollouts:,} "
-              f"(≈{plan.target_tokens:,} tokens)")
-    out.print(f"  optimizer calls: at most {plan.optimizer_calls:,} "
-              f"(≈{plan.optimizer_tokens:,} tokens)")
+    out.print(
+        f"  target rollouts: at most {plan.target_rollouts:,} (≈{plan.target_tokens:,} tokens)"
+    )
+    out.print(
+        f"  optimizer calls: at most {plan.optimizer_calls:,} (≈{plan.optimizer_tokens:,} tokens)"
+    )
     cost = "unknown" if plan.cost is None else f"≈ ${plan.cost:.4f}"
     out.print(f"  estimated cost: {cost}" + (f" ({plan.cost_note})" if plan.cost_note else ""))
     for note in plan.notes:
@@ -181,12 +276,20 @@ def render_summary(result: api.TrainResult) -> None:
     s = result.summary
     acct = s["accounting"]
     out.print()
-    out.print(f"[bold]Run {escape(result.run_id)}[/]: validation {fmt_score(s['initial_val'])} → "
-              f"{fmt_score(s['best_val'])}", soft_wrap=True)
+    out.print(
+        f"[bold]Run {escape(result.run_id)}[/]: validation {fmt_score(s['initial_val'])} → "
+        f"{fmt_score(s['best_val'])}",
+        soft_wrap=True,
+    )
     test = s.get("test") or {}
     if test:
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-                      title="test split", title_justify="left")
+        table = Table(
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            title="test split",
+            title_justify="left",
+        )
         for col in ("skill", "mean", "pass", "n"):
             table.add_column(col, justify="left" if col == "skill" else "right")
         for key, label in (("no_skill", "no skill"), ("initial", "initial"), ("best", "best")):
@@ -198,17 +301,24 @@ def render_summary(result: api.TrainResult) -> None:
         out.print("[yellow]the suite has no test split: no test scores[/]")
     decisions = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in s["decisions"].items())
     out.print(f"decisions: {decisions or 'none'}")
-    out.print(f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
-              f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "
-              f"{acct.get('optimizer_calls', 0)} · cost: target "
-              f"{fmt_cost(acct.get('target_cost'), acct.get('target_cost') is not None)}, "
-              + (f"optimizer {fmt_cost(acct.get('optimizer_cost'), acct.get('optimizer_cost') is not None)}"
-                 if acct.get("optimizer_calls") else "optimizer none (no calls)"),
-              soft_wrap=True)
+    out.print(
+        f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
+        f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "
+        f"{acct.get('optimizer_calls', 0)} · cost: target "
+        f"{fmt_cost(acct.get('target_cost'), acct.get('target_cost') is not None)}, "
+        + (
+            f"optimizer {fmt_cost(acct.get('optimizer_cost'), acct.get('optimizer_cost') is not None)}"
+            if acct.get("optimizer_calls")
+            else "optimizer none (no calls)"
+        ),
+        soft_wrap=True,
+    )
     out.print(f"best skill: {escape(str(result.run_dir / 'best' / 'SKILL.md'))}", soft_wrap=True)
     out.print(f"report: {escape(str(result.run_dir / 'report.md'))}", soft_wrap=True)
-    out.print(f"history: git log {escape(result.branch)}  (in {escape(result.audit_repo)})",
-              soft_wrap=True)
+    out.print(
+        f"history: git log {escape(result.branch)}  (in {escape(result.audit_repo)})",
+        soft_wrap=True,
+    )
 
 
 def register(app: typer.Typer) -> None:

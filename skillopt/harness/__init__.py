@@ -36,9 +36,17 @@ def build_harness(settings: Settings, target: Model | None = None) -> Harness:
         from skillopt.harness.command import CommandHarness
 
         return CommandHarness(settings)
-    raise InputError(f"unknown harness {name!r}; choose one of: {', '.join(HARNESSES)}",
-                     field="harness")
+    raise InputError(
+        f"unknown harness {name!r}; choose one of: {', '.join(HARNESSES)}", field="harness"
+    )
 
 
-__all__ = ["AGENT_HARNESSES", "ChatHarness", "HARNESSES", "Harness", "Trajectory",
-           "WorkspaceHarness", "build_harness"]
+__all__ = [
+    "AGENT_HARNESSES",
+    "ChatHarness",
+    "HARNESSES",
+    "Harness",
+    "Trajectory",
+    "WorkspaceHarness",
+    "build_harness",
+]

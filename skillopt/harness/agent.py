@@ -33,17 +33,33 @@ STEP_INPUT_LIMIT = 1000
 
 # The kinds `classify` gives; `rollout.SYSTEMIC` says which of them stop a run.
 _KIND_PATTERNS = (
-    ("auth", re.compile(
-        r"invalid (x-)?api[ _-]?key|api key|authenticat|unauthori[sz]ed|\b401\b|\b403\b|"
-        r"not logged in|please run /login|log ?in (is )?required|oauth token|permission denied "
-        r"for model|forbidden|missing environment variable", re.I)),
-    ("quota", re.compile(
-        r"quota|credit balance|billing|usage limit|insufficient[_ ](funds|credit)|"
-        r"payment required|\b402\b|out of credits|spend limit", re.I)),
+    (
+        "auth",
+        re.compile(
+            r"invalid (x-)?api[ _-]?key|api key|authenticat|unauthori[sz]ed|\b401\b|\b403\b|"
+            r"not logged in|please run /login|log ?in (is )?required|oauth token|permission denied "
+            r"for model|forbidden|missing environment variable",
+            re.I,
+        ),
+    ),
+    (
+        "quota",
+        re.compile(
+            r"quota|credit balance|billing|usage limit|insufficient[_ ](funds|credit)|"
+            r"payment required|\b402\b|out of credits|spend limit",
+            re.I,
+        ),
+    ),
     ("rate_limit", re.compile(r"rate[ _-]?limit|\b429\b|too many requests|overloaded", re.I)),
     ("not_found", re.compile(r"model[_ ]not[_ ]found|model `[^`]*` does not exist", re.I)),
-    ("server", re.compile(r"high demand|internal server error|service unavailable|bad gateway|"
-                          r"\b50[0-4]\b|stream disconnected before completion", re.I)),
+    (
+        "server",
+        re.compile(
+            r"high demand|internal server error|service unavailable|bad gateway|"
+            r"\b50[0-4]\b|stream disconnected before completion",
+            re.I,
+        ),
+    ),
 )
 
 
@@ -111,8 +127,9 @@ def clip_json(value, limit: int = STEP_INPUT_LIMIT):
 
 def as_int(value, default: int = 0) -> int:
     """A count from a CLI's JSON: numbers only (not booleans), else `default`."""
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
-        else default
+    return (
+        int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+    )
 
 
 def cli_model(target: str | None, harness: str, prefixes: tuple[str, ...]) -> str | None:
@@ -122,10 +139,12 @@ def cli_model(target: str | None, harness: str, prefixes: tuple[str, ...]) -> st
         return None
     provider = target.split("/", 1)[0] if "/" in target else ""
     if provider in SELF_RUN_PROVIDERS:
-        raise InputError(f"{target!r} is a model skillopt runs itself, but the {harness} "
-                         "harness hands the target to its CLI as --model: pass --target with a "
-                         "model that CLI knows, or --target default for the CLI's own",
-                         field="target")
+        raise InputError(
+            f"{target!r} is a model skillopt runs itself, but the {harness} "
+            "harness hands the target to its CLI as --model: pass --target with a "
+            "model that CLI knows, or --target default for the CLI's own",
+            field="target",
+        )
     if provider in prefixes:
         return target.split("/", 1)[1]
     return target
@@ -155,8 +174,13 @@ class AgentHarness:
 
     # -- the Harness contract ------------------------------------------------------------
     def fingerprint(self) -> dict:
-        return {"harness": self.name, "version": self.version, "cli": self.cli_version,
-                "invoke": self.agent.invoke, **self.options()}
+        return {
+            "harness": self.name,
+            "version": self.version,
+            "cli": self.cli_version,
+            "invoke": self.agent.invoke,
+            **self.options(),
+        }
 
     def options(self) -> dict:
         """Settings that change what the agent does (in the fingerprint)."""
@@ -185,7 +209,8 @@ class AgentHarness:
                         f"{root / name} holds a user-level skill named {name!r}. "
                         f"{self.shadow_reason} so the scores would not measure the copy "
                         "under test. Move it aside while training or evaluating (e.g. "
-                        f"`mv {root / name} {root.parent / (name + '.skillopt-aside')}`)")
+                        f"`mv {root / name} {root.parent / (name + '.skillopt-aside')}`)"
+                    )
 
     shadow_reason = "The agent would see it beside the workspace's copy,"
 
@@ -212,24 +237,44 @@ class AgentHarness:
         messages = ({"role": "user", "content": prompt},)
         try:
             argv = self.argv(ws, skill, task)
-            result = process.run_process(argv, cwd=ws.path, env=self.env(ws, skill, task),
-                                         stdin_text=self.stdin(prompt), timeout=self.agent.timeout,
-                                         io_dir=ws.io, cancelled=self._cancelled,
-                                         pid_namespace=self.agent.pid_namespace != "off")
+            result = process.run_process(
+                argv,
+                cwd=ws.path,
+                env=self.env(ws, skill, task),
+                stdin_text=self.stdin(prompt),
+                timeout=self.agent.timeout,
+                io_dir=ws.io,
+                cancelled=self._cancelled,
+                pid_namespace=self.agent.pid_namespace != "off",
+            )
         except OSError as exc:
-            return Trajectory(messages=messages, workspace=ws.path, error_kind="not_found",
-                              error=f"{self.binary_label} could not start: {exc.strerror or exc}")
+            return Trajectory(
+                messages=messages,
+                workspace=ws.path,
+                error_kind="not_found",
+                error=f"{self.binary_label} could not start: {exc.strerror or exc}",
+            )
         if self._cancelled.is_set() and (result.returncode or 0) < 0:  # killed by cancel()
-            return Trajectory(messages=messages, workspace=ws.path, error_kind="cancelled",
-                              latency_s=result.duration_s,
-                              error=f"{self.binary_label} was stopped: the run is stopping")
+            return Trajectory(
+                messages=messages,
+                workspace=ws.path,
+                error_kind="cancelled",
+                latency_s=result.duration_s,
+                error=f"{self.binary_label} was stopped: the run is stopping",
+            )
         if result.timed_out:
             traj = self.parse(result, ws, skill, task)
             kind, why = self.timeout_cause(traj)
-            return _merge(traj, messages=messages, workspace=ws.path,
-                          latency_s=result.duration_s, answer=None, error_kind=kind,
-                          error=f"{self.binary_label} timed out after {self.agent.timeout:g}s "
-                                f"(its process group was killed){why}")
+            return _merge(
+                traj,
+                messages=messages,
+                workspace=ws.path,
+                latency_s=result.duration_s,
+                answer=None,
+                error_kind=kind,
+                error=f"{self.binary_label} timed out after {self.agent.timeout:g}s "
+                f"(its process group was killed){why}",
+            )
         traj = self.parse(result, ws, skill, task)
         if traj.answer is not None and traj.error is None:
             messages = (*messages, {"role": "assistant", "content": traj.answer})
@@ -276,16 +321,14 @@ class AgentHarness:
     def argv(self, ws: Workspace, skill: Skill, task: Task) -> list[str]:
         raise NotImplementedError
 
-    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill,
-              task: Task) -> Trajectory:
+    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill, task: Task) -> Trajectory:
         raise NotImplementedError
 
     def env(self, ws: Workspace, skill: Skill, task: Task) -> dict[str, str]:
         """The scrubbed environment: base variables, the CLI's own, `agent.env`; when
         isolated, HOME is the workspace's private one (see `private_home`)."""
         prefixed = [k for k in os.environ if self.env_prefixes and k.startswith(self.env_prefixes)]
-        env = process.scrubbed_env([*process.BASE_ENV, *self.env_names, *prefixed,
-                                    *self.agent.env])
+        env = process.scrubbed_env([*process.BASE_ENV, *self.env_names, *prefixed, *self.agent.env])
         if self.isolated:
             for name in HOME_POINTERS:
                 env.pop(name, None)
@@ -313,29 +356,37 @@ class AgentHarness:
             raise HarnessError(
                 f"the {self.name} harness needs `{self.binary}`, which is not on PATH{where}; "
                 f"{self.install_hint}or choose another harness with --harness "
-                "chat|claude-code|codex|command")
+                "chat|claude-code|codex|command"
+            )
         return os.path.abspath(found)  # the agent runs elsewhere: its cwd is the workspace
 
     def probe_version(self, executable: str) -> str:
         """First line of `<binary> --version` (part of every rollout's fingerprint)."""
         process.make_non_dumpable()  # the agent's own program runs from here on
         try:
-            proc = subprocess.run([executable, "--version"], capture_output=True, text=True,
-                                  timeout=60, env=process.scrubbed_env(process.BASE_ENV),
-                                  errors="replace")
+            proc = subprocess.run(
+                [executable, "--version"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env=process.scrubbed_env(process.BASE_ENV),
+                errors="replace",
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise HarnessError(f"`{self.binary} --version` failed: {exc}") from None
         if proc.returncode != 0:
-            raise HarnessError(f"`{self.binary} --version` exited {proc.returncode}: "
-                               f"{process.tail(proc.stderr or proc.stdout, 300)}")
+            raise HarnessError(
+                f"`{self.binary} --version` exited {proc.returncode}: "
+                f"{process.tail(proc.stderr or proc.stdout, 300)}"
+            )
         lines = (proc.stdout or proc.stderr).strip().splitlines()
         return lines[0].strip() if lines else "unknown"
 
-    def failure(self, result: ProcessResult, what: str | None = None,
-                default_kind: str = "agent_error") -> Trajectory:
+    def failure(
+        self, result: ProcessResult, what: str | None = None, default_kind: str = "agent_error"
+    ) -> Trajectory:
         """An unscored trajectory for a process that exited badly."""
-        detail = what or result.stderr_tail() or process.tail(result.stdout, 800) \
-            or "no output"
+        detail = what or result.stderr_tail() or process.tail(result.stdout, 800) or "no output"
         message = f"{self.binary_label} exited {result.returncode}: {detail}"
         return Trajectory(error=message, error_kind=classify(detail, default_kind))
 

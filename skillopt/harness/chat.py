@@ -47,16 +47,28 @@ class ChatHarness:
         try:
             reply = self.model.complete(messages)
         except ModelError as exc:
-            return Trajectory(messages=tuple(messages), error=str(exc), error_kind=exc.kind,
-                              latency_s=time.perf_counter() - start, model_calls=exc.attempts)
+            return Trajectory(
+                messages=tuple(messages),
+                error=str(exc),
+                error_kind=exc.kind,
+                latency_s=time.perf_counter() - start,
+                model_calls=exc.attempts,
+            )
         except Exception as exc:  # a model bug must not take the whole run down
-            return Trajectory(messages=tuple(messages), error=f"{type(exc).__name__}: {exc}",
-                              error_kind="exception", latency_s=time.perf_counter() - start,
-                              model_calls=1)
+            return Trajectory(
+                messages=tuple(messages),
+                error=f"{type(exc).__name__}: {exc}",
+                error_kind="exception",
+                latency_s=time.perf_counter() - start,
+                model_calls=1,
+            )
         answer = reply.text
         return Trajectory(
             messages=(*messages, {"role": "assistant", "content": answer}),
-            answer=answer, usage=reply.usage, cost=reply.cost,
-            latency_s=time.perf_counter() - start, model_calls=reply.attempts,
+            answer=answer,
+            usage=reply.usage,
+            cost=reply.cost,
+            latency_s=time.perf_counter() - start,
+            model_calls=reply.attempts,
             replaced=reply.replaced,
         )

@@ -49,14 +49,27 @@ class ClaudeCodeHarness(AgentHarness):
     binary_label = "claude"
     skills_dir = ".claude/skills"
     invoke_prefix = "/"
-    env_names = ("AWS_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                 "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK", "CLOUD_ML_REGION",
-                 "GOOGLE_APPLICATION_CREDENTIALS", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER",
-                 "API_TIMEOUT_MS", "IS_SANDBOX", "AWS_CONFIG_FILE",
-                 "AWS_SHARED_CREDENTIALS_FILE")
+    env_names = (
+        "AWS_REGION",
+        "AWS_PROFILE",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "CLOUD_ML_REGION",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "DISABLE_TELEMETRY",
+        "DISABLE_AUTOUPDATER",
+        "API_TIMEOUT_MS",
+        "IS_SANDBOX",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+    )
     env_prefixes = ("ANTHROPIC_", "CLAUDE_CODE_", "CLAUDE_CONFIG_DIR")
-    install_hint = "install Claude Code (npm install -g @anthropic-ai/claude-code), set " \
-                   "`claude_code.binary` in skillopt.yaml, "
+    install_hint = (
+        "install Claude Code (npm install -g @anthropic-ai/claude-code), set "
+        "`claude_code.binary` in skillopt.yaml, "
+    )
 
     supports_isolation = True
 
@@ -78,17 +91,25 @@ class ClaudeCodeHarness(AgentHarness):
 
     def options(self) -> dict:
         c = self.conf
-        return {"model": self.resolved_model(), "endpoint": self.endpoint(),
-                "isolate": self.isolated, "permission_mode": c.permission_mode,
-                "allowed_tools": c.allowed_tools, "disallowed_tools": c.disallowed_tools,
-                "tools": c.tools, "max_turns": c.max_turns, "args": c.args}
+        return {
+            "model": self.resolved_model(),
+            "endpoint": self.endpoint(),
+            "isolate": self.isolated,
+            "permission_mode": c.permission_mode,
+            "allowed_tools": c.allowed_tools,
+            "disallowed_tools": c.disallowed_tools,
+            "tools": c.tools,
+            "max_turns": c.max_turns,
+            "args": c.args,
+        }
 
     def user_settings(self) -> dict:
         """The user's own settings.json, which the CLI reads only when not isolated
         (read once)."""
         if self._settings is None:
-            self._settings = {} if self.isolated else _read_json(self.config_dir() /
-                                                                 "settings.json")
+            self._settings = (
+                {} if self.isolated else _read_json(self.config_dir() / "settings.json")
+            )
         return self._settings
 
     def _setting(self, name: str) -> str | None:
@@ -112,8 +133,10 @@ class ClaudeCodeHarness(AgentHarness):
 
     def endpoint(self) -> str | None:
         """Where the CLI sends its requests, when not Anthropic's own API."""
-        for flag, name in (("CLAUDE_CODE_USE_BEDROCK", "bedrock"),
-                           ("CLAUDE_CODE_USE_VERTEX", "vertex")):
+        for flag, name in (
+            ("CLAUDE_CODE_USE_BEDROCK", "bedrock"),
+            ("CLAUDE_CODE_USE_VERTEX", "vertex"),
+        ):
             if self._setting(flag) not in (None, "", "0", "false"):
                 return name
         return self._setting("ANTHROPIC_BASE_URL")
@@ -131,10 +154,14 @@ class ClaudeCodeHarness(AgentHarness):
             # cloud credentials stay where they are, read in place: only the CLI's own
             # home is private
             real = Path.home()
-            for name, path in (("AWS_CONFIG_FILE", real / ".aws" / "config"),
-                               ("AWS_SHARED_CREDENTIALS_FILE", real / ".aws" / "credentials"),
-                               ("GOOGLE_APPLICATION_CREDENTIALS", real / ".config" / "gcloud" /
-                                "application_default_credentials.json")):
+            for name, path in (
+                ("AWS_CONFIG_FILE", real / ".aws" / "config"),
+                ("AWS_SHARED_CREDENTIALS_FILE", real / ".aws" / "credentials"),
+                (
+                    "GOOGLE_APPLICATION_CREDENTIALS",
+                    real / ".config" / "gcloud" / "application_default_credentials.json",
+                ),
+            ):
                 if name not in env and path.is_file():
                     env[name] = str(path)
         return env
@@ -169,13 +196,13 @@ class ClaudeCodeHarness(AgentHarness):
             argv += ["--model", self.model]
         return argv + list(c.args)
 
-    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill,
-              task: Task) -> Trajectory:
+    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill, task: Task) -> Trajectory:
         events = read_events(result.stdout)
         name = None if skill.is_empty else install_name(skill)
         steps, invoked, traced = tool_steps(events, name)
-        init = next((e for e in events if e.get("type") == "system"
-                     and e.get("subtype") == "init"), None)
+        init = next(
+            (e for e in events if e.get("type") == "system" and e.get("subtype") == "init"), None
+        )
         info = _run_facts(init, events)
         if name and self.agent.invoke == "explicit" and expanded(init, name):
             invoked = True  # the CLI put the skill into the prompt: no Skill tool call
@@ -185,28 +212,54 @@ class ClaudeCodeHarness(AgentHarness):
             shown = ", ".join(_skill_name(x) for x in listed[:20]) or "none"
             return Trajectory(
                 error=f"claude did not discover the skill {name!r} installed at "
-                      f"{self.skills_dir}/{name}/SKILL.md (the skills it lists: {shown}); "
-                      "check the skill's frontmatter and claude_code.args",
-                error_kind="not_discovered", steps=steps, info=info,
-                skill_invoked=None)
+                f"{self.skills_dir}/{name}/SKILL.md (the skills it lists: {shown}); "
+                "check the skill's frontmatter and claude_code.args",
+                error_kind="not_discovered",
+                steps=steps,
+                info=info,
+                skill_invoked=None,
+            )
         if final is None:
             if result.returncode not in (0, None):
                 return _with(self.failure(result), steps, invoked, info)
-            return _with(Trajectory(error="claude printed no result object: "
-                                          + (tail(result.stdout, 400) or "no output"),
-                                    error_kind="bad_output"), steps, invoked, info)
+            return _with(
+                Trajectory(
+                    error="claude printed no result object: "
+                    + (tail(result.stdout, 400) or "no output"),
+                    error_kind="bad_output",
+                ),
+                steps,
+                invoked,
+                info,
+            )
         subtype = str(final.get("subtype") or "")
         usage = final.get("usage") if isinstance(final.get("usage"), dict) else {}
-        info.update({k: final.get(k) for k in ("subtype", "is_error", "num_turns",
-                                                "stop_reason", "session_id", "api_error_status")
-                     if k in final})
+        info.update(
+            {
+                k: final.get(k)
+                for k in (
+                    "subtype",
+                    "is_error",
+                    "num_turns",
+                    "stop_reason",
+                    "session_id",
+                    "api_error_status",
+                )
+                if k in final
+            }
+        )
         denials = final.get("permission_denials")
         if isinstance(denials, list) and denials:
             info["permission_denials"] = len(denials)
         cost = final.get("total_cost_usd")
-        common = dict(usage=_usage(usage), cost=float(cost) if isinstance(cost, (int, float))
-                      else None, model_calls=_model_calls(events, final), steps=steps,
-                      skill_invoked=invoked if traced else None, info=info)
+        common = dict(
+            usage=_usage(usage),
+            cost=float(cost) if isinstance(cost, (int, float)) else None,
+            model_calls=_model_calls(events, final),
+            steps=steps,
+            skill_invoked=invoked if traced else None,
+            info=info,
+        )
         text = final.get("result")
         if subtype in AGENT_OUTCOMES:
             steps = (*steps, {"type": "stopped", "reason": subtype})
@@ -214,20 +267,30 @@ class ClaudeCodeHarness(AgentHarness):
             return Trajectory(answer=text if isinstance(text, str) else "", **common)
         if final.get("is_error") or (subtype and subtype != "success"):
             errors = final.get("errors")
-            message = (text if isinstance(text, str) and text.strip() else
-                       "; ".join(map(str, errors)) if isinstance(errors, list) and errors else
-                       subtype or "error result")
+            message = (
+                text
+                if isinstance(text, str) and text.strip()
+                else "; ".join(map(str, errors))
+                if isinstance(errors, list) and errors
+                else subtype or "error result"
+            )
             message = clip(message.strip(), 800)
             # the real CLI reports a provider's refusal as subtype "success" with
             # is_error and the HTTP status: the status decides, not the words
             status = final.get("api_error_status")
             kind = status_kind(status)
             what = f"API error {status}" if kind else subtype or "is_error"
-            return Trajectory(error=f"claude reported an error ({what}): {message}",
-                              error_kind=kind or classify(message), **common)
+            return Trajectory(
+                error=f"claude reported an error ({what}): {message}",
+                error_kind=kind or classify(message),
+                **common,
+            )
         if not isinstance(text, str):
-            return Trajectory(error="claude's result object has no `result` text",
-                              error_kind="bad_output", **common)
+            return Trajectory(
+                error="claude's result object has no `result` text",
+                error_kind="bad_output",
+                **common,
+            )
         return Trajectory(answer=text, **common)
 
     def timeout_cause(self, partial: Trajectory) -> tuple[str, str]:
@@ -235,8 +298,10 @@ class ClaudeCodeHarness(AgentHarness):
         kind = status_kind(status)
         if kind is None:
             return "timeout", ""
-        return kind, (f" while retrying a failed API call ({partial.info.get('api_retries')} "
-                      f"retries, the last answered HTTP {status})")
+        return kind, (
+            f" while retrying a failed API call ({partial.info.get('api_retries')} "
+            f"retries, the last answered HTTP {status})"
+        )
 
 
 def _run_facts(init: dict | None, events: list[dict]) -> dict:
@@ -260,8 +325,13 @@ def _model_calls(events: list[dict], final: dict) -> int:
     """API calls the agent made: one per assistant message (the CLI prints a message
     with text and a tool call as two events with the same id); without a trace, the
     result's turn count (which also counts tool results, so it is an upper bound)."""
-    ids = {e["message"].get("id") for e in events if e.get("type") == "assistant"
-           and isinstance(e.get("message"), dict) and e["message"].get("id")}
+    ids = {
+        e["message"].get("id")
+        for e in events
+        if e.get("type") == "assistant"
+        and isinstance(e.get("message"), dict)
+        and e["message"].get("id")
+    }
     return len(ids) or as_int(final.get("num_turns"), 1)
 
 
@@ -308,8 +378,9 @@ def read_events(stdout: str) -> list[dict]:
     return json_lines(text)
 
 
-def tool_steps(events: list[dict], skill_name: str | None
-               ) -> tuple[tuple[dict, ...], bool | None, bool]:
+def tool_steps(
+    events: list[dict], skill_name: str | None
+) -> tuple[tuple[dict, ...], bool | None, bool]:
     """(steps, skill invoked, whether the events hold a trace of messages)."""
     steps: list[dict] = []
     by_id: dict[str, dict] = {}
@@ -330,8 +401,7 @@ def tool_steps(events: list[dict], skill_name: str | None
             if block.get("type") == "tool_use":
                 tool = str(block.get("name") or "?")
                 tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                step = {"type": "tool_use", "tool": tool,
-                        "input": clip_json(tool_input)}
+                step = {"type": "tool_use", "tool": tool, "input": clip_json(tool_input)}
                 steps.append(step)
                 if isinstance(block.get("id"), str):
                     by_id[block["id"]] = step
@@ -353,8 +423,9 @@ def tool_steps(events: list[dict], skill_name: str | None
 
 def _invokes(tool: str, tool_input: dict, name: str) -> bool:
     if tool == "Skill":
-        called = str(tool_input.get("skill") or tool_input.get("command")
-                     or tool_input.get("name") or "").lstrip("/")
+        called = str(
+            tool_input.get("skill") or tool_input.get("command") or tool_input.get("name") or ""
+        ).lstrip("/")
         return called == name or called.endswith(":" + name)
     if tool == "Read":
         path = str(tool_input.get("file_path") or tool_input.get("path") or "")
@@ -366,19 +437,23 @@ def _result_text(content) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(c.get("text", "")) if isinstance(c, dict) else str(c)
-                         for c in content)
+        return "\n".join(str(c.get("text", "")) if isinstance(c, dict) else str(c) for c in content)
     return "" if content is None else json.dumps(content, ensure_ascii=False, default=str)
 
 
 def _usage(usage: dict) -> Usage:
-    return Usage(input_tokens=sum(as_int(usage.get(k)) for k in (
-                     "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")),
-                 output_tokens=as_int(usage.get("output_tokens")))
+    return Usage(
+        input_tokens=sum(
+            as_int(usage.get(k))
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        ),
+        output_tokens=as_int(usage.get("output_tokens")),
+    )
 
 
 def _with(traj: Trajectory, steps: tuple, invoked: bool | None, info: dict) -> Trajectory:
     from dataclasses import replace
 
-    return replace(traj, steps=steps, skill_invoked=invoked if steps else None,
-                   info={**traj.info, **info})
+    return replace(
+        traj, steps=steps, skill_invoked=invoked if steps else None, info={**traj.info, **info}
+    )

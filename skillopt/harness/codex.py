@@ -51,15 +51,29 @@ CONFIG = "config.toml"
 MESSAGE_TYPES = ("agent_message", "assistant_message")
 # The settings of a user's config.toml that say which model runs and how codex reaches
 # and authenticates with its provider: all a private CODEX_HOME keeps.
-PROVIDER_KEYS = ("model", "model_provider", "model_providers", "model_reasoning_effort",
-                 "model_reasoning_summary", "model_verbosity", "model_context_window",
-                 "model_max_output_tokens", "model_auto_compact_token_limit",
-                 "model_supports_reasoning_summaries", "preferred_auth_method",
-                 "forced_login_method", "forced_chatgpt_workspace_id", "chatgpt_base_url")
+PROVIDER_KEYS = (
+    "model",
+    "model_provider",
+    "model_providers",
+    "model_reasoning_effort",
+    "model_reasoning_summary",
+    "model_verbosity",
+    "model_context_window",
+    "model_max_output_tokens",
+    "model_auto_compact_token_limit",
+    "model_supports_reasoning_summaries",
+    "preferred_auth_method",
+    "forced_login_method",
+    "forced_chatgpt_workspace_id",
+    "chatgpt_base_url",
+)
 # what a sandbox that cannot start says (bubblewrap, landlock, seccomp), as opposed to
 # one that works and refuses a write
-SANDBOX_BROKEN = re.compile(r"bubblewrap|\bbwrap\b|landlock|seccomp|sandbox (error|failed)|"
-                            r"failed to (apply|set ?up|create) (the )?sandbox", re.I)
+SANDBOX_BROKEN = re.compile(
+    r"bubblewrap|\bbwrap\b|landlock|seccomp|sandbox (error|failed)|"
+    r"failed to (apply|set ?up|create) (the )?sandbox",
+    re.I,
+)
 
 
 class CodexHarness(AgentHarness):
@@ -72,8 +86,9 @@ class CodexHarness(AgentHarness):
     # OPENAI_BASE_URL: a gateway is a `[model_providers.X]` table in config.toml
     env_names = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_ORGANIZATION", "OPENAI_PROJECT")
     env_prefixes = ("CODEX_",)
-    install_hint = "install Codex (npm install -g @openai/codex), set `codex.binary` in " \
-                   "skillopt.yaml, "
+    install_hint = (
+        "install Codex (npm install -g @openai/codex), set `codex.binary` in skillopt.yaml, "
+    )
     supports_isolation = True
 
     def __init__(self, settings: Settings):
@@ -115,10 +130,17 @@ class CodexHarness(AgentHarness):
 
     def options(self) -> dict:
         name, table = self.provider()
-        return {"model": self.model or self.user_config().get("model"),
-                "provider": {"name": name, "base_url": table.get("base_url"),
-                             "wire_api": table.get("wire_api")},
-                "isolate": self.isolated, "sandbox": self.conf.sandbox, "args": self.conf.args}
+        return {
+            "model": self.model or self.user_config().get("model"),
+            "provider": {
+                "name": name,
+                "base_url": table.get("base_url"),
+                "wire_api": table.get("wire_api"),
+            },
+            "isolate": self.isolated,
+            "sandbox": self.conf.sandbox,
+            "args": self.conf.args,
+        }
 
     def env(self, ws: Workspace, skill: Skill, task: Task) -> dict[str, str]:
         env = super().env(ws, skill, task)
@@ -146,8 +168,16 @@ class CodexHarness(AgentHarness):
         return home
 
     def argv(self, ws: Workspace, skill: Skill, task: Task) -> list[str]:
-        argv = [self.executable(), "exec", "--json", "--sandbox", self.conf.sandbox,
-                "--skip-git-repo-check", "-C", str(ws.path)]
+        argv = [
+            self.executable(),
+            "exec",
+            "--json",
+            "--sandbox",
+            self.conf.sandbox,
+            "--skip-git-repo-check",
+            "-C",
+            str(ws.path),
+        ]
         if "--ephemeral" not in self.conf.args:
             argv += ["--ephemeral"]  # no session files under CODEX_HOME
         if self.model:
@@ -155,8 +185,7 @@ class CodexHarness(AgentHarness):
         argv += ["--output-last-message", str(ws.io / LAST_MESSAGE), *self.conf.args, "-"]
         return argv
 
-    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill,
-              task: Task) -> Trajectory:
+    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill, task: Task) -> Trajectory:
         events = read_jsonl(result.stdout)
         name = None if skill.is_empty else install_name(skill)
         steps, messages, invoked = item_steps(events, name)
@@ -181,43 +210,61 @@ class CodexHarness(AgentHarness):
             elif kind == "error":
                 failures.append(str(e.get("message") or "error event"))
         info = {"turns": turns, "turns_completed": completed}
-        thread = next((e.get("thread_id") for e in events if e.get("type") == "thread.started"),
-                      None)
+        thread = next(
+            (e.get("thread_id") for e in events if e.get("type") == "thread.started"), None
+        )
         if thread:
             info["thread_id"] = thread
-        common = dict(usage=usage, model_calls=max(turns, 1), steps=steps, info=info,
-                      skill_invoked=invoked if events and name else None)
+        common = dict(
+            usage=usage,
+            model_calls=max(turns, 1),
+            steps=steps,
+            info=info,
+            skill_invoked=invoked if events and name else None,
+        )
         last_file = ws.io / LAST_MESSAGE
-        answer = last_file.read_text(encoding="utf-8", errors="replace") \
-            if last_file.is_file() else ""
+        answer = (
+            last_file.read_text(encoding="utf-8", errors="replace") if last_file.is_file() else ""
+        )
         if not answer.strip() and messages:
             answer = messages[-1]
         broken = sandbox_failures(steps)
         if broken:
             return Trajectory(
                 error=f"codex's sandbox ({self.conf.sandbox}) could not run commands "
-                      f"({len(broken)} failed): {clip(broken[-1], 400)}; fix the sandbox "
-                      "(bubblewrap) on this machine, or choose codex.sandbox: "
-                      "danger-full-access where the workspace is already isolated",
-                error_kind="sandbox", **common)
+                f"({len(broken)} failed): {clip(broken[-1], 400)}; fix the sandbox "
+                "(bubblewrap) on this machine, or choose codex.sandbox: "
+                "danger-full-access where the workspace is already isolated",
+                error_kind="sandbox",
+                **common,
+            )
         if failures and not completed:
             message = clip(failures[-1].strip(), 800)
-            return Trajectory(error=f"codex turn failed: {message}",
-                              error_kind=classify(message), **common)
+            return Trajectory(
+                error=f"codex turn failed: {message}", error_kind=classify(message), **common
+            )
         if result.returncode not in (0, None):
             detail = result.stderr_tail() or (clip(failures[-1], 800) if failures else "")
             traj = self.failure(result, detail or None)
             return Trajectory(error=traj.error, error_kind=traj.error_kind, **common)
         if not events:
-            return Trajectory(error="codex printed no JSON events: "
-                                    + (tail(result.stdout, 400) or "no output"),
-                              error_kind="bad_output", **common)
+            return Trajectory(
+                error="codex printed no JSON events: " + (tail(result.stdout, 400) or "no output"),
+                error_kind="bad_output",
+                **common,
+            )
         if not answer.strip() and not completed:
-            stray = "\n".join(line for line in result.stdout.splitlines()
-                              if line.strip() and not line.lstrip().startswith("{"))
-            return Trajectory(error="codex finished without completing a turn or a final "
-                                    "message" + (f": {tail(stray, 400)}" if stray else ""),
-                              error_kind="bad_output", **common)
+            stray = "\n".join(
+                line
+                for line in result.stdout.splitlines()
+                if line.strip() and not line.lstrip().startswith("{")
+            )
+            return Trajectory(
+                error="codex finished without completing a turn or a final "
+                "message" + (f": {tail(stray, 400)}" if stray else ""),
+                error_kind="bad_output",
+                **common,
+            )
         return Trajectory(answer=answer.strip("\n"), **common)
 
 
@@ -233,8 +280,9 @@ def read_config(path: Path) -> dict:
     try:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise HarnessError(f"{path}: codex's config is not valid TOML ({exc}); codex "
-                           "would refuse it too") from None
+        raise HarnessError(
+            f"{path}: codex's config is not valid TOML ({exc}); codex would refuse it too"
+        ) from None
     profiles = config.get("profiles")
     active = profiles.get(config.get("profile")) if isinstance(profiles, dict) else None
     if isinstance(active, dict):
@@ -288,8 +336,7 @@ def _toml_value(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}"
-                               for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
     return json.dumps(str(value))  # dates and times: codex's provider keys have none
 
 
@@ -298,8 +345,9 @@ def read_jsonl(stdout: str) -> list[dict]:
     return [e for e in json_lines(stdout) if isinstance(e.get("type"), str)]
 
 
-def item_steps(events: list[dict], skill_name: str | None
-               ) -> tuple[tuple[dict, ...], list[str], bool]:
+def item_steps(
+    events: list[dict], skill_name: str | None
+) -> tuple[tuple[dict, ...], list[str], bool]:
     """(steps, agent messages, skill invoked) from the completed items, in order.
     An item only ever started (the run was cut short) counts as it was last seen."""
     last: dict[str, dict] = {}
@@ -327,8 +375,14 @@ def item_steps(events: list[dict], skill_name: str | None
         step = _step(kind, item)
         if step is None:
             continue
-        if needle and _succeeded(step) and needle in json.dumps(
-                {k: step.get(k) for k in ("command", "input", "tool")}, ensure_ascii=False):
+        if (
+            needle
+            and _succeeded(step)
+            and needle
+            in json.dumps(
+                {k: step.get(k) for k in ("command", "input", "tool")}, ensure_ascii=False
+            )
+        ):
             invoked = True
         steps.append(step)
     return tuple(steps), messages, invoked
@@ -349,29 +403,48 @@ def sandbox_failures(steps: tuple[dict, ...]) -> list[str]:
     commands = [s for s in steps if s.get("type") == "command"]
     if any(_succeeded(s) for s in commands):
         return []
-    return [str(s.get("output") or "") for s in commands
-            if s.get("exit_code") not in (None, 0) and SANDBOX_BROKEN.search(
-                str(s.get("output") or ""))]
+    return [
+        str(s.get("output") or "")
+        for s in commands
+        if s.get("exit_code") not in (None, 0) and SANDBOX_BROKEN.search(str(s.get("output") or ""))
+    ]
 
 
 def _step(kind: str, item: dict) -> dict | None:
     if kind == "command_execution":
-        step = {"type": "command", "command": str(item.get("command", "")),
-                "output": clip(str(item.get("aggregated_output") or ""), STEP_OUTPUT_LIMIT)}
+        step = {
+            "type": "command",
+            "command": str(item.get("command", "")),
+            "output": clip(str(item.get("aggregated_output") or ""), STEP_OUTPUT_LIMIT),
+        }
         for k in ("exit_code", "status"):
             if item.get(k) is not None:
                 step[k] = item[k]
         return step
     if kind == "file_change":
         changes = item.get("changes") if isinstance(item.get("changes"), list) else []
-        return {"type": "file_change", "tool": "edit", "input": [
-            {"path": c.get("path"), "kind": c.get("kind")} for c in changes
-            if isinstance(c, dict)], "status": item.get("status")}
+        return {
+            "type": "file_change",
+            "tool": "edit",
+            "input": [
+                {"path": c.get("path"), "kind": c.get("kind")}
+                for c in changes
+                if isinstance(c, dict)
+            ],
+            "status": item.get("status"),
+        }
     if kind == "mcp_tool_call":
-        return {"type": "mcp_tool_call", "tool": f"{item.get('server')}.{item.get('tool')}",
-                "input": clip_json(item.get("arguments")),
-                "output": clip(json.dumps(item.get("result") or item.get("error"),
-                                          ensure_ascii=False, default=str), STEP_OUTPUT_LIMIT)}
+        return {
+            "type": "mcp_tool_call",
+            "tool": f"{item.get('server')}.{item.get('tool')}",
+            "input": clip_json(item.get("arguments")),
+            "output": clip(
+                json.dumps(
+                    item.get("result") or item.get("error"), ensure_ascii=False, default=str
+                ),
+                STEP_OUTPUT_LIMIT,
+            ),
+        }
     if kind == "reasoning":
         text = item.get("text")
         return {"type": "reasoning", "text": clip(str(text), 600)} if text else None
@@ -381,5 +454,4 @@ def _step(kind: str, item: dict) -> dict | None:
         return {"type": "error", "text": clip(str(item.get("message", "")), 600)}
     # todo_list, plan, collab_tool_call and anything newer: kept, compactly
     fields = {k: v for k, v in item.items() if k not in ("id", "type", "item_type")}
-    return {"type": kind, "text": clip(json.dumps(fields, ensure_ascii=False, default=str),
-                                       600)}
+    return {"type": kind, "text": clip(json.dumps(fields, ensure_ascii=False, default=str), 600)}

@@ -32,8 +32,18 @@ from skillopt.harness.workspace import Workspace, install_name
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.suite.task import Task
 
-PLACEHOLDERS = ("workspace", "skill_dir", "skill_file", "skill_name", "task_file", "task_id",
-                "prompt", "model", "output_file", "steps_file")
+PLACEHOLDERS = (
+    "workspace",
+    "skill_dir",
+    "skill_file",
+    "skill_name",
+    "task_file",
+    "task_id",
+    "prompt",
+    "model",
+    "output_file",
+    "steps_file",
+)
 MAX_STEPS = 200
 
 
@@ -45,9 +55,11 @@ class CommandHarness(AgentHarness):
     def __init__(self, settings: Settings):
         conf = settings.command
         if not conf.argv:
-            raise InputError('the command harness needs `command.argv` in skillopt.yaml, e.g. '
-                             '["my-agent", "--skill", "{skill_dir}", "--task", "{task_file}"]',
-                             field="command.argv")
+            raise InputError(
+                "the command harness needs `command.argv` in skillopt.yaml, e.g. "
+                '["my-agent", "--skill", "{skill_dir}", "--task", "{task_file}"]',
+                field="command.argv",
+            )
         argv = shlex.split(conf.argv) if isinstance(conf.argv, str) else list(conf.argv)
         if not argv:
             raise InputError("must name a program", field="command.argv")
@@ -56,10 +68,12 @@ class CommandHarness(AgentHarness):
             if problem:
                 raise InputError(f"{problem} in {part!r}", field=f"command.argv[{i}]")
         out = conf.output
-        if out != "stdout" and (not out.strip() or Path(out).is_absolute()
-                                or ".." in Path(out).parts):
-            raise InputError("must be 'stdout' or a path relative to the workspace",
-                             field="command.output")
+        if out != "stdout" and (
+            not out.strip() or Path(out).is_absolute() or ".." in Path(out).parts
+        ):
+            raise InputError(
+                "must be 'stdout' or a path relative to the workspace", field="command.output"
+            )
         super().__init__(settings, argv[0])
         self.conf = conf
         self.template = argv
@@ -69,10 +83,16 @@ class CommandHarness(AgentHarness):
 
     def fingerprint(self) -> dict:
         # the program's own version string is not ours to probe; `command.version` is
-        return {"harness": self.name, "version": self.version, "argv": self.template,
-                "output": self.conf.output, "skills_dir": self.conf.skills_dir,
-                "program_version": self.conf.version, "model": self.model,
-                "invoke": self.agent.invoke}
+        return {
+            "harness": self.name,
+            "version": self.version,
+            "argv": self.template,
+            "output": self.conf.output,
+            "skills_dir": self.conf.skills_dir,
+            "program_version": self.conf.version,
+            "model": self.model,
+            "invoke": self.agent.invoke,
+        }
 
     def check(self, skills: Sequence[Skill] = ()) -> None:
         # the program's skill directories are its own business: only the binary is checked
@@ -90,12 +110,18 @@ class CommandHarness(AgentHarness):
             skill_dir = ws.skill_dir
             skill_file = str(ws.skill_dir / SKILL_FILE)
         output = "" if self.conf.output == "stdout" else str(ws.path / self.conf.output)
-        return {"workspace": str(ws.path), "skill_dir": str(skill_dir),
-                "skill_file": skill_file,
-                "skill_name": "" if skill.is_empty else install_name(skill),
-                "task_file": str(task_file), "task_id": task.id,
-                "prompt": self.prompt(skill, task), "model": self.model,
-                "output_file": output, "steps_file": str(ws.io / "steps.jsonl")}
+        return {
+            "workspace": str(ws.path),
+            "skill_dir": str(skill_dir),
+            "skill_file": skill_file,
+            "skill_name": "" if skill.is_empty else install_name(skill),
+            "task_file": str(task_file),
+            "task_id": task.id,
+            "prompt": self.prompt(skill, task),
+            "model": self.model,
+            "output_file": output,
+            "steps_file": str(ws.io / "steps.jsonl"),
+        }
 
     def argv(self, ws: Workspace, skill: Skill, task: Task) -> list[str]:
         values = self.values(ws, skill, task)
@@ -105,12 +131,16 @@ class CommandHarness(AgentHarness):
 
     def env(self, ws: Workspace, skill: Skill, task: Task) -> dict[str, str]:
         env = super().env(ws, skill, task)
-        env.update({f"SKILLOPT_{k.upper()}": v for k, v in self.values(ws, skill, task).items()
-                    if k != "prompt"})
+        env.update(
+            {
+                f"SKILLOPT_{k.upper()}": v
+                for k, v in self.values(ws, skill, task).items()
+                if k != "prompt"
+            }
+        )
         return env
 
-    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill,
-              task: Task) -> Trajectory:
+    def parse(self, result: ProcessResult, ws: Workspace, skill: Skill, task: Task) -> Trajectory:
         steps = read_steps(ws.io / "steps.jsonl")
         if result.returncode not in (0, None):
             traj = self.failure(result, default_kind="command_error")
@@ -120,9 +150,12 @@ class CommandHarness(AgentHarness):
         else:
             path = ws.path / self.conf.output
             if not path.is_file():
-                return Trajectory(error=f"{self.binary_label} exited 0 but wrote no "
-                                        f"{self.conf.output} in the workspace",
-                                  error_kind="bad_output", steps=steps)
+                return Trajectory(
+                    error=f"{self.binary_label} exited 0 but wrote no "
+                    f"{self.conf.output} in the workspace",
+                    error_kind="bad_output",
+                    steps=steps,
+                )
             answer = path.read_text(encoding="utf-8", errors="replace")
         return Trajectory(answer=answer.strip("\n"), steps=steps, model_calls=1)
 
@@ -138,8 +171,9 @@ def read_steps(path: Path) -> tuple[dict, ...]:
         except json.JSONDecodeError:
             continue
         if isinstance(obj, dict):
-            steps.append({k: clip(v, STEP_OUTPUT_LIMIT) if isinstance(v, str) else v
-                          for k, v in obj.items()})
+            steps.append(
+                {k: clip(v, STEP_OUTPUT_LIMIT) if isinstance(v, str) else v for k, v in obj.items()}
+            )
     return tuple(steps)
 
 
@@ -160,6 +194,8 @@ def _template_problem(part: str) -> str | None:
     except KeyError as exc:
         return f"unknown placeholder {{{exc.args[0]}}} (known: {known})"
     except (ValueError, IndexError) as exc:
-        return (f"bad template ({exc}); placeholders take no format spec or conversion, "
-                "write {{ and }} for literal braces")
+        return (
+            f"bad template ({exc}); placeholders take no format spec or conversion, "
+            "write {{ and }} for literal braces"
+        )
     return None

@@ -33,11 +33,33 @@ from pathlib import Path
 
 # What any program needs to start and reach the network; each harness adds its own.
 BASE_ENV = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
-    "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "SYSTEMROOT",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
 )
 
 TERM_GRACE_S = 3.0  # between SIGTERM and SIGKILL
@@ -152,8 +174,12 @@ def tail(text: str, limit: int = 800) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-def scrubbed_env(names: Iterable[str], *, environ: Mapping[str, str] | None = None,
-                 extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def scrubbed_env(
+    names: Iterable[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """The variables in `names` that are set in `environ`, plus `extra`."""
     environ = os.environ if environ is None else environ
     env = {n: environ[n] for n in dict.fromkeys(names) if n in environ}
@@ -183,18 +209,26 @@ def _probe_namespace() -> list[str] | None:
     if not sys.platform.startswith("linux") or not sys.executable:
         return None
     unshare = shutil.which("unshare") or next(
-        (p for p in ("/usr/bin/unshare", "/bin/unshare") if os.access(p, os.X_OK)), None)
+        (p for p in ("/usr/bin/unshare", "/bin/unshare") if os.access(p, os.X_OK)), None
+    )
     if unshare is None:
         return None
-    check = ("import os, sys; sys.exit(0 if os.getppid() == 1 and b'ns_last_pid' in "
-             "open('/proc/1/cmdline', 'rb').read() else 3)")
+    check = (
+        "import os, sys; sys.exit(0 if os.getppid() == 1 and b'ns_last_pid' in "
+        "open('/proc/1/cmdline', 'rb').read() else 3)"
+    )
     variants = ([()] if os.geteuid() == 0 else []) + [_USER_NS_FLAGS]
     for flags in variants:
         prefix = [unshare, *flags, *_NS_FLAGS, sys.executable, "-I", "-S", "-c", _INIT]
         try:
-            done = subprocess.run([*prefix, "-", sys.executable, "-I", "-S", "-c", check],
-                                  env=scrubbed_env(BASE_ENV), stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=20, cwd="/")
+            done = subprocess.run(
+                [*prefix, "-", sys.executable, "-I", "-S", "-c", check],
+                env=scrubbed_env(BASE_ENV),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=20,
+                cwd="/",
+            )
         except (OSError, subprocess.SubprocessError):
             continue
         if done.returncode == 0 and not done.stdout and not done.stderr:
@@ -223,9 +257,17 @@ def make_non_dumpable() -> bool:
         return False
 
 
-def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin_text: str,
-                timeout: float, io_dir: Path, cancelled: threading.Event | None = None,
-                pid_namespace: bool = True) -> ProcessResult:
+def run_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    stdin_text: str,
+    timeout: float,
+    io_dir: Path,
+    cancelled: threading.Event | None = None,
+    pid_namespace: bool = True,
+) -> ProcessResult:
     """Run `argv` in `cwd` with `stdin_text` on stdin; raises `OSError` when the program
     cannot start at all. Once `cancelled` is set (before `kill_all`), a process that
     starts is killed at once, so no agent outlives a stopped run. With `pid_namespace`
@@ -233,8 +275,7 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin_text: 
     nothing else about the run differs."""
     make_non_dumpable()
     prefix = _namespace_prefix() if pid_namespace else None
-    stdin_path, out_path, err_path = (io_dir / n for n in ("stdin.txt", "stdout.txt",
-                                                           "stderr.txt"))
+    stdin_path, out_path, err_path = (io_dir / n for n in ("stdin.txt", "stdout.txt", "stderr.txt"))
     stdin_path.write_text(stdin_text, encoding="utf-8")
     ours = theirs = None
     if prefix is not None:
@@ -242,12 +283,22 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin_text: 
         ours, theirs = socket.socketpair()
     start = time.perf_counter()
     try:
-        with open(stdin_path, "rb") as fin, open(out_path, "wb") as fout, \
-                open(err_path, "wb") as ferr:
+        with (
+            open(stdin_path, "rb") as fin,
+            open(out_path, "wb") as fout,
+            open(err_path, "wb") as ferr,
+        ):
             wrapped = argv if theirs is None else [*prefix, str(theirs.fileno()), *argv]
-            proc = subprocess.Popen(wrapped, cwd=cwd, env=env, stdin=fin, stdout=fout,
-                                    stderr=ferr, start_new_session=True,
-                                    pass_fds=() if theirs is None else (theirs.fileno(),))
+            proc = subprocess.Popen(
+                wrapped,
+                cwd=cwd,
+                env=env,
+                stdin=fin,
+                stdout=fout,
+                stderr=ferr,
+                start_new_session=True,
+                pass_fds=() if theirs is None else (theirs.fileno(),),
+            )
             with _live_lock:
                 _live.add(proc.pid)
             if theirs is not None:
@@ -272,12 +323,14 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], stdin_text: 
         elif kind == "X":
             returncode = (number, returncode[1])
     code, timed_out = returncode
-    return ProcessResult(None if timed_out else code, _read(out_path), _read(err_path),
-                         timed_out, duration)
+    return ProcessResult(
+        None if timed_out else code, _read(out_path), _read(err_path), timed_out, duration
+    )
 
 
-def _wait(proc: subprocess.Popen, timeout: float,
-          cancelled: threading.Event | None) -> tuple[int | None, bool]:
+def _wait(
+    proc: subprocess.Popen, timeout: float, cancelled: threading.Event | None
+) -> tuple[int | None, bool]:
     """Wait for `proc` under the timeout; (its return code, whether the timeout fired).
     On any way out its whole process group is killed."""
     # kill_all sets `cancelled` first and then reads the live set: a process is

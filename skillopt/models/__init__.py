@@ -32,8 +32,9 @@ def unregister_model(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-def resolve_model(name: str, settings: ModelSettings | None = None, *,
-                  role: str = "model") -> Model:
+def resolve_model(
+    name: str, settings: ModelSettings | None = None, *, role: str = "model"
+) -> Model:
     """Build the model called `name`; unknown names raise `InputError` naming the
     `role` it was asked for (target, judge, optimizer)."""
     if not name or not name.strip():
@@ -47,10 +48,17 @@ def resolve_model(name: str, settings: ModelSettings | None = None, *,
         from skillopt.models import local
 
         if name != local.NAME:
-            raise InputError(f"unknown local model {name!r}; the embedded model is "
-                             f"{local.NAME}", field=role)
-        extra = {k: v for k, v in {"temperature": settings.temperature,
-                                    "max_tokens": settings.max_tokens}.items() if v is not None}
+            raise InputError(
+                f"unknown local model {name!r}; the embedded model is {local.NAME}", field=role
+            )
+        extra = {
+            k: v
+            for k, v in {
+                "temperature": settings.temperature,
+                "max_tokens": settings.max_tokens,
+            }.items()
+            if v is not None
+        }
         return local.LocalModel(**extra)
     from skillopt.models.litellm_model import LiteLLMModel, check_model_name
 
@@ -59,12 +67,21 @@ def resolve_model(name: str, settings: ModelSettings | None = None, *,
     if settings.api_key_env:
         api_key = os.environ.get(settings.api_key_env)
         if not api_key:
-            raise InputError(f"environment variable {settings.api_key_env} is not set",
-                             field=f"models.{name}.api_key_env")
-    return LiteLLMModel(name, api_base=settings.api_base, api_key=api_key,
-                        temperature=settings.temperature, max_tokens=settings.max_tokens,
-                        timeout=settings.timeout, retries=settings.retries,
-                        backoff=settings.backoff, extra=settings.params)
+            raise InputError(
+                f"environment variable {settings.api_key_env} is not set",
+                field=f"models.{name}.api_key_env",
+            )
+    return LiteLLMModel(
+        name,
+        api_base=settings.api_base,
+        api_key=api_key,
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        timeout=settings.timeout,
+        retries=settings.retries,
+        backoff=settings.backoff,
+        extra=settings.params,
+    )
 
 
 def context_window(model: Model) -> int | None:
@@ -78,12 +95,14 @@ def context_window(model: Model) -> int | None:
 
 
 def _scripted(name: str, role: str) -> Model:
-    ref = name[len("scripted/"):]
+    ref = name[len("scripted/") :]
     if ref == "echo":
         return ScriptedModel(lambda messages: last_user_text(messages), name=name)
     if ":" not in ref:
-        raise InputError(f"unknown scripted model {name!r}: use scripted/echo or "
-                         "scripted/<module>:<function>", field=role)
+        raise InputError(
+            f"unknown scripted model {name!r}: use scripted/echo or scripted/<module>:<function>",
+            field=role,
+        )
     module_name, _, attr = ref.partition(":")
     try:
         fn = getattr(importlib.import_module(module_name), attr)
@@ -92,5 +111,13 @@ def _scripted(name: str, role: str) -> Model:
     return ScriptedModel(fn, name=name)
 
 
-__all__ = ["Completion", "Model", "ScriptedModel", "Usage", "context_window",
-           "register_model", "resolve_model", "unregister_model"]
+__all__ = [
+    "Completion",
+    "Model",
+    "ScriptedModel",
+    "Usage",
+    "context_window",
+    "register_model",
+    "resolve_model",
+    "unregister_model",
+]

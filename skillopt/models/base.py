@@ -28,8 +28,9 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens,
-                     self.output_tokens + other.output_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
 
 
 @dataclass(frozen=True)

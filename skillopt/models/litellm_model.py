@@ -48,17 +48,22 @@ def check_model_name(name: str, role: str = "model") -> None:
     try:
         litellm.get_llm_provider(name)
     except Exception:
-        raise InputError(f"unknown model {name!r}: use a litellm name such as "
-                         "'openai/gpt-4o-mini' or 'anthropic/claude-sonnet-4-5', "
-                         "or 'openai/<name>' with an api_base for an OpenAI-compatible server",
-                         field=role) from None
+        raise InputError(
+            f"unknown model {name!r}: use a litellm name such as "
+            "'openai/gpt-4o-mini' or 'anthropic/claude-sonnet-4-5', "
+            "or 'openai/<name>' with an api_base for an OpenAI-compatible server",
+            field=role,
+        ) from None
 
 
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 529}
 # how providers say an account is out of money (OpenAI: 429 insufficient_quota;
 # Anthropic: 400 "credit balance is too low")
-_QUOTA = re.compile(r"insufficient[_ ]quota|exceeded your current quota|credit balance|"
-                    r"billing|payment required|insufficient[_ ](funds|credit)", re.I)
+_QUOTA = re.compile(
+    r"insufficient[_ ]quota|exceeded your current quota|credit balance|"
+    r"billing|payment required|insufficient[_ ](funds|credit)",
+    re.I,
+)
 
 
 class EmptyResponse(Exception):
@@ -79,7 +84,10 @@ def _classify(exc: Exception) -> tuple[str, bool]:
         return "rate_limit", True
     if isinstance(exc, litellm.ContextWindowExceededError):
         return "context_window", False
-    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
+    if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (
+        401,
+        403,
+    ):
         return "auth", False
     if isinstance(exc, litellm.NotFoundError) or status == 404:  # no such model here
         return "not_found", False
@@ -89,8 +97,10 @@ def _classify(exc: Exception) -> tuple[str, bool]:
         if status in _RETRY_STATUS or status >= 500:
             return "server", True
         return "bad_request", False
-    if isinstance(exc, (litellm.InternalServerError, litellm.ServiceUnavailableError,
-                        litellm.APIConnectionError)):
+    if isinstance(
+        exc,
+        (litellm.InternalServerError, litellm.ServiceUnavailableError, litellm.APIConnectionError),
+    ):
         return "server", True
     return "error", False
 
@@ -114,16 +124,28 @@ class LiteLLMModel:
     `retries` and the backoff settings do not.
     """
 
-    def __init__(self, name: str, *, api_base: str | None = None, api_key: str | None = None,
-                 temperature: float | None = None, max_tokens: int | None = None,
-                 timeout: float = 120.0, retries: int = 4, backoff: float = 1.0,
-                 backoff_max: float = 30.0, extra: dict | None = None):
+    def __init__(
+        self,
+        name: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout: float = 120.0,
+        retries: int = 4,
+        backoff: float = 1.0,
+        backoff_max: float = 30.0,
+        extra: dict | None = None,
+    ):
         self.name = name
         self.api_base = api_base
         self._api_key = api_key
-        self.params: dict[str, Any] = {k: v for k, v in
-                                       {"temperature": temperature, "max_tokens": max_tokens}.items()
-                                       if v is not None}
+        self.params: dict[str, Any] = {
+            k: v
+            for k, v in {"temperature": temperature, "max_tokens": max_tokens}.items()
+            if v is not None
+        }
         self.params.update(extra or {})
         secrets.register(api_key)
         secrets.register_params(self.params)
@@ -157,8 +179,12 @@ class LiteLLMModel:
         litellm = import_litellm()
         try:
             if litellm.supports_response_schema(model=self.name):
-                return {"response_format": {"type": "json_schema", "json_schema": {
-                    "name": name, "schema": schema, "strict": True}}}
+                return {
+                    "response_format": {
+                        "type": "json_schema",
+                        "json_schema": {"name": name, "schema": schema, "strict": True},
+                    }
+                }
         except Exception:  # unknown model: litellm cannot say
             pass
         try:
@@ -171,8 +197,14 @@ class LiteLLMModel:
     def complete(self, prompt: Prompt, **params) -> Completion:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {**self.params, **params}
-        kwargs.update(model=self.name, messages=as_messages(prompt), timeout=self.timeout,
-                      num_retries=0, max_retries=0, drop_params=True)
+        kwargs.update(
+            model=self.name,
+            messages=as_messages(prompt),
+            timeout=self.timeout,
+            num_retries=0,
+            max_retries=0,
+            drop_params=True,
+        )
         if self.api_base:
             kwargs["api_base"] = self.api_base
             kwargs["api_key"] = self._api_key or "sk-local"
@@ -188,9 +220,13 @@ class LiteLLMModel:
                 kind, retryable = _classify(exc)
                 if not retryable or attempt >= self.retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    raise ModelError(f"{self.name}: {kind}{tries}: {_short(exc)}", kind=kind,
-                                     retryable=retryable, attempts=attempt + 1) from exc
-                delay = min(self.backoff_max, self.backoff * 2 ** attempt) * (0.5 + random.random())
+                    raise ModelError(
+                        f"{self.name}: {kind}{tries}: {_short(exc)}",
+                        kind=kind,
+                        retryable=retryable,
+                        attempts=attempt + 1,
+                    ) from exc
+                delay = min(self.backoff_max, self.backoff * 2**attempt) * (0.5 + random.random())
                 hinted = _retry_after(exc)
                 if hinted is not None:  # the server said when to come back
                     delay = min(self.backoff_max, hinted)
@@ -205,8 +241,10 @@ class LiteLLMModel:
         usage = getattr(response, "usage", None)
         return Completion(
             text=message.content or "",
-            usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0),
-                        int(getattr(usage, "completion_tokens", 0) or 0)),
+            usage=Usage(
+                int(getattr(usage, "prompt_tokens", 0) or 0),
+                int(getattr(usage, "completion_tokens", 0) or 0),
+            ),
             cost=self._cost(response),
             latency_s=latency,
             model=getattr(response, "model", self.name) or self.name,
@@ -227,7 +265,7 @@ class LiteLLMModel:
 
 def _short(exc: Exception) -> str:
     text = str(exc).replace("\n", " ").strip()
-    for prefix in ("litellm.", ):
+    for prefix in ("litellm.",):
         if text.startswith(prefix):
-            text = text[len(prefix):]
+            text = text[len(prefix) :]
     return text[:300]

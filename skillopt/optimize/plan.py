@@ -44,21 +44,24 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str,
-              optimizer_name: str) -> Plan:
+def make_plan(
+    skill: Skill, suite: Suite, s: Settings, target_name: str, optimizer_name: str
+) -> Plan:
     train, val, test = suite.split("train"), suite.split("val"), suite.split("test")
     per_epoch = steps_per_epoch(len(train), s.batch_size)
     total = per_epoch * s.epochs
-    budgets = [edit_budget(i, total, max_edits=s.lr, min_edits=s.min_lr, schedule=s.schedule)
-               for i in range(total)]
+    budgets = [
+        edit_budget(i, total, max_edits=s.lr, min_edits=s.min_lr, schedule=s.schedule)
+        for i in range(total)
+    ]
     batch = min(s.batch_size, len(train))
     val_rollouts = len(val) * s.samples
     slow_n = min(s.batch_size, len(train))
-    rollouts = val_rollouts                              # the initial skill on validation
-    rollouts += total * (batch + val_rollouts)            # train batch + candidate on val
+    rollouts = val_rollouts  # the initial skill on validation
+    rollouts += total * (batch + val_rollouts)  # train batch + candidate on val
     if s.slow_update:
         rollouts += s.epochs * (2 * slow_n + val_rollouts)
-    rollouts += 3 * len(test) * s.samples                 # no skill, initial, best on test
+    rollouts += 3 * len(test) * s.samples  # no skill, initial, best on test
     # failures and successes are reflected on separately: ceil(f/m) + ceil(s/m) calls
     per_step_calls = math.ceil(batch / s.minibatch_size) + (1 if batch > 1 else 0)
     calls = total * per_step_calls + s.epochs * ((1 if s.slow_update else 0) + 1)
@@ -71,24 +74,46 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str,
     per_rollout_in = _tokens(skill.body) + avg_prompt
     per_rollout_out = max(16, avg_expected * 2)
     target_tokens = int(rollouts * (per_rollout_in + per_rollout_out))
-    per_call_in = (OPTIMIZER_TEMPLATE_TOKENS + _tokens(skill.body)
-                   + s.minibatch_size * (avg_prompt + 2 * avg_expected + 40))
+    per_call_in = (
+        OPTIMIZER_TEMPLATE_TOKENS
+        + _tokens(skill.body)
+        + s.minibatch_size * (avg_prompt + 2 * avg_expected + 40)
+    )
     optimizer_tokens = int(calls * (per_call_in + OPTIMIZER_OUTPUT_TOKENS))
 
     cost, note = _estimate(target_name, rollouts * per_rollout_in, rollouts * per_rollout_out)
     if calls:
-        ocost, onote = _estimate(optimizer_name, calls * per_call_in,
-                                 calls * OPTIMIZER_OUTPUT_TOKENS)
+        ocost, onote = _estimate(
+            optimizer_name, calls * per_call_in, calls * OPTIMIZER_OUTPUT_TOKENS
+        )
         cost = None if cost is None or ocost is None else cost + ocost
         note = "; ".join(n for n in (note, onote) if n)
-    notes = ["rollout counts are upper bounds: the store serves repeated evaluations "
-             "(the incumbent on validation, unchanged skills on train tasks)"]
+    notes = [
+        "rollout counts are upper bounds: the store serves repeated evaluations "
+        "(the incumbent on validation, unchanged skills on train tasks)"
+    ]
     if s.harness != "chat":
-        notes.append(f"the {s.harness} harness runs an agent per task: its tokens and cost "
-                     "are the agent's and are not estimated here (each task's usage is "
-                     "recorded from the CLI's output)")
-    return Plan(len(train), len(val), len(test), s.epochs, per_epoch, total, budgets, rollouts,
-                calls, target_tokens, optimizer_tokens, cost, note, notes)
+        notes.append(
+            f"the {s.harness} harness runs an agent per task: its tokens and cost "
+            "are the agent's and are not estimated here (each task's usage is "
+            "recorded from the CLI's output)"
+        )
+    return Plan(
+        len(train),
+        len(val),
+        len(test),
+        s.epochs,
+        per_epoch,
+        total,
+        budgets,
+        rollouts,
+        calls,
+        target_tokens,
+        optimizer_tokens,
+        cost,
+        note,
+        notes,
+    )
 
 
 def _estimate(model: str, tokens_in: float, tokens_out: float) -> tuple[float | None, str]:
@@ -97,9 +122,9 @@ def _estimate(model: str, tokens_in: float, tokens_out: float) -> tuple[float | 
     from skillopt.models.litellm_model import import_litellm
 
     try:
-        cin, cout = import_litellm().cost_per_token(model=model,
-                                                     prompt_tokens=int(tokens_in),
-                                                     completion_tokens=int(tokens_out))
+        cin, cout = import_litellm().cost_per_token(
+            model=model, prompt_tokens=int(tokens_in), completion_tokens=int(tokens_out)
+        )
         return float(cin + cout), ""
     except Exception:
         return None, f"no price known for {model}"

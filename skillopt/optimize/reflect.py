@@ -54,16 +54,30 @@ class Proposal:
     replaced: int = 0  # characters of the replies that could not be stored (U+FFFD now)
 
     def to_dict(self) -> dict:
-        return {"edits": [e.to_dict() for e in self.edits], "skipped": self.skipped,
-                "calls": self.calls, "input_tokens": self.usage.input_tokens,
-                "output_tokens": self.usage.output_tokens, "cost": self.cost, "raw": self.raw,
-                "error_kind": self.error_kind, "replaced": self.replaced}
+        return {
+            "edits": [e.to_dict() for e in self.edits],
+            "skipped": self.skipped,
+            "calls": self.calls,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cost": self.cost,
+            "raw": self.raw,
+            "error_kind": self.error_kind,
+            "replaced": self.replaced,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Proposal:
-        return cls([Edit.from_dict(e) for e in d["edits"]], d.get("skipped"), d.get("calls", 0),
-                   Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)), d.get("cost"),
-                   d.get("raw", ""), d.get("error_kind"), d.get("replaced", 0))
+        return cls(
+            [Edit.from_dict(e) for e in d["edits"]],
+            d.get("skipped"),
+            d.get("calls", 0),
+            Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)),
+            d.get("cost"),
+            d.get("raw", ""),
+            d.get("error_kind"),
+            d.get("replaced", 0),
+        )
 
 
 @dataclass
@@ -79,16 +93,28 @@ class TextResult:
     replaced: int = 0
 
     def to_dict(self) -> dict:
-        return {"text": self.text, "skipped": self.skipped, "calls": self.calls,
-                "input_tokens": self.usage.input_tokens,
-                "output_tokens": self.usage.output_tokens, "cost": self.cost,
-                "error_kind": self.error_kind, "replaced": self.replaced}
+        return {
+            "text": self.text,
+            "skipped": self.skipped,
+            "calls": self.calls,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cost": self.cost,
+            "error_kind": self.error_kind,
+            "replaced": self.replaced,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> TextResult:
-        return cls(d.get("text"), d.get("skipped"), d.get("calls", 0),
-                   Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)), d.get("cost"),
-                   d.get("error_kind"), d.get("replaced", 0))
+        return cls(
+            d.get("text"),
+            d.get("skipped"),
+            d.get("calls", 0),
+            Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)),
+            d.get("cost"),
+            d.get("error_kind"),
+            d.get("replaced", 0),
+        )
 
 
 class Optimizer(Protocol):
@@ -98,8 +124,9 @@ class Optimizer(Protocol):
         """Edits for one minibatch; never raises for a bad reply or failed call."""
         ...
 
-    def slow_update(self, skill: Skill, previous: Skill, comparison: str,
-                    memory: Memory) -> TextResult:
+    def slow_update(
+        self, skill: Skill, previous: Skill, comparison: str, memory: Memory
+    ) -> TextResult:
         """Longitudinal guidance for the protected block, or None."""
         ...
 
@@ -126,19 +153,24 @@ class EditsReply(BaseModel):
 
 EDITS_SCHEMA = {
     "type": "object",
-    "properties": {"edits": {"type": "array", "items": {
-        "type": "object",
-        "properties": {
-            "op": {"type": "string", "enum": ["add", "delete", "replace"]},
-            "anchor": {"type": ["string", "null"]},
-            "section": {"type": ["string", "null"]},
-            "content": {"type": ["string", "null"]},
-            "rationale": {"type": "string"},
-            "evidence": {"type": "array", "items": {"type": "string"}},
-        },
-        "required": ["op", "anchor", "section", "content", "rationale", "evidence"],
-        "additionalProperties": False,
-    }}},
+    "properties": {
+        "edits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "op": {"type": "string", "enum": ["add", "delete", "replace"]},
+                    "anchor": {"type": ["string", "null"]},
+                    "section": {"type": ["string", "null"]},
+                    "content": {"type": ["string", "null"]},
+                    "rationale": {"type": "string"},
+                    "evidence": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["op", "anchor", "section", "content", "rationale", "evidence"],
+                "additionalProperties": False,
+            },
+        }
+    },
     "required": ["edits"],
     "additionalProperties": False,
 }
@@ -165,9 +197,17 @@ def parse_edits(text: str, source: str) -> list[Edit]:
             raise ValueError(f"edits.{i}: a {e.op} needs an anchor copied from the skill")
         if e.op in ("add", "replace") and not (e.content or "").strip():
             raise ValueError(f"edits.{i}: an {e.op} needs content")
-        edits.append(Edit(op=e.op, anchor=e.anchor or None, section=e.section or None,
-                          content=e.content, rationale=e.rationale,
-                          evidence=tuple(e.evidence), source=source))
+        edits.append(
+            Edit(
+                op=e.op,
+                anchor=e.anchor or None,
+                section=e.section or None,
+                content=e.content,
+                rationale=e.rationale,
+                evidence=tuple(e.evidence),
+                source=source,
+            )
+        )
     return edits
 
 
@@ -189,17 +229,28 @@ def render_trajectories(rollouts: list[Rollout], tasks: dict[str, Task]) -> str:
     parts = []
     for r in rollouts:
         task = tasks[r.task_id]
-        lines = [f"## Task {r.task_id}",
-                 "Input (as the agent saw it):", "```", _clip(task.prompt, FIELD_LIMIT), "```"]
+        lines = [
+            f"## Task {r.task_id}",
+            "Input (as the agent saw it):",
+            "```",
+            _clip(task.prompt, FIELD_LIMIT),
+            "```",
+        ]
         if task.expected is not None:
             lines += ["Expected answer:", "```", _clip(task.expected, FIELD_LIMIT), "```"]
-        lines += ["Agent's answer:", "```", _clip(r.answer or "", FIELD_LIMIT), "```",
-                  f"Score: {r.score:.2f} ({'pass' if r.passed else 'fail'}). "
-                  f"Feedback: {_clip(r.feedback, 400)}"]
+        lines += [
+            "Agent's answer:",
+            "```",
+            _clip(r.answer or "", FIELD_LIMIT),
+            "```",
+            f"Score: {r.score:.2f} ({'pass' if r.passed else 'fail'}). "
+            f"Feedback: {_clip(r.feedback, 400)}",
+        ]
         invoked = (r.trajectory or {}).get("skill_invoked")
         if invoked is not None:
-            lines.append("Skill invoked: " + ("yes" if invoked else
-                                              "no — the agent never loaded the skill"))
+            lines.append(
+                "Skill invoked: " + ("yes" if invoked else "no — the agent never loaded the skill")
+            )
         steps = (r.trajectory or {}).get("steps") or []
         if steps:
             lines.append("Agent's steps:")
@@ -267,16 +318,20 @@ class LLMOptimizer:
         one that cannot be parsed (not JSON, nested too deep, the wrong shape) gets one
         repair re-ask, then the request is skipped with the reason."""
         acc = {"calls": 0, "usage": Usage(), "cost": None, "replaced": 0, "error_kind": None}
-        messages = [{"role": "system", "content": self._system},
-                    {"role": "user", "content": prompt}]
+        messages = [
+            {"role": "system", "content": self._system},
+            {"role": "user", "content": prompt},
+        ]
         raw = ""
         try:
             raw = self._call(messages, params, acc)
             try:
                 return parse(raw), None, acc, raw
             except (ValueError, RecursionError) as first:
-                messages += [{"role": "assistant", "content": _clip(raw, REPAIR_ECHO_LIMIT)},
-                             {"role": "user", "content": render_prompt("repair", error=first)}]
+                messages += [
+                    {"role": "assistant", "content": _clip(raw, REPAIR_ECHO_LIMIT)},
+                    {"role": "user", "content": render_prompt("repair", error=first)},
+                ]
                 raw = self._call(messages, params, acc)
                 try:
                     return parse(raw), None, acc, raw
@@ -288,14 +343,29 @@ class LLMOptimizer:
 
     def propose(self, request: ProposalRequest) -> Proposal:
         template = "reflect_failures" if request.kind == "failures" else "reflect_successes"
-        prompt = render_prompt(template, skill=request.skill.body,
-                               trajectories=render_trajectories(request.rollouts, request.tasks),
-                               memory=request.memory.render(), notes=request.memory.render_notes(),
-                               budget=request.budget)
-        edits, skipped, acc, raw = self._ask(prompt, lambda t: parse_edits(t, request.kind),
-                                             self._structured(EDITS_SCHEMA, "skill_edits"))
-        return Proposal(edits or [], skipped, acc["calls"], acc["usage"], acc["cost"],
-                        _clip(raw, RAW_LIMIT), acc["error_kind"], acc["replaced"])
+        prompt = render_prompt(
+            template,
+            skill=request.skill.body,
+            trajectories=render_trajectories(request.rollouts, request.tasks),
+            memory=request.memory.render(),
+            notes=request.memory.render_notes(),
+            budget=request.budget,
+        )
+        edits, skipped, acc, raw = self._ask(
+            prompt,
+            lambda t: parse_edits(t, request.kind),
+            self._structured(EDITS_SCHEMA, "skill_edits"),
+        )
+        return Proposal(
+            edits or [],
+            skipped,
+            acc["calls"],
+            acc["usage"],
+            acc["cost"],
+            _clip(raw, RAW_LIMIT),
+            acc["error_kind"],
+            acc["replaced"],
+        )
 
     def _text(self, prompt: str, key: str) -> TextResult:
         def parse(text: str) -> str:
@@ -307,17 +377,36 @@ class LLMOptimizer:
                 raise ValueError(f"expected an object with a string field {key!r}")
             return data[key].strip()
 
-        schema = {"type": "object", "properties": {key: {"type": "string"}},
-                  "required": [key], "additionalProperties": False}
+        schema = {
+            "type": "object",
+            "properties": {key: {"type": "string"}},
+            "required": [key],
+            "additionalProperties": False,
+        }
         text, skipped, acc, _ = self._ask(prompt, parse, self._structured(schema, f"skill_{key}"))
-        return TextResult(text or None, skipped, acc["calls"], acc["usage"], acc["cost"],
-                          acc["error_kind"], acc["replaced"])
+        return TextResult(
+            text or None,
+            skipped,
+            acc["calls"],
+            acc["usage"],
+            acc["cost"],
+            acc["error_kind"],
+            acc["replaced"],
+        )
 
-    def slow_update(self, skill: Skill, previous: Skill, comparison: str,
-                    memory: Memory) -> TextResult:
-        return self._text(render_prompt("slow_update", skill=skill.body, previous=previous.body,
-                                        comparison=comparison, memory=memory.render()),
-                          "guidance")
+    def slow_update(
+        self, skill: Skill, previous: Skill, comparison: str, memory: Memory
+    ) -> TextResult:
+        return self._text(
+            render_prompt(
+                "slow_update",
+                skill=skill.body,
+                previous=previous.body,
+                comparison=comparison,
+                memory=memory.render(),
+            ),
+            "guidance",
+        )
 
     def meta_notes(self, epoch: int, history: str) -> TextResult:
         return self._text(render_prompt("meta_notes", epoch=epoch, history=history), "notes")

@@ -11,8 +11,9 @@ import math
 SCHEDULES = ("constant", "linear", "cosine")
 
 
-def edit_budget(step: int, total_steps: int, *, max_edits: int, min_edits: int,
-                schedule: str = "cosine") -> int:
+def edit_budget(
+    step: int, total_steps: int, *, max_edits: int, min_edits: int, schedule: str = "cosine"
+) -> int:
     """Edits allowed at `step` (0-based) of `total_steps`."""
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown schedule {schedule!r}; choose {', '.join(SCHEDULES)}")

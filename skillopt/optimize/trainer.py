@@ -63,16 +63,26 @@ def steps_per_epoch(n_train: int, batch_size: int) -> int:
 
 
 def chunks(items: Sequence, size: int) -> list[list]:
-    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
 class Trainer:
     """One training run. Build it with `Trainer.start(...)` or `Trainer.resume(...)`
     (see `skillopt.api.train`) and call `run()`."""
 
-    def __init__(self, *, suite: Suite, settings: Settings, engine: RolloutEngine,
-                 optimizer: Optimizer, audit: Audit, run: RunDir, state: dict,
-                 skill_root: Any, observers: Sequence[TrainObserver] = ()):
+    def __init__(
+        self,
+        *,
+        suite: Suite,
+        settings: Settings,
+        engine: RolloutEngine,
+        optimizer: Optimizer,
+        audit: Audit,
+        run: RunDir,
+        state: dict,
+        skill_root: Any,
+        observers: Sequence[TrainObserver] = (),
+    ):
         self.suite = suite
         self.s = settings
         self.engine = engine
@@ -95,8 +105,9 @@ class Trainer:
     # -- plumbing ----------------------------------------------------------------------
     def _skill(self, text: str) -> Skill:
         """A skill text of this run, with the original skill's supporting files."""
-        return Skill.parse(text, root=self.skill_root,
-                           support=tuple(tuple(x) for x in self.state["support"]))
+        return Skill.parse(
+            text, root=self.skill_root, support=tuple(tuple(x) for x in self.state["support"])
+        )
 
     @property
     def incumbent(self) -> Skill:
@@ -113,9 +124,17 @@ class Trainer:
 
     def _forward_rollout(self, event: RolloutEvent) -> None:
         r = event.rollout
-        self.emit("rollout", stage=self._stage, label=event.label, done=event.done,
-                  total=event.total, task_id=r.task_id, score=r.score, cached=r.cached,
-                  scored=r.scored)
+        self.emit(
+            "rollout",
+            stage=self._stage,
+            label=event.label,
+            done=event.done,
+            total=event.total,
+            task_id=r.task_id,
+            score=r.score,
+            cached=r.cached,
+            scored=r.scored,
+        )
 
     def stage(self, name: str, **data: Any) -> None:
         self._stage = name
@@ -132,8 +151,9 @@ class Trainer:
         counter kept in the checkpoint."""
         return accounting(self.engine.store.spend(self.run_dir.run_id), self.state["steps"])
 
-    def rollouts(self, skill: Skill, tasks: list[Task], label: str, samples: int = 1
-                 ) -> list[Rollout]:
+    def rollouts(
+        self, skill: Skill, tasks: list[Task], label: str, samples: int = 1
+    ) -> list[Rollout]:
         return self.engine.run(skill, tasks, samples=samples, label=label)
 
     def val_outcomes(self, skill: Skill, label: str):
@@ -142,8 +162,13 @@ class Trainer:
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> dict:
         st = self.state
-        self.emit("run_started", run_id=self.run_dir.run_id, steps=self.total_steps,
-                  epochs=self.s.epochs, resumed=st["status"] != "new")
+        self.emit(
+            "run_started",
+            run_id=self.run_dir.run_id,
+            steps=self.total_steps,
+            epochs=self.s.epochs,
+            resumed=st["status"] != "new",
+        )
         if st["status"] == "new":
             self._initial()
         st["status"] = "running"
@@ -163,8 +188,13 @@ class Trainer:
                 st["notes_done"] = True
                 self.checkpoint()  # the notes are paid for: never asked twice
             self.emit("epoch_end", epoch=epoch + 1, val=st["incumbent"]["val"])
-            st.update(epoch=epoch + 1, k=0, slow_done=False, notes_done=False,
-                      epoch_start=dict(st["incumbent"]))
+            st.update(
+                epoch=epoch + 1,
+                k=0,
+                slow_done=False,
+                notes_done=False,
+                epoch_start=dict(st["incumbent"]),
+            )
             self.checkpoint()
         result = self._finish()
         st["status"] = "finished"
@@ -185,33 +215,57 @@ class Trainer:
         val = mean_value(outcomes)
         if val is None:
             first = next((r.error for r in rollouts if r.error), "unknown error")
-            raise NothingScored(f"no validation rollout of the initial skill could be scored "
-                                f"({len(rollouts)} unscored), so there is nothing to improve "
-                                f"on; first error: {first}")
+            raise NothingScored(
+                f"no validation rollout of the initial skill could be scored "
+                f"({len(rollouts)} unscored), so there is nothing to improve "
+                f"on; first error: {first}"
+            )
         st["incumbent"]["val"] = val
         st["initial"]["val"] = val
         st["epoch_start"] = dict(st["incumbent"])
-        sha = self.audit.commit(skill, 0, "initial", f"step 0: initial skill — val {_f(val)}",
-                                "", {"Skillopt-Val": f"{_f(val)} (n={scored_count(outcomes)})",
-                                     "Skillopt-Skill-Hash": skill.hash})
-        st["steps"].append({"step": 0, "kind": "initial", "epoch": 0, "val": val,
-                            "n": scored_count(outcomes), "commit": sha, "decision": "initial"})
+        sha = self.audit.commit(
+            skill,
+            0,
+            "initial",
+            f"step 0: initial skill — val {_f(val)}",
+            "",
+            {
+                "Skillopt-Val": f"{_f(val)} (n={scored_count(outcomes)})",
+                "Skillopt-Skill-Hash": skill.hash,
+            },
+        )
+        st["steps"].append(
+            {
+                "step": 0,
+                "kind": "initial",
+                "epoch": 0,
+                "val": val,
+                "n": scored_count(outcomes),
+                "commit": sha,
+                "decision": "initial",
+            }
+        )
         # the initial decision and the status that says it is done are one checkpoint:
         # resume must never evaluate and record step 0 again
         st["status"] = "running"
         self.checkpoint()
-        self.emit("decision", step=0, kind="initial", accepted=True, val=val,
-                  best=val, commit=sha)
+        self.emit("decision", step=0, kind="initial", accepted=True, val=val, best=val, commit=sha)
 
     def _step(self, epoch: int, k: int, batch: list[Task]) -> None:
         st = self.state
         step = st["step"] + 1
         regular = epoch * self.per_epoch + k
-        budget = edit_budget(regular, self.total_steps, max_edits=self.s.lr,
-                             min_edits=self.s.min_lr, schedule=self.s.schedule)
+        budget = edit_budget(
+            regular,
+            self.total_steps,
+            max_edits=self.s.lr,
+            min_edits=self.s.min_lr,
+            schedule=self.s.schedule,
+        )
         incumbent = self.incumbent
-        self.stage("rollout", step=step, epoch=epoch + 1, k=k + 1, per_epoch=self.per_epoch,
-                   budget=budget)
+        self.stage(
+            "rollout", step=step, epoch=epoch + 1, k=k + 1, per_epoch=self.per_epoch, budget=budget
+        )
         rollouts = self.rollouts(incumbent, batch, f"step {step} · train")
         failures = [r for r in rollouts if r.scored and not r.passed]
         successes = [r for r in rollouts if r.scored and r.passed]
@@ -221,8 +275,13 @@ class Trainer:
         merged = merge_edits([p.edits for p in proposals], budget)
         candidate, report = apply_edits(incumbent, merged.kept)
         record: dict[str, Any] = {
-            "step": step, "kind": "step", "epoch": epoch + 1, "budget": budget,
-            "train_mean": train_mean, "failures": len(failures), "successes": len(successes),
+            "step": step,
+            "kind": "step",
+            "epoch": epoch + 1,
+            "budget": budget,
+            "train_mean": train_mean,
+            "failures": len(failures),
+            "successes": len(successes),
             "unscored": sum(1 for r in rollouts if not r.scored),
             "proposals": [p.to_dict() for p in proposals],
             "dropped": [{"edit": e.to_dict(), "reason": why} for e, why in merged.dropped],
@@ -240,11 +299,16 @@ class Trainer:
         pending = st.get("pending") or {}
         if pending.get("step") == step:  # resumed inside this step: reuse finished calls
             return [Proposal.from_dict(p) for p in pending["proposals"]]
-        requests = [ProposalRequest(incumbent, "failures", mb, self.tasks, budget, self.memory,
-                                    step, epoch) for mb in chunks(failures, self.s.minibatch_size)]
-        requests += [ProposalRequest(incumbent, "successes", mb, self.tasks, budget, self.memory,
-                                     step, epoch)
-                     for mb in chunks(successes, self.s.minibatch_size)]
+        requests = [
+            ProposalRequest(incumbent, "failures", mb, self.tasks, budget, self.memory, step, epoch)
+            for mb in chunks(failures, self.s.minibatch_size)
+        ]
+        requests += [
+            ProposalRequest(
+                incumbent, "successes", mb, self.tasks, budget, self.memory, step, epoch
+            )
+            for mb in chunks(successes, self.s.minibatch_size)
+        ]
         self.stage("reflect", step=step, minibatches=len(requests))
         if not requests:
             return []
@@ -252,8 +316,15 @@ class Trainer:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillopt-reflect") as pool:
             proposals = list(pool.map(self.optimizer.propose, requests))
         for req, p in zip(requests, proposals):
-            self.emit("proposal", step=step, kind=req.kind, tasks=[r.task_id for r in req.rollouts],
-                      edits=len(p.edits), skipped=p.skipped, calls=p.calls)
+            self.emit(
+                "proposal",
+                step=step,
+                kind=req.kind,
+                tasks=[r.task_id for r in req.rollouts],
+                edits=len(p.edits),
+                skipped=p.skipped,
+                calls=p.calls,
+            )
         self._stop_if_hopeless(proposals)
         st["pending"] = {"step": step, "proposals": [p.to_dict() for p in proposals]}
         self.checkpoint()
@@ -267,12 +338,22 @@ class Trainer:
         if failed is None:
             return
         self.checkpoint()
-        raise SystemicFailure(f"stopped: the optimizer {self.optimizer.name} cannot be used "
-                              f"({failed.error_kind}): {failed.skipped}. Nothing more was spent "
-                              "on it; fix the cause and run again")
+        raise SystemicFailure(
+            f"stopped: the optimizer {self.optimizer.name} cannot be used "
+            f"({failed.error_kind}): {failed.skipped}. Nothing more was spent "
+            "on it; fix the cause and run again"
+        )
 
-    def _judge(self, step: int, epoch: int, incumbent: Skill, candidate: Skill,
-               report: ApplyReport, record: dict, kind: str = "step") -> None:
+    def _judge(
+        self,
+        step: int,
+        epoch: int,
+        incumbent: Skill,
+        candidate: Skill,
+        report: ApplyReport,
+        record: dict,
+        kind: str = "step",
+    ) -> None:
         """Gate the candidate, commit it, update incumbent and memory, record."""
         st = self.state
         applied = [r.edit for r in report.applied]
@@ -281,10 +362,13 @@ class Trainer:
                 reason = "the edits left the skill unchanged"
             elif report.results:
                 reason = f"none of the {len(report.results)} proposed edits could be applied"
-            elif skipped := [p["skipped"] for p in record.get("proposals") or []
-                             if p.get("skipped")]:
-                reason = (f"the optimizer proposed no edit: {len(skipped)} of "
-                          f"{len(record['proposals'])} optimizer calls skipped ({skipped[0]})")
+            elif skipped := [
+                p["skipped"] for p in record.get("proposals") or [] if p.get("skipped")
+            ]:
+                reason = (
+                    f"the optimizer proposed no edit: {len(skipped)} of "
+                    f"{len(record['proposals'])} optimizer calls skipped ({skipped[0]})"
+                )
             elif record.get("failures") == 0 and kind == "step":
                 reason = "no failures to learn from and no edit proposed"
             else:
@@ -293,34 +377,60 @@ class Trainer:
             st["steps"].append(record)
             st["step"] = step
             st["pending"] = None
-            self.emit("decision", step=step, kind=kind, accepted=False, decision="no_candidate",
-                      reason=record["reason"], val=st["incumbent"]["val"],
-                      best=st["incumbent"]["val"])
+            self.emit(
+                "decision",
+                step=step,
+                kind=kind,
+                accepted=False,
+                decision="no_candidate",
+                reason=record["reason"],
+                val=st["incumbent"]["val"],
+                best=st["incumbent"]["val"],
+            )
             return
         self.stage("gate", step=step)
         inc = self.val_outcomes(incumbent, f"step {step} · val (incumbent)")
         cand = self.val_outcomes(candidate, f"step {step} · val (candidate)")
-        decision = decide(inc, cand, mode=self.s.gate, min_delta=self.s.min_delta,
-                          alpha=self.s.alpha)
+        decision = decide(
+            inc, cand, mode=self.s.gate, min_delta=self.s.min_delta, alpha=self.s.alpha
+        )
         verdict = "accepted" if decision.accepted else "rejected"
-        subject, body, trailers = _commit_message(step, epoch, kind, verdict, decision, report,
-                                                  self.s.gate)
+        subject, body, trailers = _commit_message(
+            step, epoch, kind, verdict, decision, report, self.s.gate
+        )
         trailers["Skillopt-Skill-Hash"] = candidate.hash
         sha = self.audit.commit(candidate, step, verdict, subject, body, trailers)
         if decision.accepted:
-            st["incumbent"] = {"text": candidate.text, "hash": candidate.hash,
-                               "val": decision.candidate_mean}
+            st["incumbent"] = {
+                "text": candidate.text,
+                "hash": candidate.hash,
+                "val": decision.candidate_mean,
+            }
         else:
             self.memory.reject(step, applied, decision.delta, decision.reason)
-        record.update(decision=verdict, reason=decision.reason, gate=decision.to_dict(),
-                      commit=sha, skill_hash=candidate.hash)
+        record.update(
+            decision=verdict,
+            reason=decision.reason,
+            gate=decision.to_dict(),
+            commit=sha,
+            skill_hash=candidate.hash,
+        )
         st["steps"].append(record)
         st["step"] = step
         st["pending"] = None
-        self.emit("decision", step=step, kind=kind, accepted=decision.accepted,
-                  decision=verdict, delta=decision.delta, p_value=decision.p_value,
-                  val=decision.candidate_mean, best=st["incumbent"]["val"],
-                  reason=decision.reason, commit=sha)
+        self.emit(
+            "decision",
+            step=step,
+            kind=kind,
+            accepted=decision.accepted,
+            decision=verdict,
+            delta=decision.delta,
+            p_value=decision.p_value,
+            val=decision.candidate_mean,
+            best=st["incumbent"]["val"],
+            reason=decision.reason,
+            commit=sha,
+        )
 
     # -- epoch end ---------------------------------------------------------------------
     def _slow_update(self, epoch: int) -> None:
@@ -346,26 +456,43 @@ class Trainer:
             # checkpointed like proposals: a restart gates this guidance, never a new one
             st["pending"] = {"step": step, "slow_update": result.to_dict()}
             self.checkpoint()
-        record: dict[str, Any] = {"step": step, "kind": "slow_update", "epoch": epoch + 1,
-                                  "guidance": result.text, "skipped": result.skipped,
-                                  "calls": result.calls}
+        record: dict[str, Any] = {
+            "step": step,
+            "kind": "slow_update",
+            "epoch": epoch + 1,
+            "guidance": result.text,
+            "skipped": result.skipped,
+            "calls": result.calls,
+        }
         if not result.text:
-            record.update(decision="no_candidate",
-                          reason=result.skipped or "the optimizer gave no guidance")
+            record.update(
+                decision="no_candidate", reason=result.skipped or "the optimizer gave no guidance"
+            )
             st["steps"].append(record)
             st["step"] = step
             st["pending"] = None
-            self.emit("decision", step=step, kind="slow_update", accepted=False,
-                      decision="no_candidate", reason=record["reason"],
-                      val=st["incumbent"]["val"], best=st["incumbent"]["val"])
+            self.emit(
+                "decision",
+                step=step,
+                kind="slow_update",
+                accepted=False,
+                decision="no_candidate",
+                reason=record["reason"],
+                val=st["incumbent"]["val"],
+                best=st["incumbent"]["val"],
+            )
             return
-        edit = Edit("replace" if "skillopt:protected guidance" in current.body else "add",
-                    content=result.text, rationale="longitudinal guidance from the slow update",
-                    source="slow_update")
+        edit = Edit(
+            "replace" if "skillopt:protected guidance" in current.body else "add",
+            content=result.text,
+            rationale="longitudinal guidance from the slow update",
+            source="slow_update",
+        )
         if has_protected_marker(result.text):  # it would end the block early: refused, as edits are
             candidate = current
-            report = ApplyReport([EditResult(edit, "protected",
-                                             "content may not contain protected markers")])
+            report = ApplyReport(
+                [EditResult(edit, "protected", "content may not contain protected markers")]
+            )
         else:
             candidate = set_guidance(current, result.text)
             report = ApplyReport([EditResult(edit, "applied", "guidance block")])
@@ -382,9 +509,11 @@ class Trainer:
                 continue
             edits = [a["edit"] for a in rec.get("apply", []) if a["status"] == "applied"]
             delta = (rec.get("gate") or {}).get("delta")
-            lines.append(f"- step {rec['step']} ({rec['kind']}): {rec['decision']}"
-                         + (f", delta {delta:+.3f}" if delta is not None else "")
-                         + f" — {rec.get('reason', '')}")
+            lines.append(
+                f"- step {rec['step']} ({rec['kind']}): {rec['decision']}"
+                + (f", delta {delta:+.3f}" if delta is not None else "")
+                + f" — {rec.get('reason', '')}"
+            )
             for e in edits:
                 lines.append(f"    - {Edit.from_dict(e).describe(100)}")
         self.stage("notes", epoch=epoch + 1)
@@ -392,9 +521,17 @@ class Trainer:
         self._stop_if_hopeless([result])
         if result.skipped:
             self.state.setdefault("skipped_notes", []).append(
-                {"epoch": epoch + 1, "reason": result.skipped})
-            self.emit("proposal", step=self.state["step"], kind="notes", tasks=[], edits=0,
-                      skipped=result.skipped, calls=result.calls)
+                {"epoch": epoch + 1, "reason": result.skipped}
+            )
+            self.emit(
+                "proposal",
+                step=self.state["step"],
+                kind="notes",
+                tasks=[],
+                edits=0,
+                skipped=result.skipped,
+                calls=result.calls,
+            )
         if result.text:
             self.memory.note(epoch + 1, result.text)
 
@@ -408,13 +545,18 @@ class Trainer:
         if self.test:
             self.stage("test")
             for name, skill in (("no_skill", Skill.empty()), ("initial", initial), ("best", best)):
-                outcomes = task_outcomes(self.rollouts(skill, self.test, f"test · {name}",
-                                                       self.s.samples))
-                test[name] = {"mean": mean_value(outcomes), "n": scored_count(outcomes),
-                              "pass_rate": pass_rate(outcomes)}
+                outcomes = task_outcomes(
+                    self.rollouts(skill, self.test, f"test · {name}", self.s.samples)
+                )
+                test[name] = {
+                    "mean": mean_value(outcomes),
+                    "n": scored_count(outcomes),
+                    "pass_rate": pass_rate(outcomes),
+                }
         st["test"] = test
-        self.emit("finished", test=test, best_val=st["incumbent"]["val"],
-                  initial_val=st["initial"]["val"])
+        self.emit(
+            "finished", test=test, best_val=st["incumbent"]["val"], initial_val=st["initial"]["val"]
+        )
         return test
 
 
@@ -424,15 +566,28 @@ def _f(value: float | None) -> str:
 
 
 def _comparison(tasks: list[Task], before, after) -> str:
-    groups: dict[str, list[str]] = {"improved": [], "regressed": [], "still failing": [],
-                                    "still passing": []}
+    groups: dict[str, list[str]] = {
+        "improved": [],
+        "regressed": [],
+        "still failing": [],
+        "still passing": [],
+    }
     for t in tasks:
         b, a = before.get(t.id), after.get(t.id)
         if b is None or a is None or b.passed is None or a.passed is None:
             continue
-        key = ("improved" if a.passed and not b.passed else "regressed" if b.passed and not a.passed
-               else "still passing" if a.passed else "still failing")
-        groups[key].append(f"  - {t.id}: input {t.prompt[:160]!r} → expected {str(t.expected)[:80]!r}")
+        key = (
+            "improved"
+            if a.passed and not b.passed
+            else "regressed"
+            if b.passed and not a.passed
+            else "still passing"
+            if a.passed
+            else "still failing"
+        )
+        groups[key].append(
+            f"  - {t.id}: input {t.prompt[:160]!r} → expected {str(t.expected)[:80]!r}"
+        )
     out = []
     for name, lines in groups.items():
         out.append(f"{name.capitalize()} ({len(lines)}):")
@@ -440,11 +595,14 @@ def _comparison(tasks: list[Task], before, after) -> str:
     return "\n".join(out)
 
 
-def _commit_message(step: int, epoch: int, kind: str, verdict: str, d: Decision,
-                    report: ApplyReport, gate: str) -> tuple[str, str, dict]:
+def _commit_message(
+    step: int, epoch: int, kind: str, verdict: str, d: Decision, report: ApplyReport, gate: str
+) -> tuple[str, str, dict]:
     label = "slow update" if kind == "slow_update" else "step"
-    subject = (f"{label} {step}: {verdict} — val {_f(d.incumbent_mean)} -> {_f(d.candidate_mean)}"
-               + (f" ({d.delta:+.3f})" if d.delta is not None else ""))
+    subject = (
+        f"{label} {step}: {verdict} — val {_f(d.incumbent_mean)} -> {_f(d.candidate_mean)}"
+        + (f" ({d.delta:+.3f})" if d.delta is not None else "")
+    )
     body = [d.reason[0].upper() + d.reason[1:] + ".", "", "Edits:"]
     for r in report.results:
         status = "applied" if r.applied else f"not applied: {r.status}"
@@ -453,8 +611,11 @@ def _commit_message(step: int, epoch: int, kind: str, verdict: str, d: Decision,
             body.append(f"  why: {r.edit.rationale}")
         if r.edit.evidence:
             body.append(f"  evidence: {', '.join(r.edit.evidence)}")
-    body += ["", f"Flips fail->pass ({len(d.fail_to_pass)}): {', '.join(d.fail_to_pass) or '-'}",
-             f"Flips pass->fail ({len(d.pass_to_fail)}): {', '.join(d.pass_to_fail) or '-'}"]
+    body += [
+        "",
+        f"Flips fail->pass ({len(d.fail_to_pass)}): {', '.join(d.fail_to_pass) or '-'}",
+        f"Flips pass->fail ({len(d.pass_to_fail)}): {', '.join(d.pass_to_fail) or '-'}",
+    ]
     trailers = {
         "Skillopt-Epoch": epoch + 1,
         "Skillopt-Kind": kind,
@@ -473,26 +634,37 @@ def accounting(spend: dict, steps: list[dict]) -> dict:
     and the step records."""
     target, opt = spend.get("target") or {}, spend.get("optimizer") or {}
     skipped = sum(1 for rec in steps for p in rec.get("proposals") or [] if p.get("skipped"))
-    return {"optimizer_calls": opt.get("calls", 0),
-            "optimizer_input_tokens": opt.get("input_tokens", 0),
-            "optimizer_output_tokens": opt.get("output_tokens", 0),
-            "optimizer_cost": opt.get("cost"),
-            "skipped_minibatches": skipped,
-            "target_rollouts": target.get("rollouts", 0),
-            "cached_rollouts": target.get("cached", 0),
-            "unscored_rollouts": target.get("unscored", 0),
-            "target_calls": target.get("calls", 0),
-            "target_input_tokens": target.get("input_tokens", 0),
-            "target_output_tokens": target.get("output_tokens", 0),
-            "target_cost": target.get("cost")}
+    return {
+        "optimizer_calls": opt.get("calls", 0),
+        "optimizer_input_tokens": opt.get("input_tokens", 0),
+        "optimizer_output_tokens": opt.get("output_tokens", 0),
+        "optimizer_cost": opt.get("cost"),
+        "skipped_minibatches": skipped,
+        "target_rollouts": target.get("rollouts", 0),
+        "cached_rollouts": target.get("cached", 0),
+        "unscored_rollouts": target.get("unscored", 0),
+        "target_calls": target.get("calls", 0),
+        "target_input_tokens": target.get("input_tokens", 0),
+        "target_output_tokens": target.get("output_tokens", 0),
+        "target_cost": target.get("cost"),
+    }
 
 
 def new_state(skill: Skill) -> dict:
-    return {"status": "new", "epoch": 0, "k": 0, "step": 0, "slow_done": False,
-            "notes_done": False,
-            "incumbent": {"text": skill.text, "hash": skill.hash, "val": None},
-            "initial": {"text": skill.text, "hash": skill.hash, "val": None},
-            "epoch_start": {"text": skill.text, "hash": skill.hash, "val": None},
-            "support": [list(x) for x in skill.support], "steps": [], "pending": None,
-            "memory": Memory().to_dict(), "accounting": accounting({}, []),
-            "started_at": time.time()}
+    return {
+        "status": "new",
+        "epoch": 0,
+        "k": 0,
+        "step": 0,
+        "slow_done": False,
+        "notes_done": False,
+        "incumbent": {"text": skill.text, "hash": skill.hash, "val": None},
+        "initial": {"text": skill.text, "hash": skill.hash, "val": None},
+        "epoch_start": {"text": skill.text, "hash": skill.hash, "val": None},
+        "support": [list(x) for x in skill.support],
+        "steps": [],
+        "pending": None,
+        "memory": Memory().to_dict(),
+        "accounting": accounting({}, []),
+        "started_at": time.time(),
+    }

@@ -55,8 +55,9 @@ class Skill:
 
     # -- construction -------------------------------------------------------------
     @classmethod
-    def parse(cls, text: str, *, root: Path | None = None,
-              support: tuple[tuple[str, str], ...] = ()) -> Skill:
+    def parse(
+        cls, text: str, *, root: Path | None = None, support: tuple[tuple[str, str], ...] = ()
+    ) -> Skill:
         """Split `text` into frontmatter and body. Never raises on bad YAML: the
         error is kept in `frontmatter_error` for lint and for `load` to report."""
         fm_text, body = _split_frontmatter(text)
@@ -75,8 +76,14 @@ class Skill:
                     data = loaded
                 else:
                     error = f"frontmatter must be a mapping of keys, got {type(loaded).__name__}"
-        return cls(frontmatter_text=fm_text, body=body, frontmatter=data, root=root,
-                   support=support, frontmatter_error=error)
+        return cls(
+            frontmatter_text=fm_text,
+            body=body,
+            frontmatter=data,
+            root=root,
+            support=support,
+            frontmatter_error=error,
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> Skill:
@@ -92,12 +99,17 @@ class Skill:
         try:
             support = _support_digest(skill_file.parent)
         except OSError as exc:
-            raise InputError(f"cannot read a supporting file: {exc.strerror}",
-                             path=exc.filename or skill_file.parent) from None
+            raise InputError(
+                f"cannot read a supporting file: {exc.strerror}",
+                path=exc.filename or skill_file.parent,
+            ) from None
         skill = cls.parse(text, root=skill_file.parent, support=support)
         if not skill.frontmatter_text and text.lstrip("\ufeff").startswith("---"):
-            raise InputError("the frontmatter is not closed with a '---' line", path=skill_file,
-                             field="frontmatter")
+            raise InputError(
+                "the frontmatter is not closed with a '---' line",
+                path=skill_file,
+                field="frontmatter",
+            )
         if skill.frontmatter_error:
             raise InputError(skill.frontmatter_error, path=skill_file, field="frontmatter")
         return skill
@@ -160,7 +172,7 @@ class Skill:
             if offset == 0:
                 stripped = stripped.lstrip("\ufeff")
             m = _FENCE.match(stripped)
-            info = stripped[m.end():] if m else ""
+            info = stripped[m.end() :] if m else ""
             if m and fence is None and not (m.group(1)[0] == "`" and "`" in info):
                 fence = m.group(1)
             elif m and fence is not None:
@@ -169,8 +181,7 @@ class Skill:
             elif fence is None:
                 h = _HEADING.match(stripped)
                 if h:
-                    found.append((h.group(2).strip(), len(h.group(1)), offset,
-                                  offset + len(line)))
+                    found.append((h.group(2).strip(), len(h.group(1)), offset, offset + len(line)))
             offset += len(line)
         sections = []
         for i, (title, level, start, body_start) in enumerate(found):
@@ -218,7 +229,7 @@ def _split_frontmatter(text: str) -> tuple[str, str]:
     """Return (frontmatter block with fences and trailing newline, body)."""
     start = 1 if text.startswith("\ufeff") else 0
     first_nl = text.find("\n", start)
-    first = text[start:first_nl if first_nl != -1 else len(text)].rstrip("\r")
+    first = text[start : first_nl if first_nl != -1 else len(text)].rstrip("\r")
     if first.rstrip() != "---" or first_nl == -1:
         return "", text
     pos = first_nl + 1

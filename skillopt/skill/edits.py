@@ -45,18 +45,26 @@ class Edit:
 
     @classmethod
     def from_dict(cls, data: dict) -> Edit:
-        known = {k: data[k] for k in ("op", "anchor", "section", "content", "rationale",
-                                      "source", "support") if k in data and data[k] is not None}
+        known = {
+            k: data[k]
+            for k in ("op", "anchor", "section", "content", "rationale", "source", "support")
+            if k in data and data[k] is not None
+        }
         return cls(evidence=tuple(str(e) for e in data.get("evidence") or ()), **known)
 
     def describe(self, width: int = 60) -> str:
         """One line for logs and commit messages."""
+
         def short(text: str | None) -> str:
             text = " ".join((text or "").split())
-            return text if len(text) <= width else text[:width - 1] + "…"
+            return text if len(text) <= width else text[: width - 1] + "…"
+
         if self.op == "add":
-            where = f"after {short(self.anchor)!r}" if self.anchor else (
-                f"under {self.section!r}" if self.section else "at the end")
+            where = (
+                f"after {short(self.anchor)!r}"
+                if self.anchor
+                else (f"under {self.section!r}" if self.section else "at the end")
+            )
             return f"add {where}: {short(self.content)!r}"
         if self.op == "delete":
             return f"delete {short(self.anchor)!r}"
@@ -189,11 +197,13 @@ def _apply_one(body: str, edit: Edit) -> tuple[str, EditResult]:
             return body, EditResult(edit, "invalid", f"{edit.op} needs an anchor")
         state, span = find_anchor(body, edit.anchor)
         if state == "ambiguous":
-            return body, EditResult(edit, "ambiguous_anchor",
-                                    "the anchor occurs more than once; quote more context")
+            return body, EditResult(
+                edit, "ambiguous_anchor", "the anchor occurs more than once; quote more context"
+            )
         if state == "missing":
-            return body, EditResult(edit, "anchor_not_found",
-                                    "the anchor is not in the skill (exactly or normalised)")
+            return body, EditResult(
+                edit, "anchor_not_found", "the anchor is not in the skill (exactly or normalised)"
+            )
         assert span is not None
         if _overlaps(span, guarded) or any(s <= span[0] < e for s, e in guarded):
             return body, EditResult(edit, "protected", "the anchor is inside a protected block")
@@ -209,8 +219,11 @@ def _apply_one(body: str, edit: Edit) -> tuple[str, EditResult]:
                         before = before[:-1]
             return before + after, EditResult(edit, APPLIED)
         if edit.op == "replace":
-            new = _block(edit.content or "") if "\n" in body[start:end] or "\n" in (
-                edit.content or "") else (edit.content or "").strip()
+            new = (
+                _block(edit.content or "")
+                if "\n" in body[start:end] or "\n" in (edit.content or "")
+                else (edit.content or "").strip()
+            )
             if body[start:end] == new:
                 return body, EditResult(edit, "noop", "the replacement equals the anchor")
             return body[:start] + new + body[end:], EditResult(edit, APPLIED)
@@ -228,7 +241,7 @@ def _apply_one(body: str, edit: Edit) -> tuple[str, EditResult]:
         if sec is not None:
             if any(s <= sec.start < e for s, e in guarded):
                 return body, EditResult(edit, "protected", "the section is in a protected block")
-            at = len(body[:sec.end].rstrip("\n"))
+            at = len(body[: sec.end].rstrip("\n"))
             for s, e in guarded:  # the section runs into a protected block: add before it
                 if sec.start < s < at < e:
                     at = len(body[:s].rstrip("\n"))
@@ -237,7 +250,8 @@ def _apply_one(body: str, edit: Edit) -> tuple[str, EditResult]:
             return _insert(body, at, content), EditResult(edit, APPLIED)
         title = edit.section.strip().lstrip("#").strip()
         return _append(body, f"## {title}\n\n{content}", guarded), EditResult(
-            edit, APPLIED, f"created section {title!r}")
+            edit, APPLIED, f"created section {title!r}"
+        )
     return _append(body, content, guarded), EditResult(edit, APPLIED)
 
 
@@ -289,12 +303,17 @@ def set_guidance(skill: Skill, guidance: str) -> Skill:
     body = skill.body
     m = re.search(re.escape(GUIDANCE_OPEN) + r".*?" + re.escape(GUIDANCE_CLOSE), body, re.DOTALL)
     if m:
-        return skill.with_body(body[:m.start()] + block + body[m.end():])
+        return skill.with_body(body[: m.start()] + block + body[m.end() :])
     head = body.rstrip("\n")
     return skill.with_body((head + "\n\n" if head else "") + block + "\n")
 
 
 def guidance_of(skill: Skill) -> str | None:
-    m = re.search(re.escape(GUIDANCE_OPEN) + r"\n## Lessons from training\n\n(.*?)\n"
-                  + re.escape(GUIDANCE_CLOSE), skill.body, re.DOTALL)
+    m = re.search(
+        re.escape(GUIDANCE_OPEN)
+        + r"\n## Lessons from training\n\n(.*?)\n"
+        + re.escape(GUIDANCE_CLOSE),
+        skill.body,
+        re.DOTALL,
+    )
     return m.group(1) if m else None

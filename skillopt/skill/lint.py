@@ -22,9 +22,22 @@ from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 STANDARD_KEYS = {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
-CLAUDE_KEYS = {"when_to_use", "argument-hint", "arguments", "disable-model-invocation",
-               "user-invocable", "disallowed-tools", "model", "effort", "context", "agent",
-               "background", "hooks", "paths", "shell"}
+CLAUDE_KEYS = {
+    "when_to_use",
+    "argument-hint",
+    "arguments",
+    "disable-model-invocation",
+    "user-invocable",
+    "disallowed-tools",
+    "model",
+    "effort",
+    "context",
+    "agent",
+    "background",
+    "hooks",
+    "paths",
+    "shell",
+}
 MAX_BODY_LINES = 500
 MAX_BODY_CHARS = 100_000  # ~25k tokens: past this every prompt carries a book
 MAX_ENTRIES = 10_000  # files and directories looked at in one skill directory
@@ -58,11 +71,22 @@ def lint_skill(path: str | Path, *, strict: bool = False) -> list[Problem]:
     except OSError as exc:
         return [Problem(skill_file, "file", f"cannot read: {exc.strerror}")]
     if skill_file.name not in (SKILL_FILE, "skill.md"):
-        return [Problem(skill_file, "file", f"{skill_file.name} is not a SKILL.md: a skill is a "
-                                            "directory holding a SKILL.md file")]
+        return [
+            Problem(
+                skill_file,
+                "file",
+                f"{skill_file.name} is not a SKILL.md: a skill is a "
+                "directory holding a SKILL.md file",
+            )
+        ]
     if "\x00" in text:
-        return [Problem(skill_file, "file", f"holds a NUL byte (character {text.index(chr(0))}): "
-                                            "not a text document")]
+        return [
+            Problem(
+                skill_file,
+                "file",
+                f"holds a NUL byte (character {text.index(chr(0))}): not a text document",
+            )
+        ]
     skill = Skill.parse(text, root=skill_file.parent)
     problems = _entry_problems(skill_file.parent) + _check(skill, skill_file, text)
     if strict:
@@ -73,15 +97,26 @@ def lint_skill(path: str | Path, *, strict: bool = False) -> list[Problem]:
 def lint_loaded(skill: Skill, *, strict: bool = False) -> list[Problem]:
     """Lint a skill that may not be on disk as it is, or not in a directory of its name
     (a run's `best/`): a copy under its name is linted, the messages name the original."""
-    if skill.root is not None and skill.root.name == skill.name and \
-            (skill.root / SKILL_FILE).is_file() and \
-            (skill.root / SKILL_FILE).read_text(encoding="utf-8") == skill.text:
+    if (
+        skill.root is not None
+        and skill.root.name == skill.name
+        and (skill.root / SKILL_FILE).is_file()
+        and (skill.root / SKILL_FILE).read_text(encoding="utf-8") == skill.text
+    ):
         return lint_skill(skill.root, strict=strict)
     with tempfile.TemporaryDirectory(prefix="skillopt-lint-") as tmp:
         d = Path(tmp) / skill.name
         skill.write(d)
-        return [Problem(skill.root / SKILL_FILE if skill.root else p.path, p.field, p.message,
-                        p.severity, p.line) for p in lint_skill(d, strict=strict)]
+        return [
+            Problem(
+                skill.root / SKILL_FILE if skill.root else p.path,
+                p.field,
+                p.message,
+                p.severity,
+                p.line,
+            )
+            for p in lint_skill(d, strict=strict)
+        ]
 
 
 def lint_paths(paths: list[str | Path], *, strict: bool = False) -> list[Problem]:
@@ -110,13 +145,26 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
 
     if not skill.frontmatter_text:
         starts = text.lstrip("\ufeff").startswith("---")
-        return [Problem(path, "frontmatter",
-                        "frontmatter is not closed with a '---' line" if starts else
-                        "missing YAML frontmatter: start the file with '---', name and "
-                        "description, then '---'", line=1)]
+        return [
+            Problem(
+                path,
+                "frontmatter",
+                "frontmatter is not closed with a '---' line"
+                if starts
+                else "missing YAML frontmatter: start the file with '---', name and "
+                "description, then '---'",
+                line=1,
+            )
+        ]
     if skill.frontmatter_error:
-        return [Problem(path, "frontmatter", skill.frontmatter_error,
-                        line=_error_line(skill.frontmatter_error))]
+        return [
+            Problem(
+                path,
+                "frontmatter",
+                skill.frontmatter_error,
+                line=_error_line(skill.frontmatter_error),
+            )
+        ]
     fm = skill.frontmatter
 
     name = fm.get("name")
@@ -129,14 +177,21 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
         if not 1 <= len(norm) <= 64:
             add("name", f"must be 1-64 characters, got {len(norm)}")
         if not NAME_RE.fullmatch(norm):
-            add("name", f"{name!r} must be lowercase letters, digits and single hyphens "
-                        "(no leading, trailing or double hyphen)")
+            add(
+                "name",
+                f"{name!r} must be lowercase letters, digits and single hyphens "
+                "(no leading, trailing or double hyphen)",
+            )
         dir_name = path.parent.name
         if norm != dir_name:
             add("name", f"{name!r} must equal the skill directory name {dir_name!r}")
         if "anthropic" in norm or "claude" in norm:
-            add("name", "contains a reserved word ('anthropic' or 'claude'); claude.ai and the "
-                        "Skills API refuse it", "warning")
+            add(
+                "name",
+                "contains a reserved word ('anthropic' or 'claude'); claude.ai and the "
+                "Skills API refuse it",
+                "warning",
+            )
 
     desc = fm.get("description")
     if desc is None:
@@ -166,13 +221,21 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
         else:
             for k, v in meta.items():
                 if not isinstance(k, str) or not isinstance(v, str):
-                    add("metadata", f"key {k!r}: keys and values must be strings "
-                                    f"(got {type(v).__name__}; quote it)", key=str(k))
+                    add(
+                        "metadata",
+                        f"key {k!r}: keys and values must be strings "
+                        f"(got {type(v).__name__}; quote it)",
+                        key=str(k),
+                    )
     if "allowed-tools" in fm:
         tools = fm["allowed-tools"]
         if isinstance(tools, list):
-            add("allowed-tools", "is a list; the standard wants one space-separated string "
-                                 "(Claude Code accepts lists)", "warning")
+            add(
+                "allowed-tools",
+                "is a list; the standard wants one space-separated string "
+                "(Claude Code accepts lists)",
+                "warning",
+            )
         elif not isinstance(tools, str):
             add("allowed-tools", f"must be a space-separated string, got {type(tools).__name__}")
 
@@ -180,8 +243,12 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
         if key in STANDARD_KEYS:
             continue
         if key in CLAUDE_KEYS:
-            add(str(key), "Claude Code-only key: other agents and the Skills API reject it "
-                          "(use --strict to fail on it)", "warning")
+            add(
+                str(key),
+                "Claude Code-only key: other agents and the Skills API reject it "
+                "(use --strict to fail on it)",
+                "warning",
+            )
         else:
             add(str(key), f"unknown frontmatter key; allowed: {', '.join(sorted(STANDARD_KEYS))}")
 
@@ -189,14 +256,27 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
     if not skill.body.strip():
         out.append(Problem(path, "body", "the body is empty: the agent gets no instructions"))
     elif body_lines > MAX_BODY_LINES:
-        out.append(Problem(path, "body", f"{body_lines} lines; keep SKILL.md under "
-                                         f"{MAX_BODY_LINES} and move detail to references/",
-                           "warning"))
+        out.append(
+            Problem(
+                path,
+                "body",
+                f"{body_lines} lines; keep SKILL.md under "
+                f"{MAX_BODY_LINES} and move detail to references/",
+                "warning",
+            )
+        )
     elif len(skill.body) > MAX_BODY_CHARS:
-        out.append(Problem(path, "body", f"{len(skill.body):,} characters (about "
-                                         f"{len(skill.body) // 4:,} tokens in every prompt); "
-                                         f"keep it under {MAX_BODY_CHARS:,} and move detail "
-                                         "to references/", "warning"))
+        out.append(
+            Problem(
+                path,
+                "body",
+                f"{len(skill.body):,} characters (about "
+                f"{len(skill.body) // 4:,} tokens in every prompt); "
+                f"keep it under {MAX_BODY_CHARS:,} and move detail "
+                "to references/",
+                "warning",
+            )
+        )
     fm_lines = skill.frontmatter_text.count("\n")
     for m in _LINK.finditer(skill.body):
         target = m.group(1).split("#", 1)[0]
@@ -204,8 +284,15 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
             continue
         if not (path.parent / target).exists():
             line = fm_lines + skill.body.count("\n", 0, m.start()) + 1
-            out.append(Problem(path, "body", f"links to {target!r}, which is not in the skill "
-                                             "directory", "warning", line))
+            out.append(
+                Problem(
+                    path,
+                    "body",
+                    f"links to {target!r}, which is not in the skill directory",
+                    "warning",
+                    line,
+                )
+            )
     return out
 
 
@@ -222,8 +309,13 @@ def _entry_problems(root: Path) -> list[Problem]:
         for name in [*dirnames, *filenames]:
             seen += 1
             if seen > MAX_ENTRIES:
-                out.append(Problem(root, "file", f"more than {MAX_ENTRIES:,} files and "
-                                                 "directories: not a skill directory"))
+                out.append(
+                    Problem(
+                        root,
+                        "file",
+                        f"more than {MAX_ENTRIES:,} files and directories: not a skill directory",
+                    )
+                )
                 return out
             path = Path(dirpath) / name
             problem = _entry_problem(path, root_real)

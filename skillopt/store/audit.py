@@ -118,8 +118,15 @@ class Audit:
         return self.repo.working_tree_dir or self.repo.git_dir
 
     # -- writing -----------------------------------------------------------------------
-    def commit(self, skill: Skill, step: int, decision: str, subject: str, body: str,
-               trailers: dict[str, object]) -> str:
+    def commit(
+        self,
+        skill: Skill,
+        step: int,
+        decision: str,
+        subject: str,
+        body: str,
+        trailers: dict[str, object],
+    ) -> str:
         """Record one revision; return its sha. `decision` is initial, accepted or
         rejected (rejected commits leave the branch where it is)."""
         existing = self.find_step(step)
@@ -132,15 +139,34 @@ class Audit:
             base = self._user_head()
             parents = [base] if base is not None else []
         base_tree = parents[0].tree.binsha if parents else None
-        tree_sha = self._replace_path(base_tree, self.skill_path.split("/"),
-                                      self._skill_tree(skill))
-        lines = [f"{k}: {v}" for k, v in {"Skillopt-Run": self.run_id, "Skillopt-Step": step,
-                                          "Skillopt-Decision": decision, **trailers}.items()]
-        message = subject.strip() + "\n\n" + (body.strip() + "\n\n" if body.strip() else "") \
-            + "\n".join(lines) + "\n"
-        commit = git.Commit.create_from_tree(self.repo, git.Tree(self.repo, tree_sha, 0o040000, ""), message,
-                                             parent_commits=parents, head=False,
-                                             author=ACTOR, committer=ACTOR)
+        tree_sha = self._replace_path(
+            base_tree, self.skill_path.split("/"), self._skill_tree(skill)
+        )
+        lines = [
+            f"{k}: {v}"
+            for k, v in {
+                "Skillopt-Run": self.run_id,
+                "Skillopt-Step": step,
+                "Skillopt-Decision": decision,
+                **trailers,
+            }.items()
+        ]
+        message = (
+            subject.strip()
+            + "\n\n"
+            + (body.strip() + "\n\n" if body.strip() else "")
+            + "\n".join(lines)
+            + "\n"
+        )
+        commit = git.Commit.create_from_tree(
+            self.repo,
+            git.Tree(self.repo, tree_sha, 0o040000, ""),
+            message,
+            parent_commits=parents,
+            head=False,
+            author=ACTOR,
+            committer=ACTOR,
+        )
         if decision == "rejected":
             ref = f"refs/skillopt/{self.run_id}/rejected/{step}"
         else:
@@ -167,13 +193,15 @@ class Audit:
     def _tree(self, entries: list[tuple[int, str, bytes]]) -> bytes:
         def order(e):  # git sorts directories as if their name ended in "/"
             return e[1].encode() + (b"/" if e[0] == _DIR_MODE else b"")
-        data = b"".join(b"%o %s\0" % (mode, name.encode()) + sha
-                        for mode, name, sha in sorted(entries, key=order))
+
+        data = b"".join(
+            b"%o %s\0" % (mode, name.encode()) + sha
+            for mode, name, sha in sorted(entries, key=order)
+        )
         return self._store(b"tree", data)
 
     def _skill_tree(self, skill: Skill) -> bytes:
-        files: dict[str, tuple[bytes, int]] = {SKILL_FILE: (skill.text.encode("utf-8"),
-                                                            _FILE_MODE)}
+        files: dict[str, tuple[bytes, int]] = {SKILL_FILE: (skill.text.encode("utf-8"), _FILE_MODE)}
         if skill.root is not None:
             for rel, _ in skill.support:
                 path = skill.root / rel
@@ -225,10 +253,15 @@ class Audit:
         trailers = parse_trailers(commit.message)
         if trailers.get("Skillopt-Run") != self.run_id:
             return None
-        return AuditCommit(commit.hexsha, int(trailers.get("Skillopt-Step", -1)),
-                           trailers.get("Skillopt-Decision", ""), commit.summary,
-                           commit.message, trailers,
-                           commit.parents[0].hexsha if commit.parents else None)
+        return AuditCommit(
+            commit.hexsha,
+            int(trailers.get("Skillopt-Step", -1)),
+            trailers.get("Skillopt-Decision", ""),
+            commit.summary,
+            commit.message,
+            trailers,
+            commit.parents[0].hexsha if commit.parents else None,
+        )
 
     def accepted(self) -> list[AuditCommit]:
         """The branch's first-parent history of this run, oldest first."""

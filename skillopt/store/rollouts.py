@@ -113,12 +113,18 @@ def m004_spend(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX spend_run ON spend (run_id)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_rollouts, m002_skills,
-                                                           m003_claims, m004_spend]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_rollouts,
+    m002_skills,
+    m003_claims,
+    m004_spend,
+]
 
-_COLUMNS = ("key, skill_hash, task_id, sample, split, status, score, passed, feedback, answer, "
-            "error, error_kind, trajectory, input_tokens, output_tokens, cost, latency_s, "
-            "model_calls")
+_COLUMNS = (
+    "key, skill_hash, task_id, sample, split, status, score, passed, feedback, answer, "
+    "error, error_kind, trajectory, input_tokens, output_tokens, cost, latency_s, "
+    "model_calls"
+)
 
 
 def _applied(db: sqlite3.Connection) -> set[str]:
@@ -141,14 +147,14 @@ def migrate(db: sqlite3.Connection) -> list[str]:
     applied = []
     db.execute("BEGIN IMMEDIATE")
     try:
-        db.execute("CREATE TABLE IF NOT EXISTS migrations "
-                   "(name TEXT PRIMARY KEY, applied_at REAL)")
+        db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)")
         done = _applied(db)
         for migration in MIGRATIONS:
             if migration.__name__ not in done:
                 migration(db)
-                db.execute("INSERT INTO migrations VALUES (?, ?)",
-                           (migration.__name__, time.time()))
+                db.execute(
+                    "INSERT INTO migrations VALUES (?, ?)", (migration.__name__, time.time())
+                )
                 applied.append(migration.__name__)
         db.execute("COMMIT")
     except BaseException:
@@ -167,8 +173,7 @@ def _open(path: str) -> sqlite3.Connection:
     """Connect, switch to WAL and migrate. Switching a new database to WAL needs an
     exclusive lock and can report "database is locked" at once (without waiting for
     the busy timeout) while another process does the same, so that is retried."""
-    db = sqlite3.connect(path, check_same_thread=False, timeout=BUSY_TIMEOUT,
-                         isolation_level=None)
+    db = sqlite3.connect(path, check_same_thread=False, timeout=BUSY_TIMEOUT, isolation_level=None)
     deadline = time.monotonic() + BUSY_TIMEOUT
     delay = 0.002
     while True:
@@ -203,8 +208,9 @@ class RolloutStore:
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise InputError(f"cannot create the store directory: {exc.strerror}",
-                                 path=self.path) from None
+                raise InputError(
+                    f"cannot create the store directory: {exc.strerror}", path=self.path
+                ) from None
         try:
             self._db = _open(self.path)
         except sqlite3.DatabaseError as exc:
@@ -246,7 +252,8 @@ class RolloutStore:
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(
                     f"SELECT {_COLUMNS} FROM rollouts WHERE status = 'scored' AND key IN ({marks})",
-                    chunk).fetchall()
+                    chunk,
+                ).fetchall()
                 for row in rows:
                     out[row[0]] = _from_row(row)
         return out
@@ -254,21 +261,24 @@ class RolloutStore:
     def get(self, key: str, *, include_unscored: bool = False) -> Rollout | None:
         where = "" if include_unscored else " AND status = 'scored'"
         with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM rollouts WHERE key = ?{where}",
-                                   (key,)).fetchone()
+            row = self._db.execute(
+                f"SELECT {_COLUMNS} FROM rollouts WHERE key = ?{where}", (key,)
+            ).fetchone()
         return _from_row(row) if row else None
 
     def count(self, status: str | None = None) -> int:
         with self._lock:
             if status is None:
                 return self._db.execute("SELECT COUNT(*) FROM rollouts").fetchone()[0]
-            return self._db.execute("SELECT COUNT(*) FROM rollouts WHERE status = ?",
-                                    (status,)).fetchone()[0]
+            return self._db.execute(
+                "SELECT COUNT(*) FROM rollouts WHERE status = ?", (status,)
+            ).fetchone()[0]
 
     def skill_text(self, skill_hash: str) -> str | None:
         with self._lock:
-            row = self._db.execute("SELECT text FROM skills WHERE hash = ?",
-                                   (skill_hash,)).fetchone()
+            row = self._db.execute(
+                "SELECT text FROM skills WHERE hash = ?", (skill_hash,)
+            ).fetchone()
         return row[0] if row else None
 
     # -- writes -------------------------------------------------------------------
@@ -276,8 +286,9 @@ class RolloutStore:
         if skill_hash in self._skills_seen:
             return
         with self._lock:
-            self._db.execute("INSERT OR IGNORE INTO skills VALUES (?, ?, ?)",
-                             (skill_hash, text, time.time()))
+            self._db.execute(
+                "INSERT OR IGNORE INTO skills VALUES (?, ?, ?)", (skill_hash, text, time.time())
+            )
             self._skills_seen.add(skill_hash)
 
     def put(self, rollout: Rollout, fingerprint: dict, run_id: str | None = None) -> None:
@@ -289,13 +300,36 @@ class RolloutStore:
         now = time.time()
         status = "scored" if rollout.scored else "unscored"
         fp, task_id, feedback, answer, error, trajectory = _safe_all(
-            canonical_json(fingerprint), rollout.task_id, rollout.feedback, rollout.answer,
-            rollout.error, json.dumps(rollout.trajectory, ensure_ascii=False, default=str))
-        row = (rollout.key, fp, rollout.skill_hash, task_id, rollout.sample, rollout.split,
-               status, rollout.score, None if rollout.passed is None else int(rollout.passed),
-               feedback, answer, error, rollout.error_kind, trajectory,
-               rollout.usage.input_tokens, rollout.usage.output_tokens, rollout.cost,
-               rollout.latency_s, rollout.model_calls, now, now)
+            canonical_json(fingerprint),
+            rollout.task_id,
+            rollout.feedback,
+            rollout.answer,
+            rollout.error,
+            json.dumps(rollout.trajectory, ensure_ascii=False, default=str),
+        )
+        row = (
+            rollout.key,
+            fp,
+            rollout.skill_hash,
+            task_id,
+            rollout.sample,
+            rollout.split,
+            status,
+            rollout.score,
+            None if rollout.passed is None else int(rollout.passed),
+            feedback,
+            answer,
+            error,
+            rollout.error_kind,
+            trajectory,
+            rollout.usage.input_tokens,
+            rollout.usage.output_tokens,
+            rollout.cost,
+            rollout.latency_s,
+            rollout.model_calls,
+            now,
+            now,
+        )
         with self._write() as db:
             db.execute(
                 """INSERT INTO rollouts (key, fingerprint, skill_hash, task_id, sample, split,
@@ -312,18 +346,31 @@ class RolloutStore:
                        output_tokens = excluded.output_tokens, cost = excluded.cost,
                        latency_s = excluded.latency_s, model_calls = excluded.model_calls,
                        attempts = rollouts.attempts + 1, updated_at = excluded.updated_at
-                   WHERE rollouts.status = 'unscored'""", row)
+                   WHERE rollouts.status = 'unscored'""",
+                row,
+            )
             if self.shared:
                 db.execute("DELETE FROM claims WHERE key = ?", (rollout.key,))
             if run_id is not None:
-                db.execute(_SPEND_INSERT, (run_id, "target", "rollout", rollout.key, 1,
-                                           int(rollout.scored), rollout.model_calls,
-                                           rollout.usage.input_tokens,
-                                           rollout.usage.output_tokens, rollout.cost, now))
+                db.execute(
+                    _SPEND_INSERT,
+                    (
+                        run_id,
+                        "target",
+                        "rollout",
+                        rollout.key,
+                        1,
+                        int(rollout.scored),
+                        rollout.model_calls,
+                        rollout.usage.input_tokens,
+                        rollout.usage.output_tokens,
+                        rollout.cost,
+                        now,
+                    ),
+                )
 
     # -- claims: leases that keep processes sharing the store from paying twice ------
-    def claim_many(self, keys: Iterable[str], owner: str,
-                   ttl: float | None = None) -> set[str]:
+    def claim_many(self, keys: Iterable[str], owner: str, ttl: float | None = None) -> set[str]:
         """Claim `keys` for `owner` for `ttl` seconds (default `lease_ttl`); return the
         keys now held by `owner`. A key is claimable when nobody holds it, its lease
         expired, or `owner` already holds it, and it has no scored row (then it is
@@ -338,8 +385,10 @@ class RolloutStore:
             for chunk in _chunks(keys):
                 blocked = self._blocked(chunk, owner, now)
                 new = [k for k in chunk if k not in blocked]
-                db.executemany("INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
-                               [(k, owner, now + ttl) for k in new])
+                db.executemany(
+                    "INSERT OR REPLACE INTO claims VALUES (?, ?, ?)",
+                    [(k, owner, now + ttl) for k in new],
+                )
                 mine.update(new)
         return mine
 
@@ -347,11 +396,16 @@ class RolloutStore:
         """Of `keys` (at most one chunk), those with a scored row or a live lease
         held by someone else."""
         marks = ",".join("?" * len(keys))
-        blocked = {r[0] for r in self._db.execute(
-            f"SELECT key FROM rollouts WHERE status = 'scored' AND key IN ({marks})", keys)}
+        blocked = {
+            r[0]
+            for r in self._db.execute(
+                f"SELECT key FROM rollouts WHERE status = 'scored' AND key IN ({marks})", keys
+            )
+        }
         held = self._db.execute(
-            f"SELECT key, owner FROM claims WHERE key IN ({marks}) AND owner != ? "
-            "AND expires > ?", (*keys, owner, now)).fetchall()
+            f"SELECT key, owner FROM claims WHERE key IN ({marks}) AND owner != ? AND expires > ?",
+            (*keys, owner, now),
+        ).fetchall()
         dead: dict[str, bool] = {}
         for key, holder in held:
             if holder not in dead:
@@ -366,8 +420,9 @@ class RolloutStore:
             return 0
         ttl = self.lease_ttl if ttl is None else ttl
         with self._lock:
-            return self._db.execute("UPDATE claims SET expires = ? WHERE owner = ?",
-                                    (time.time() + ttl, owner)).rowcount
+            return self._db.execute(
+                "UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + ttl, owner)
+            ).rowcount
 
     def release(self, keys: Iterable[str], owner: str) -> None:
         """Give up `owner`'s claims on `keys` (an attempt that ended without a row)."""
@@ -376,24 +431,49 @@ class RolloutStore:
             return
         with self._write() as db:
             for chunk in _chunks(keys):
-                db.execute(f"DELETE FROM claims WHERE owner = ? AND key IN "
-                           f"({','.join('?' * len(chunk))})", (owner, *chunk))
+                db.execute(
+                    f"DELETE FROM claims WHERE owner = ? AND key IN ({','.join('?' * len(chunk))})",
+                    (owner, *chunk),
+                )
 
     # -- spend: the ledger of what a run paid for --------------------------------------
-    def record_call(self, run_id: str, role: str, kind: str, calls: int = 1,
-                    input_tokens: int = 0, output_tokens: int = 0,
-                    cost: float | None = None) -> None:
+    def record_call(
+        self,
+        run_id: str,
+        role: str,
+        kind: str,
+        calls: int = 1,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost: float | None = None,
+    ) -> None:
         """Record one paid thing that is not a rollout (an optimizer call, …)."""
         with self._write() as db:
-            db.execute(_SPEND_INSERT, (run_id, role, kind, None, None, None, calls,
-                                       input_tokens, output_tokens, cost, time.time()))
+            db.execute(
+                _SPEND_INSERT,
+                (
+                    run_id,
+                    role,
+                    kind,
+                    None,
+                    None,
+                    None,
+                    calls,
+                    input_tokens,
+                    output_tokens,
+                    cost,
+                    time.time(),
+                ),
+            )
 
     def record_cached(self, run_id: str, count: int) -> None:
         """Record `count` rollouts served from the store (paid for by someone else)."""
         if count:
             with self._write() as db:
-                db.execute(_SPEND_INSERT, (run_id, "target", "cached", None, count, count, 0,
-                                           0, 0, None, time.time()))
+                db.execute(
+                    _SPEND_INSERT,
+                    (run_id, "target", "cached", None, count, count, 0, 0, 0, None, time.time()),
+                )
 
     def spend(self, run_id: str) -> dict[str, dict]:
         """What `run_id` paid, per role. Always has 'target' and 'optimizer'.
@@ -408,7 +488,9 @@ class RolloutStore:
                           SUM(CASE WHEN scored = 0 THEN 1 ELSE 0 END), SUM(calls),
                           SUM(input_tokens), SUM(output_tokens), SUM(cost),
                           SUM(CASE WHEN calls > 0 AND cost IS NULL THEN 1 ELSE 0 END)
-                   FROM spend WHERE run_id = ? GROUP BY role, kind""", (run_id,)).fetchall()
+                   FROM spend WHERE run_id = ? GROUP BY role, kind""",
+                (run_id,),
+            ).fetchall()
         out: dict[str, dict] = {}
         for role in ("target", "optimizer"):
             _totals(out, role)
@@ -430,8 +512,10 @@ class RolloutStore:
         return out
 
 
-_SPEND_INSERT = ("INSERT INTO spend (run_id, role, kind, key, rollouts, scored, calls, "
-                 "input_tokens, output_tokens, cost, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_SPEND_INSERT = (
+    "INSERT INTO spend (run_id, role, kind, key, rollouts, scored, calls, "
+    "input_tokens, output_tokens, cost, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def _safe_all(*texts: str | None) -> list[str | None]:
@@ -448,8 +532,14 @@ def _safe_all(*texts: str | None) -> list[str | None]:
 
 def _totals(out: dict[str, dict], role: str) -> dict:
     if role not in out:
-        out[role] = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None,
-                     "cost_complete": True, "rows": 0}
+        out[role] = {
+            "calls": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost": None,
+            "cost_complete": True,
+            "rows": 0,
+        }
         if role == "target":
             out[role].update(rollouts=0, cached=0, unscored=0)
     return out[role]
@@ -478,15 +568,46 @@ def owner_is_gone(owner: str) -> bool:
 
 def _chunks(keys: list[str]) -> Iterator[list[str]]:
     for i in range(0, len(keys), _CHUNK):
-        yield keys[i:i + _CHUNK]
+        yield keys[i : i + _CHUNK]
 
 
 def _from_row(row: tuple) -> Rollout:
-    (key, skill_hash, task_id, sample, split, status, score, passed, feedback, answer, error,
-     error_kind, trajectory, input_tokens, output_tokens, cost, latency_s, model_calls) = row
-    return Rollout(key=key, task_id=task_id, split=split, sample=sample, skill_hash=skill_hash,
-                   scored=status == "scored", score=score,
-                   passed=None if passed is None else bool(passed), feedback=feedback,
-                   answer=answer, error=error, error_kind=error_kind,
-                   usage=Usage(input_tokens, output_tokens), cost=cost, latency_s=latency_s,
-                   model_calls=model_calls, trajectory=json.loads(trajectory))
+    (
+        key,
+        skill_hash,
+        task_id,
+        sample,
+        split,
+        status,
+        score,
+        passed,
+        feedback,
+        answer,
+        error,
+        error_kind,
+        trajectory,
+        input_tokens,
+        output_tokens,
+        cost,
+        latency_s,
+        model_calls,
+    ) = row
+    return Rollout(
+        key=key,
+        task_id=task_id,
+        split=split,
+        sample=sample,
+        skill_hash=skill_hash,
+        scored=status == "scored",
+        score=score,
+        passed=None if passed is None else bool(passed),
+        feedback=feedback,
+        answer=answer,
+        error=error,
+        error_kind=error_kind,
+        usage=Usage(input_tokens, output_tokens),
+        cost=cost,
+        latency_s=latency_s,
+        model_calls=model_calls,
+        trajectory=json.loads(trajectory),
+    )

@@ -69,8 +69,10 @@ class RunDir:
 
     # -- config ----------------------------------------------------------------------
     def write_config(self, config: dict) -> None:
-        write_atomic(self.path / "run.yaml", yaml.safe_dump(secrets.redact(config), sort_keys=False,
-                                                            allow_unicode=True))
+        write_atomic(
+            self.path / "run.yaml",
+            yaml.safe_dump(secrets.redact(config), sort_keys=False, allow_unicode=True),
+        )
 
     def config(self) -> dict:
         return yaml.safe_load((self.path / "run.yaml").read_text(encoding="utf-8")) or {}
@@ -78,9 +80,15 @@ class RunDir:
     # -- state -----------------------------------------------------------------------
     def save_state(self, state: dict) -> None:
         # compact JSON: the C encoder, a few ms even for a long run's state
-        write_atomic(self.path / "state.json",
-                     json.dumps({"version": STATE_VERSION, **state}, ensure_ascii=False,
-                                separators=(",", ":"), default=str))
+        write_atomic(
+            self.path / "state.json",
+            json.dumps(
+                {"version": STATE_VERSION, **state},
+                ensure_ascii=False,
+                separators=(",", ":"),
+                default=str,
+            ),
+        )
 
     def load_state(self) -> dict | None:
         path = self.path / "state.json"
@@ -91,14 +99,20 @@ class RunDir:
         except json.JSONDecodeError as exc:
             raise InputError(f"the checkpoint is corrupt: {exc.msg}", path=path) from None
         if state.get("version") != STATE_VERSION:
-            raise InputError(f"checkpoint version {state.get('version')} is not supported "
-                             f"(expected {STATE_VERSION})", path=path)
+            raise InputError(
+                f"checkpoint version {state.get('version')} is not supported "
+                f"(expected {STATE_VERSION})",
+                path=path,
+            )
         return state
 
     # -- events ----------------------------------------------------------------------
     def event(self, kind: str, /, **data: Any) -> None:
-        line = safe(json.dumps({"t": round(time.time(), 3), "event": kind, **data},
-                               ensure_ascii=False, default=str))
+        line = safe(
+            json.dumps(
+                {"t": round(time.time(), 3), "event": kind, **data}, ensure_ascii=False, default=str
+            )
+        )
         with self._events_lock:
             if self._events_fh is None:
                 self._events_fh = open(self.path / "events.jsonl", "a", encoding="utf-8")
@@ -115,8 +129,11 @@ class RunDir:
         path = self.path / "events.jsonl"
         if not path.is_file():
             return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip()]
+        return [
+            json.loads(line)
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
 
     # -- outputs ---------------------------------------------------------------------
     def write_text(self, name: str, text: str) -> Path:

@@ -84,6 +84,7 @@ def _splitter(spec: SplitSpec):
         if u < train_val:
             return "val"
         return "test"
+
     return split
 
 
@@ -93,8 +94,9 @@ def render_template(template: str, item_input: Any, item_id: str) -> str:
     values: dict[str, Any] = {"id": item_id}
     if isinstance(item_input, dict):
         values.update({str(k): v for k, v in item_input.items()})
-    values["input"] = item_input if isinstance(item_input, str) else json.dumps(
-        item_input, ensure_ascii=False)
+    values["input"] = (
+        item_input if isinstance(item_input, str) else json.dumps(item_input, ensure_ascii=False)
+    )
     return template.format_map(_Slots(values))
 
 
@@ -128,8 +130,11 @@ def load_suite(path: str | Path) -> Suite:
         rows = read_jsonl(items_path)
     else:
         items_path = path
-        rows = take_items(items) if type(items) is ItemList else (
-            (getattr(it, "line", None), it) for it in items)
+        rows = (
+            take_items(items)
+            if type(items) is ItemList
+            else ((getattr(it, "line", None), it) for it in items)
+        )
 
     try:
         default_scorer = build_scorer(spec.scorer, base)
@@ -145,12 +150,19 @@ def load_suite(path: str | Path) -> Suite:
     tasks = _build_tasks(rows, spec, items_path, path, default_scorer)
     if not tasks:
         raise InputError("the suite has no items", path=items_path, field="items")
-    return Suite(name=spec.name or path.stem, description=spec.description, path=path,
-                 tasks=tuple(tasks), defaults=dict(spec.defaults), judge=spec.judge)
+    return Suite(
+        name=spec.name or path.stem,
+        description=spec.description,
+        path=path,
+        tasks=tuple(tasks),
+        defaults=dict(spec.defaults),
+        judge=spec.judge,
+    )
 
 
-def _build_tasks(rows, spec: SuiteSpec, items_path: Path, path: Path,
-                 default_scorer: Scorer) -> list[Task]:
+def _build_tasks(
+    rows, spec: SuiteSpec, items_path: Path, path: Path, default_scorer: Scorer
+) -> list[Task]:
     """One `Task` per (line, item) row, in order; raises on the first bad item."""
     base = path.parent
     tasks: list[Task] = []
@@ -164,8 +176,12 @@ def _build_tasks(rows, spec: SuiteSpec, items_path: Path, path: Path,
     split_of = _splitter(spec.split)
     for index, (line, item) in enumerate(rows):
         if not isinstance(item, dict):
-            raise InputError(f"an item must be a mapping, got {type(item).__name__}",
-                             path=items_path, item=_label(item, index), line=line)
+            raise InputError(
+                f"an item must be a mapping, got {type(item).__name__}",
+                path=items_path,
+                item=_label(item, index),
+                line=line,
+            )
         fields = _plain_item(item)
         if fields is None:  # pydantic says what is wrong, or coerces (True -> 1)
             try:
@@ -173,36 +189,53 @@ def _build_tasks(rows, spec: SuiteSpec, items_path: Path, path: Path,
             except ValidationError as exc:
                 err = exc.errors()[0]
                 field = ".".join(str(p) for p in err["loc"])
-                raise InputError(_pyd_msg(err), path=items_path, item=_label(item, index),
-                                 field=field, line=line) from None
+                raise InputError(
+                    _pyd_msg(err), path=items_path, item=_label(item, index), field=field, line=line
+                ) from None
             fields = (it.id, it.input, it.expected, it.scorer, it.split, it.metadata, it.files)
         raw_id, item_input, expected, item_scorer, pinned, metadata, files = fields
         item_id = raw_id if type(raw_id) is str else str(raw_id)
         if not item_id.strip():
-            raise InputError("must not be empty", path=items_path, item=_label(item, index),
-                             field="id", line=line)
+            raise InputError(
+                "must not be empty",
+                path=items_path,
+                item=_label(item, index),
+                field="id",
+                line=line,
+            )
         if not item_id.isascii():
             try:
                 item_id.encode()
             except UnicodeEncodeError:
                 # a lone UTF-16 surrogate escape in JSON; it could not be hashed or stored
-                raise InputError("must be valid Unicode text, not an unpaired surrogate escape",
-                                 path=items_path, field="id", line=line) from None
+                raise InputError(
+                    "must be valid Unicode text, not an unpaired surrogate escape",
+                    path=items_path,
+                    field="id",
+                    line=line,
+                ) from None
         if item_id in seen:
             first = seen[item_id]
             where = f" (first at line {first})" if first else ""
-            raise InputError(f"duplicate id{where}", path=items_path, item=item_id, field="id",
-                             line=line)
+            raise InputError(
+                f"duplicate id{where}", path=items_path, item=item_id, field="id", line=line
+            )
         seen[item_id] = line
         if item_input is None:
-            raise InputError("must not be empty", path=items_path, item=item_id, field="input",
-                             line=line)
+            raise InputError(
+                "must not be empty", path=items_path, item=item_id, field="input", line=line
+            )
 
         for rel in files:
             problem = _file_path_problem(rel)
             if problem:
-                raise InputError(f"file {rel!r}: {problem}", path=items_path, item=item_id,
-                                 field="files", line=line)
+                raise InputError(
+                    f"file {rel!r}: {problem}",
+                    path=items_path,
+                    item=item_id,
+                    field="files",
+                    line=line,
+                )
 
         scorer = default_scorer
         if item_scorer is not None:
@@ -211,8 +244,9 @@ def _build_tasks(rows, spec: SuiteSpec, items_path: Path, path: Path,
                 try:
                     scorer_cache[key] = build_scorer(item_scorer, base)
                 except ValueError as exc:
-                    raise InputError(str(exc), path=items_path, item=item_id, field="scorer",
-                                     line=line) from None
+                    raise InputError(
+                        str(exc), path=items_path, item=item_id, field="scorer", line=line
+                    ) from None
             scorer = scorer_cache[key]
         problem = scorer.check_item(expected)
         if problem:
@@ -226,18 +260,34 @@ def _build_tasks(rows, spec: SuiteSpec, items_path: Path, path: Path,
             try:
                 prompt = render_template(template, item_input, item_id)
             except KeyError as exc:
-                raise InputError(f"the prompt template uses {{{exc.args[0]}}} but this item's "
-                                 "input has no such field", path=items_path, item=item_id,
-                                 field="input", line=line) from None
+                raise InputError(
+                    f"the prompt template uses {{{exc.args[0]}}} but this item's "
+                    "input has no such field",
+                    path=items_path,
+                    item=item_id,
+                    field="input",
+                    line=line,
+                ) from None
             except (ValueError, IndexError, AttributeError, TypeError) as exc:
-                raise InputError(f"cannot fill the prompt template: {exc}", path=path,
-                                 item=item_id, field="prompt") from None
-        tasks.append(Task(
-            id=item_id, input=item_input, expected=expected, prompt=prompt,
-            split=pinned or split_of(item_id), scorer=scorer,
-            metadata=metadata, source=f"{source_prefix}{line}" if line else str(items_path),
-            files=files,
-        ))
+                raise InputError(
+                    f"cannot fill the prompt template: {exc}",
+                    path=path,
+                    item=item_id,
+                    field="prompt",
+                ) from None
+        tasks.append(
+            Task(
+                id=item_id,
+                input=item_input,
+                expected=expected,
+                prompt=prompt,
+                split=pinned or split_of(item_id),
+                scorer=scorer,
+                metadata=metadata,
+                source=f"{source_prefix}{line}" if line else str(items_path),
+                files=files,
+            )
+        )
     return tasks
 
 
@@ -273,12 +323,12 @@ def _plain_item(item: dict) -> tuple | None:
             return None
         files = {}
     elif not isinstance(files, dict) or not all(
-            type(k) is str and type(v) is str for k, v in files.items()):
+        type(k) is str and type(v) is str for k, v in files.items()
+    ):
         return None
     else:
         files = dict(files)
     return item_id, item["input"], item.get("expected"), scorer, split, metadata, files
-
 
 
 def _file_path_problem(rel: str) -> str | None:
@@ -300,10 +350,13 @@ def require_split(suite: Suite, split: str) -> list[Task]:
     tasks = suite.split(split)
     if not tasks:
         counts = ", ".join(f"{k}={v}" for k, v in suite.counts().items())
-        raise InputError(f"split {split!r} is empty ({counts}); pin items with `split:` "
-                         "or change the suite's split fractions", path=suite.path, field="split")
+        raise InputError(
+            f"split {split!r} is empty ({counts}); pin items with `split:` "
+            "or change the suite's split fractions",
+            path=suite.path,
+            field="split",
+        )
     return tasks
-
 
 
 def _label(item: Any, index: int) -> str:

@@ -38,8 +38,9 @@ ALIAS_FLOOR = 1_000_000
 ALIAS_RATIO = 10
 
 
-_TOO_DEEP = (f"nested more than {MAX_NESTING} levels deep; flatten the value or pass it as a "
-             "JSON string")
+_TOO_DEEP = (
+    f"nested more than {MAX_NESTING} levels deep; flatten the value or pass it as a JSON string"
+)
 
 
 def _nested_too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
@@ -49,7 +50,7 @@ def _nested_too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
         node, depth = stack.pop()
         if depth > limit:
             return True
-        for child in (node.values() if isinstance(node, dict) else node):
+        for child in node.values() if isinstance(node, dict) else node:
             if isinstance(child, (dict, list)):
                 stack.append((child, depth + 1))
     return False
@@ -79,12 +80,23 @@ def _check_own_keys(node: yaml.MappingNode) -> None:
             continue
         ident = (key_node.tag, key_node.value)
         if ident in seen:
-            item_id = next((v.value for k, v in node.value if isinstance(k, yaml.ScalarNode)
-                            and k.value == "id" and isinstance(v, yaml.ScalarNode)), None)
+            item_id = next(
+                (
+                    v.value
+                    for k, v in node.value
+                    if isinstance(k, yaml.ScalarNode)
+                    and k.value == "id"
+                    and isinstance(v, yaml.ScalarNode)
+                ),
+                None,
+            )
             where = f" in item {item_id!r}" if item_id is not None else ""
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key_node.value!r}{where} (first at line {seen[ident]})",
-                key_node.start_mark)
+                None,
+                None,
+                f"duplicate key {key_node.value!r}{where} (first at line {seen[ident]})",
+                key_node.start_mark,
+            )
         seen[ident] = key_node.start_mark.line + 1
 
 
@@ -98,9 +110,11 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode):
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
-_STR, _SEQ, _MAP = (yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG,
-                    yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG,
-                    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG)
+_STR, _SEQ, _MAP = (
+    yaml.resolver.BaseResolver.DEFAULT_SCALAR_TAG,
+    yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG,
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+)
 
 
 class ItemList(list):
@@ -163,8 +177,9 @@ class _YamlReader:
         # PyYAML resolves a plain scalar by regexes picked by its first character;
         # none registered for that character means a string (SafeLoader has no
         # path resolvers, which would also take part)
-        self.plain_resolved = None if loader.yaml_path_resolvers or None in resolvers \
-            else frozenset(resolvers)
+        self.plain_resolved = (
+            None if loader.yaml_path_resolvers or None in resolvers else frozenset(resolvers)
+        )
 
     def read(self):
         get = self.loader.get_event
@@ -176,8 +191,11 @@ class _YamlReader:
         event = get()
         if not isinstance(event, StreamEndEvent):
             raise yaml.composer.ComposerError(
-                None, None, "expected a single document in the stream, but found another "
-                "document", event.start_mark)
+                None,
+                None,
+                "expected a single document in the stream, but found another document",
+                event.start_mark,
+            )
         return self._construct(root)
 
     def _compose(self):
@@ -194,8 +212,9 @@ class _YamlReader:
                 tag = event.tag
                 value = event.value
                 if tag is None or tag == "!":
-                    if not event.implicit[0] or (plain_resolved is not None
-                                                 and value[:1] not in plain_resolved):
+                    if not event.implicit[0] or (
+                        plain_resolved is not None and value[:1] not in plain_resolved
+                    ):
                         tag = _STR
                     else:
                         tag = resolve(ScalarNode, value, event.implicit)
@@ -215,13 +234,20 @@ class _YamlReader:
                 if tag is None or tag == "!":
                     tag = resolve(MappingNode if is_map else SequenceNode, None, event.implicit)
                 node = (MappingNode if is_map else SequenceNode)(
-                    tag, [], event.start_mark, None, flow_style=event.flow_style)
+                    tag, [], event.start_mark, None, flow_style=event.flow_style
+                )
                 if event.anchor is not None:
                     self._anchor(event, node)
                     self.open_anchors.add(event.anchor)
                 frame = _Frame(node, is_map, event.anchor, written + self.aliased)
-                if (not is_map and len(stack) == 1 and event.anchor is None and tag == _SEQ
-                        and stack[0].is_map and _is_items_key(stack[0].key)):
+                if (
+                    not is_map
+                    and len(stack) == 1
+                    and event.anchor is None
+                    and tag == _SEQ
+                    and stack[0].is_map
+                    and _is_items_key(stack[0].key)
+                ):
                     frame.items = ItemList()
                 stack.append(frame)
                 written += 1
@@ -259,24 +285,34 @@ class _YamlReader:
         first = self.anchors.get(event.anchor)
         if first is not None:
             raise yaml.composer.ComposerError(
-                None, None, f"found duplicate anchor {event.anchor!r} (first at line "
-                f"{first.start_mark.line + 1})", event.start_mark)
+                None,
+                None,
+                f"found duplicate anchor {event.anchor!r} (first at line "
+                f"{first.start_mark.line + 1})",
+                event.start_mark,
+            )
         self.anchors[event.anchor] = node
 
     def _alias(self, event, depth: int, written: int):
         name = event.anchor
         if name not in self.anchors:
-            raise yaml.composer.ComposerError(None, None, f"found undefined alias {name!r}",
-                                              event.start_mark)
+            raise yaml.composer.ComposerError(
+                None, None, f"found undefined alias {name!r}", event.start_mark
+            )
         if name in self.open_anchors:
-            raise _Refused(f"YAML alias *{name} refers to a node that contains it; a suite "
-                           "must be plain data", event.start_mark)
+            raise _Refused(
+                f"YAML alias *{name} refers to a node that contains it; a suite must be plain data",
+                event.start_mark,
+            )
         size, height = self.expansion[name]
         self.aliased += size
         limit = max(ALIAS_FLOOR, ALIAS_RATIO * written)
         if written + self.aliased > limit:
-            raise _Refused(f"YAML aliases expand to more than {limit:,} nodes; write the "
-                           "items out or use a JSONL items file", event.start_mark)
+            raise _Refused(
+                f"YAML aliases expand to more than {limit:,} nodes; write the "
+                "items out or use a JSONL items file",
+                event.start_mark,
+            )
         if depth + height > MAX_NESTING:
             raise _Refused(_TOO_DEEP, event.start_mark)
         return self.anchors[name], height
@@ -295,16 +331,20 @@ class _YamlReader:
             data = [self._construct(child) for child in node.value]
         else:
             pairs = node.value
-            if tag != _MAP or any(type(key) is not ScalarNode or key.tag != _STR
-                                  for key, _ in pairs):
+            if tag != _MAP or any(
+                type(key) is not ScalarNode or key.tag != _STR for key, _ in pairs
+            ):
                 return self._delegate(node)  # `<<`, `=`, numbers, nested keys, tags
             if len({key.value for key, _ in pairs}) != len(pairs):
                 _check_own_keys(node)  # raises, saying which key and where
             data = _LineDict()
             data.line = node.start_mark.line + 1
             for key, value in pairs:
-                data[key.value] = value.value if type(value) is ScalarNode and value.tag == _STR \
+                data[key.value] = (
+                    value.value
+                    if type(value) is ScalarNode and value.tag == _STR
                     else self._construct(value)
+                )
         memo[node] = data
         return data
 
@@ -364,8 +404,9 @@ def read_yaml(path: Path) -> dict:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"invalid YAML: {problem}", path=path,
-                         line=mark.line + 1 if mark else None) from None
+        raise InputError(
+            f"invalid YAML: {problem}", path=path, line=mark.line + 1 if mark else None
+        ) from None
     finally:
         loader.dispose()
     if not isinstance(data, dict):
@@ -395,8 +436,9 @@ def _jsonl_rows(path: Path):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise InputError(f"not valid UTF-8 (byte {offset + exc.start})", path=path,
-                                 line=number) from None
+                raise InputError(
+                    f"not valid UTF-8 (byte {offset + exc.start})", path=path, line=number
+                ) from None
             offset += len(raw)
             if number == 1 and line.startswith("\ufeff"):
                 line = line[1:]  # a byte-order mark, as some editors write
@@ -405,8 +447,9 @@ def _jsonl_rows(path: Path):
             try:
                 value = loads(line)
             except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path,
-                                 line=number) from None
+                raise InputError(
+                    f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number
+                ) from None
             except RecursionError:
                 raise InputError(_TOO_DEEP, path=path, line=number) from None
             # every level opens with a bracket, so few brackets means shallow enough

@@ -88,8 +88,11 @@ class Scorer:
         if not passed:
             return Score(value, False, feedback_fail)
         if value < 1.0:
-            return Score(value, True, f"passed at {value:.2f} (threshold "
-                                      f"{self.params.threshold:g}), but {feedback_fail}")
+            return Score(
+                value,
+                True,
+                f"passed at {value:.2f} (threshold {self.params.threshold:g}), but {feedback_fail}",
+            )
         return Score(value, True, feedback_pass)
 
 
@@ -151,8 +154,12 @@ class Normalized(Scorer):
         got = _normalize(answer, self.params.punctuation)
         if exp == got:
             return Score(1.0, True, "match after normalising case, spacing and punctuation")
-        return Score(0.0, False, f"expected {_show(str(task.expected))}, got {_show(answer.strip())}"
-                                 " (compared ignoring case, spacing and punctuation)")
+        return Score(
+            0.0,
+            False,
+            f"expected {_show(str(task.expected))}, got {_show(answer.strip())}"
+            " (compared ignoring case, spacing and punctuation)",
+        )
 
 
 class ContainsParams(_Params):
@@ -169,7 +176,9 @@ class Contains(Scorer):
     def check_item(self, expected):
         if expected is None:
             return "required by scorer 'contains'"
-        if isinstance(expected, list) and not all(isinstance(x, (str, int, float)) for x in expected):
+        if isinstance(expected, list) and not all(
+            isinstance(x, (str, int, float)) for x in expected
+        ):
             return "must be a string or a list of strings for scorer 'contains'"
         if expected in ([], ""):
             return "must not be empty for scorer 'contains'"
@@ -179,11 +188,15 @@ class Contains(Scorer):
         needles = task.expected if isinstance(task.expected, list) else [task.expected]
         needles = [str(n) for n in needles]
         hay = answer.casefold() if self.params.ignore_case else answer
-        missing = [n for n in needles
-                   if (n.casefold() if self.params.ignore_case else n) not in hay]
+        missing = [
+            n for n in needles if (n.casefold() if self.params.ignore_case else n) not in hay
+        ]
         value = 1 - len(missing) / len(needles) if needles else 1.0
-        return self._graded(value, "answer is missing " + ", ".join(_show(m) for m in missing),
-                            "answer contains the expected text")
+        return self._graded(
+            value,
+            "answer is missing " + ", ".join(_show(m) for m in missing),
+            "answer contains the expected text",
+        )
 
 
 class RegexParams(_Params):
@@ -219,7 +232,11 @@ class Regex(Scorer):
 
     def score(self, task, answer, ctx):
         pattern = self.params.pattern if self.params.pattern is not None else str(task.expected)
-        rx = self._compiled if self.params.pattern is not None else _compile(pattern, self.params.ignore_case)
+        rx = (
+            self._compiled
+            if self.params.pattern is not None
+            else _compile(pattern, self.params.ignore_case)
+        )
         got = answer.strip()
         m = rx.fullmatch(got) if self.params.fullmatch else rx.search(got)
         if m:
@@ -272,7 +289,11 @@ class Number(Scorer):
         allowed = max(self.params.tolerance, self.params.relative * abs(exp))
         tol = f" (±{allowed:g})" if allowed else ""
         if got is None:
-            return Score(0.0, False, f"expected the number {exp:g}{tol}; no number in {_show(answer.strip())}")
+            return Score(
+                0.0,
+                False,
+                f"expected the number {exp:g}{tol}; no number in {_show(answer.strip())}",
+            )
         if math.isclose(got, exp, abs_tol=allowed + 1e-12, rel_tol=0.0):
             return Score(1.0, True, f"{got:g} is within tolerance of {exp:g}")
         return Score(0.0, False, f"expected {exp:g}{tol}, got {got:g} (off by {got - exp:+g})")
@@ -311,16 +332,25 @@ class Choice(Scorer):
         got = self._fold(answer).rstrip(".")
         picked = [c for c in choices if self._fold(c) == got]
         if not picked:
-            picked = [c for c in choices
-                      if re.search(r"(?<!\w)" + re.escape(self._fold(c)) + r"(?!\w)", self._fold(answer))]
+            picked = [
+                c
+                for c in choices
+                if re.search(r"(?<!\w)" + re.escape(self._fold(c)) + r"(?!\w)", self._fold(answer))
+            ]
         expected = str(task.expected)
         if len(picked) == 1:
             if self._fold(picked[0]) == self._fold(expected):
                 return Score(1.0, True, f"chose {expected!r}")
             return Score(0.0, False, f"chose {picked[0]!r}, expected {expected!r}")
         if not picked:
-            return Score(0.0, False, f"answer {_show(answer.strip())} names none of {choices}; expected {expected!r}")
-        return Score(0.0, False, f"answer names several options {picked}; expected only {expected!r}")
+            return Score(
+                0.0,
+                False,
+                f"answer {_show(answer.strip())} names none of {choices}; expected {expected!r}",
+            )
+        return Score(
+            0.0, False, f"answer names several options {picked}; expected only {expected!r}"
+        )
 
 
 # ---------------------------------------------------------------------- json
@@ -410,9 +440,17 @@ def _subset(expected: Any, got: Any, path: str, problems: list[str]) -> tuple[in
             dm, dt = _subset(e, g, f"{path}[{i}]", problems)
             m, t = m + dm, t + dt
         return m, t
-    if expected == got and type(expected) is type(got) or (
-            isinstance(expected, (int, float)) and isinstance(got, (int, float))
-            and not isinstance(got, bool) and not isinstance(expected, bool) and expected == got):
+    if (
+        expected == got
+        and type(expected) is type(got)
+        or (
+            isinstance(expected, (int, float))
+            and isinstance(got, (int, float))
+            and not isinstance(got, bool)
+            and not isinstance(expected, bool)
+            and expected == got
+        )
+    ):
         return 1, 1
     problems.append(f"{path}: expected {_show(expected, 60)}, got {_show(got, 60)}")
     return 0, 1
@@ -455,8 +493,11 @@ class Json(Scorer):
         problems: list[str] = []
         matched, total = _subset(expected, got, "$", problems)
         value = matched / total if total else 1.0
-        return self._graded(value, "; ".join(problems[:8]) + (" …" if len(problems) > 8 else ""),
-                            "JSON matches the expected fields")
+        return self._graded(
+            value,
+            "; ".join(problems[:8]) + (" …" if len(problems) > 8 else ""),
+            "JSON matches the expected fields",
+        )
 
 
 # ---------------------------------------------------------------------- python
@@ -487,27 +528,41 @@ class Python(Scorer):
         try:
             result = self._fn(answer, task.expected, task)
         except Exception as exc:  # the user's scorer failed: not the agent's fault
-            raise ScorerError(f"scorer {self.params.function} raised {type(exc).__name__}: {exc}") from exc
+            raise ScorerError(
+                f"scorer {self.params.function} raised {type(exc).__name__}: {exc}"
+            ) from exc
         return self._coerce(result)
 
     def _coerce(self, result: Any) -> Score:
         if isinstance(result, Score):
-            return Score(min(1.0, max(0.0, float(result.value))), bool(result.passed),
-                         result.feedback)
+            return Score(
+                min(1.0, max(0.0, float(result.value))), bool(result.passed), result.feedback
+            )
         if isinstance(result, bool):
-            return Score(float(result), result, "passed" if result else f"{self.params.function} returned False")
+            return Score(
+                float(result),
+                result,
+                "passed" if result else f"{self.params.function} returned False",
+            )
         if isinstance(result, (int, float)):
-            return self._graded(float(result), f"{self.params.function} scored {float(result):.3g}",
-                                f"{self.params.function} scored {float(result):.3g}")
+            return self._graded(
+                float(result),
+                f"{self.params.function} scored {float(result):.3g}",
+                f"{self.params.function} scored {float(result):.3g}",
+            )
         if isinstance(result, dict):
             value = result.get("value", result.get("score"))
             if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise ScorerError(f"scorer {self.params.function} returned a mapping without a numeric 'value'")
+                raise ScorerError(
+                    f"scorer {self.params.function} returned a mapping without a numeric 'value'"
+                )
             value = min(1.0, max(0.0, float(value)))
             passed = bool(result.get("passed", value >= self.params.threshold))
             return Score(value, passed, str(result.get("feedback", "")))
-        raise ScorerError(f"scorer {self.params.function} returned {type(result).__name__}; "
-                          "expected bool, number, Score or mapping")
+        raise ScorerError(
+            f"scorer {self.params.function} returned {type(result).__name__}; "
+            "expected bool, number, Score or mapping"
+        )
 
 
 def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
@@ -522,8 +577,7 @@ def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
         raise ValueError(f"'{ref}' is not of the form module:function")
     module_name, _, attr = ref.partition(":")
     local = base_dir.joinpath(*module_name.split("."))
-    path = next((p for p in (local.with_suffix(".py"), local / "__init__.py") if p.is_file()),
-                None)
+    path = next((p for p in (local.with_suffix(".py"), local / "__init__.py") if p.is_file()), None)
     try:
         if path is not None:
             source = path.read_bytes()
@@ -543,7 +597,9 @@ def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
             file = getattr(module, "__file__", None)
             digest = hashlib.sha256(Path(file).read_bytes()).hexdigest()[:16] if file else "builtin"
     except Exception as exc:
-        raise ValueError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from None
+        raise ValueError(
+            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ValueError(f"module {module_name!r} has no function {attr!r}")
@@ -589,16 +645,31 @@ class Command(Scorer):
             io_dir = Path(tmp) / "io"
             io_dir.mkdir()
             cwd = ctx.workspace if ctx.workspace is not None else Path(tmp)
-            expected = "" if task.expected is None else (
-                task.expected if isinstance(task.expected, str) else json.dumps(task.expected))
+            expected = (
+                ""
+                if task.expected is None
+                else (
+                    task.expected if isinstance(task.expected, str) else json.dumps(task.expected)
+                )
+            )
             env = process.scrubbed_env(
                 [*process.BASE_ENV, *self.params.env],
-                extra={"SKILLOPT_ANSWER_FILE": str(answer_file), "SKILLOPT_EXPECTED": expected,
-                       "SKILLOPT_TASK_ID": task.id, "SKILLOPT_SUITE_DIR": str(self.base_dir)})
+                extra={
+                    "SKILLOPT_ANSWER_FILE": str(answer_file),
+                    "SKILLOPT_EXPECTED": expected,
+                    "SKILLOPT_TASK_ID": task.id,
+                    "SKILLOPT_SUITE_DIR": str(self.base_dir),
+                },
+            )
             try:
-                result = process.run_process(["/bin/sh", "-c", self.params.run], cwd=cwd,
-                                             env=env, stdin_text=answer,
-                                             timeout=self.params.timeout, io_dir=io_dir)
+                result = process.run_process(
+                    ["/bin/sh", "-c", self.params.run],
+                    cwd=cwd,
+                    env=env,
+                    stdin_text=answer,
+                    timeout=self.params.timeout,
+                    io_dir=io_dir,
+                )
             except OSError as exc:
                 raise ScorerError(f"verifier could not start: {exc}") from exc
         if result.timed_out:  # its process group was killed
@@ -620,8 +691,11 @@ class Command(Scorer):
                 return Score(value, passed, safe(str(data.get("feedback", tail))))
         if returncode == 0:
             return Score(1.0, True, tail or "verifier passed")
-        return Score(0.0, False, f"verifier exited {returncode}: {tail}" if tail
-                     else f"verifier exited {returncode}")
+        return Score(
+            0.0,
+            False,
+            f"verifier exited {returncode}: {tail}" if tail else f"verifier exited {returncode}",
+        )
 
 
 def _tail(text: str, limit: int = 600) -> str:
@@ -651,9 +725,13 @@ class Judge(Scorer):
             raise ScorerError("judge scorer has no judge model")
         from skillopt.prompts import render_prompt
 
-        prompt = render_prompt("judge", rubric=self.params.rubric, task=task.prompt,
-                               expected="(none given)" if task.expected is None else str(task.expected),
-                               answer=answer)
+        prompt = render_prompt(
+            "judge",
+            rubric=self.params.rubric,
+            task=task.prompt,
+            expected="(none given)" if task.expected is None else str(task.expected),
+            answer=answer,
+        )
         try:
             reply = ctx.judge.complete([{"role": "user", "content": prompt}])
         except ModelError as exc:
@@ -669,8 +747,8 @@ class Judge(Scorer):
 
 
 SCORERS: dict[str, type[Scorer]] = {
-    cls.type: cls for cls in (Exact, Normalized, Contains, Regex, Number, Choice, Json,
-                              Python, Command, Judge)
+    cls.type: cls
+    for cls in (Exact, Normalized, Contains, Regex, Number, Choice, Json, Python, Command, Judge)
 }
 
 
@@ -701,5 +779,12 @@ def build_scorer(spec: Any, base_dir: Path) -> Scorer:
         raise ValueError(f"scorer {kind!r}: invalid pattern: {exc}") from None
 
 
-__all__ = ["Score", "ScoreContext", "Scorer", "SCORERS", "build_scorer", "extract_number",
-           "parse_json_answer"]
+__all__ = [
+    "Score",
+    "ScoreContext",
+    "Scorer",
+    "SCORERS",
+    "build_scorer",
+    "extract_number",
+    "parse_json_answer",
+]

@@ -29,8 +29,13 @@ class Task:
 
     def content(self) -> dict:
         """The fields that change this task's outcome (for the fingerprint)."""
-        return {"id": self.id, "input": self.input, "expected": self.expected,
-                "prompt": self.prompt, "files": self.files}
+        return {
+            "id": self.id,
+            "input": self.input,
+            "expected": self.expected,
+            "prompt": self.prompt,
+            "files": self.files,
+        }
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,11 @@ def project(isolated):
     skill = write_skill(isolated / "skills", "caps", body="# Caps\n\nAnswer in capitals.\n")
     items = [{"id": f"w{i}", "input": f"word{i}", "expected": f"WORD{i}"} for i in range(6)]
     items.append({"id": "same", "input": "ALREADY", "expected": "ALREADY"})
-    suite = write_suite(isolated / "tasks" / "caps.yaml", items,
-                        split={"seed": 3, "train": 0.0, "val": 0.0, "test": 1.0})
+    suite = write_suite(
+        isolated / "tasks" / "caps.yaml",
+        items,
+        split={"seed": 3, "train": 0.0, "val": 0.0, "test": 1.0},
+    )
     return skill, suite
 
 
@@ -30,8 +33,17 @@ def invoke(*args):
 
 def test_eval_prints_table_and_compares_with_no_skill(project, isolated):
     skill, suite = project
-    res = invoke("eval", skill, "--tasks", suite, "--target", FOLLOW, "--compare-no-skill",
-                 "--json", isolated / "out.json")
+    res = invoke(
+        "eval",
+        skill,
+        "--tasks",
+        suite,
+        "--target",
+        FOLLOW,
+        "--compare-no-skill",
+        "--json",
+        isolated / "out.json",
+    )
     assert res.exit_code == 0, res.output
     assert "caps" in res.stdout and "test" in res.stdout
     assert "1.000" in res.stdout and "100.0%" in res.stdout  # the skill scores all 7
@@ -62,24 +74,50 @@ def test_rerun_is_served_from_the_store(project):
 
 def test_no_skill_and_split_all(project, isolated):
     skill, _ = project
-    items = [{"id": f"i{i}", "input": f"w{i}", "expected": f"W{i}", "split": s}
-             for i, s in enumerate(["train", "train", "val", "test", "test"])]
+    items = [
+        {"id": f"i{i}", "input": f"w{i}", "expected": f"W{i}", "split": s}
+        for i, s in enumerate(["train", "train", "val", "test", "test"])
+    ]
     suite = write_suite(isolated / "tasks" / "mixed.yaml", items)
-    res = invoke("eval", "--no-skill", "--tasks", suite, "--target", FOLLOW, "--split", "all",
-                 "--json", "all.json")
+    res = invoke(
+        "eval",
+        "--no-skill",
+        "--tasks",
+        suite,
+        "--target",
+        FOLLOW,
+        "--split",
+        "all",
+        "--json",
+        "all.json",
+    )
     assert res.exit_code == 0, res.output
     rows = json.load(open("all.json"))["results"]
     assert [(r["variant"], r["split"], r["tasks"]) for r in rows] == [
-        ("no-skill", "train", 2), ("no-skill", "val", 1), ("no-skill", "test", 2)]
+        ("no-skill", "train", 2),
+        ("no-skill", "val", 1),
+        ("no-skill", "test", 2),
+    ]
 
 
 def test_unscored_rollouts_are_reported_not_zero(project, isolated):
     skill, _ = project
     items = [{"id": f"w{i}", "input": f"word{i}", "expected": f"WORD{i}"} for i in range(3)]
-    suite = write_suite(isolated / "tasks" / "three.yaml", items,
-                        split={"seed": 3, "train": 0.0, "val": 0.0, "test": 1.0})
-    res = invoke("eval", skill, "--tasks", suite, "--target",
-                 "scripted/scripted_targets:always_down", "--json", "down.json")
+    suite = write_suite(
+        isolated / "tasks" / "three.yaml",
+        items,
+        split={"seed": 3, "train": 0.0, "val": 0.0, "test": 1.0},
+    )
+    res = invoke(
+        "eval",
+        skill,
+        "--tasks",
+        suite,
+        "--target",
+        "scripted/scripted_targets:always_down",
+        "--json",
+        "down.json",
+    )
     assert res.exit_code == 1
     assert "3 rollout(s) unscored" in res.stderr
     assert "provider unavailable (503)" in res.stderr
@@ -92,22 +130,39 @@ def test_the_same_failure_task_after_task_stops_the_run(project):
     """A provider answering 503 to everything: five in a row stop the run (exit 2),
     instead of running every task into the same wall."""
     skill, suite = project
-    res = invoke("eval", skill, "--tasks", suite, "--split", "all", "--concurrency", "1",
-                 "--target", "scripted/scripted_targets:always_down")
+    res = invoke(
+        "eval",
+        skill,
+        "--tasks",
+        suite,
+        "--split",
+        "all",
+        "--concurrency",
+        "1",
+        "--target",
+        "scripted/scripted_targets:always_down",
+    )
     assert res.exit_code == 2
-    assert ("stopped: 5 tasks in a row failed the same way (server): provider unavailable "
-            "(503). These are unscored, not zeros") in " ".join(res.stderr.split())
+    assert (
+        "stopped: 5 tasks in a row failed the same way (server): provider unavailable "
+        "(503). These are unscored, not zeros"
+    ) in " ".join(res.stderr.split())
 
 
-@pytest.mark.parametrize("suite_text, needle", [
-    ("items: [\n  {id: a, input: x\n", "invalid YAML"),
-    ("items:\n  - {id: a, input: x, expected: y, scorer: fuzzy}\n", "unknown scorer 'fuzzy'"),
-    ("items:\n  - {id: a, expected: y}\n", "item 'a': field 'input': required"),
-    ("items:\n  - {id: a, input: x}\n", "item 'a': field 'expected'"),
-    ("items:\n  - {id: a, input: x, expected: y}\n  - {id: a, input: z, expected: w}\n",
-     "item 'a': field 'id': duplicate id"),
-    ("items:\n  - {id: a, input: x, expected: y, split: train}\n", "split 'test' is empty"),
-])
+@pytest.mark.parametrize(
+    "suite_text, needle",
+    [
+        ("items: [\n  {id: a, input: x\n", "invalid YAML"),
+        ("items:\n  - {id: a, input: x, expected: y, scorer: fuzzy}\n", "unknown scorer 'fuzzy'"),
+        ("items:\n  - {id: a, expected: y}\n", "item 'a': field 'input': required"),
+        ("items:\n  - {id: a, input: x}\n", "item 'a': field 'expected'"),
+        (
+            "items:\n  - {id: a, input: x, expected: y}\n  - {id: a, input: z, expected: w}\n",
+            "item 'a': field 'id': duplicate id",
+        ),
+        ("items:\n  - {id: a, input: x, expected: y, split: train}\n", "split 'test' is empty"),
+    ],
+)
 def test_bad_suite_is_one_line_exit_2(project, isolated, suite_text, needle):
     skill, _ = project
     bad = isolated / "bad.yaml"
@@ -134,11 +189,12 @@ def test_input_errors_before_any_model_call(project, isolated):
     cases = [
         (["eval", skill, "--tasks", suite, "--target", "no-such-model"], "unknown model"),
         (["eval", isolated / "nope", "--tasks", suite, "--target", FOLLOW], "no such skill"),
-        (["eval", skill, "--tasks", isolated / "none.yaml", "--target", FOLLOW],
-         "no such task suite"),
+        (
+            ["eval", skill, "--tasks", isolated / "none.yaml", "--target", FOLLOW],
+            "no such task suite",
+        ),
         (["eval", skill, "--tasks", suite], "no target model"),
-        (["eval", skill, "--tasks", suite, "--target", FOLLOW, "--split", "dev"],
-         "unknown split"),
+        (["eval", skill, "--tasks", suite, "--target", FOLLOW, "--split", "dev"], "unknown split"),
     ]
     for args, needle in cases:
         res = invoke(*args)
@@ -155,7 +211,9 @@ def test_input_errors_before_any_model_call(project, isolated):
 
 def test_debug_shows_the_traceback(project, isolated):
     skill, _ = project
-    res = runner.invoke(app, ["--debug", "eval", str(skill), "--tasks",
-                              str(isolated / "none.yaml"), "--target", FOLLOW])
+    res = runner.invoke(
+        app,
+        ["--debug", "eval", str(skill), "--tasks", str(isolated / "none.yaml"), "--target", FOLLOW],
+    )
     assert res.exit_code != 0
     assert res.exception is not None and type(res.exception).__name__ == "InputError"

@@ -20,16 +20,21 @@ def answer(body):
 
 def test_eval_over_http_with_a_rate_limit_on_the_way(isolated):
     skill = write_skill(isolated / "skills", "shout", body="Reply in capitals, nothing else.\n")
-    items = [{"id": f"s{i}", "input": f"go team {i}", "expected": f"GO TEAM {i}",
-              "split": "test"} for i in range(5)]
+    items = [
+        {"id": f"s{i}", "input": f"go team {i}", "expected": f"GO TEAM {i}", "split": "test"}
+        for i in range(5)
+    ]
     suite = write_suite(isolated / "tasks" / "shout.yaml", items, prompt="Shout: {input}")
     with FakeOpenAI(answer) as server:
         server.script = [Reply(429, headers={"retry-after": "0"}, error="slow down")]
         (isolated / "skillopt.yaml").write_text(
             "target: openai/loopback\nconcurrency: 2\n"
-            f"models:\n  openai/loopback: {{api_base: '{server.base_url}', backoff: 0.01}}\n")
-        res = CliRunner().invoke(app, ["eval", str(skill), "--tasks", str(suite),
-                                       "--compare-no-skill", "--json", "r.json"])
+            f"models:\n  openai/loopback: {{api_base: '{server.base_url}', backoff: 0.01}}\n"
+        )
+        res = CliRunner().invoke(
+            app,
+            ["eval", str(skill), "--tasks", str(suite), "--compare-no-skill", "--json", "r.json"],
+        )
         assert res.exit_code == 0, res.output
         assert len(server.requests) == 11  # 10 rollouts + 1 retried 429
         data = json.load(open("r.json"))

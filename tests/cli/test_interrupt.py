@@ -22,23 +22,36 @@ def scored_rows(db: Path) -> int:
         return 0
     try:
         with sqlite3.connect(db) as conn:
-            return conn.execute("SELECT COUNT(*) FROM rollouts WHERE status = 'scored'"
-                                ).fetchone()[0]
+            return conn.execute("SELECT COUNT(*) FROM rollouts WHERE status = 'scored'").fetchone()[
+                0
+            ]
     except sqlite3.OperationalError:
         return 0
 
 
 def test_sigint_keeps_finished_rollouts_and_rerun_resumes(isolated):
     skill = write_skill(isolated / "skills", "slow")
-    items = [{"id": f"t{i:02d}", "input": f"q{i}", "expected": "A", "split": "test"}
-             for i in range(40)]
+    items = [
+        {"id": f"t{i:02d}", "input": f"q{i}", "expected": "A", "split": "test"} for i in range(40)
+    ]
     suite = write_suite(isolated / "suite.yaml", items)
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
-    cmd = [sys.executable, "-m", "skillopt", "eval", str(skill), "--tasks", str(suite),
-           "--target", "scripted/scripted_targets:sleepy", "--concurrency", "2",
-           "--json", "out.json"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "skillopt",
+        "eval",
+        str(skill),
+        "--tasks",
+        str(suite),
+        "--target",
+        "scripted/scripted_targets:sleepy",
+        "--concurrency",
+        "2",
+        "--json",
+        "out.json",
+    ]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     db = isolated / "runs" / "rollouts.sqlite"
     deadline = time.time() + 60
     while scored_rows(db) < 6 and time.time() < deadline:

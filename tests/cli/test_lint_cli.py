@@ -48,8 +48,10 @@ def test_warnings_only_exit_0(tmp_path):
     result = lint(skill_dir)
     assert result.exit_code == 0, result.output
     (line,) = lines(result.stdout)
-    assert line == (f"{skill_dir / 'SKILL.md'}:4: warning: when_to_use: Claude Code-only key: "
-                    "other agents and the Skills API reject it (use --strict to fail on it)")
+    assert line == (
+        f"{skill_dir / 'SKILL.md'}:4: warning: when_to_use: Claude Code-only key: "
+        "other agents and the Skills API reject it (use --strict to fail on it)"
+    )
     assert "0 error(s), 1 warning(s)" in result.stderr
 
 
@@ -63,8 +65,7 @@ def test_strict_makes_warnings_fail(tmp_path):
 
 
 def test_errors_exit_1_one_line_per_problem(tmp_path):
-    text = ("---\nname: Wrong_Name\ndescription: 'Use <me>'\nfoo: bar\nhooks: {}\n"
-            "---\n# Body\n")
+    text = "---\nname: Wrong_Name\ndescription: 'Use <me>'\nfoo: bar\nhooks: {}\n---\n# Body\n"
     skill_dir = write_raw(deep(tmp_path), text)
     result = lint(skill_dir)
     assert result.exit_code == 1, result.output
@@ -109,10 +110,12 @@ def test_nonexistent_among_good_paths_exits_2(tmp_path):
 BROKEN = {
     "no_frontmatter": ("# Demo\n\nJust a body.\n", "missing YAML frontmatter", 1),
     "unclosed": ("---\nname: demo\ndescription: ok\n# Body\n", "not closed", 1),
-    "bad_yaml": ("---\nname: demo\ndescription: ok\nbad: a: b\n---\n# Body\n",
-                 "invalid YAML at line 4", 4),
-    "bad_yaml_crlf": ("---\r\nname: demo\r\n\r\nbad: a: b\r\n---\r\n", "invalid YAML at line 4",
-                      4),
+    "bad_yaml": (
+        "---\nname: demo\ndescription: ok\nbad: a: b\n---\n# Body\n",
+        "invalid YAML at line 4",
+        4,
+    ),
+    "bad_yaml_crlf": ("---\r\nname: demo\r\n\r\nbad: a: b\r\n---\r\n", "invalid YAML at line 4", 4),
     "list_frontmatter": ("---\n- name\n- description\n---\n# Body\n", "must be a mapping", None),
     "scalar_frontmatter": ("---\nhello\n---\n# Body\n", "must be a mapping", None),
     "not_utf8": (b"---\nname: d\xe9mo\n---\n", "not valid UTF-8", None),

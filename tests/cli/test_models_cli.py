@@ -15,7 +15,8 @@ def test_models_lists_embedded_providers_and_configured_without_keys(isolated, m
     monkeypatch.setenv("MY_LOCAL_KEY", "another-secret")
     (isolated / "skillopt.yaml").write_text(
         "models:\n  openai/llama: {api_base: 'http://127.0.0.1:8000/v1', "
-        "api_key_env: MY_LOCAL_KEY}\n  openai/other: {api_key_env: UNSET_KEY}\n")
+        "api_key_env: MY_LOCAL_KEY}\n  openai/other: {api_key_env: UNSET_KEY}\n"
+    )
     res = CliRunner().invoke(app, ["models"])
     assert res.exit_code == 0, res.output
     out = res.stdout
@@ -29,10 +30,13 @@ def test_models_lists_embedded_providers_and_configured_without_keys(isolated, m
 
 
 def test_help_does_not_import_litellm_or_llama_cpp():
-    code = ("import sys; from skillopt.cli.main import app; "
-            "print('litellm' in sys.modules, 'llama_cpp' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    code = (
+        "import sys; from skillopt.cli.main import app; "
+        "print('litellm' in sys.modules, 'llama_cpp' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["False", "False"]
 
 

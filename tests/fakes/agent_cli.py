@@ -31,8 +31,15 @@ SAVE = "Save the answer to answer.txt."
 
 CLAUDE_VERSION = "2.1.230 (Claude Code)"
 CODEX_VERSION = "codex-cli 0.150.0"
-PERMISSION_MODES = {"default", "manual", "acceptEdits", "plan", "auto", "dontAsk",
-                    "bypassPermissions"}
+PERMISSION_MODES = {
+    "default",
+    "manual",
+    "acceptEdits",
+    "plan",
+    "auto",
+    "dontAsk",
+    "bypassPermissions",
+}
 SANDBOXES = {"read-only", "workspace-write", "danger-full-access"}
 
 
@@ -52,8 +59,11 @@ def read_skills(cwd: Path, skills_dir: str) -> dict[str, str]:
     base = cwd / skills_dir
     if not base.is_dir():
         return {}
-    return {d.name: (d / "SKILL.md").read_text(encoding="utf-8")
-            for d in sorted(base.iterdir()) if (d / "SKILL.md").is_file()}
+    return {
+        d.name: (d / "SKILL.md").read_text(encoding="utf-8")
+        for d in sorted(base.iterdir())
+        if (d / "SKILL.md").is_file()
+    }
 
 
 def tree(cwd: Path) -> dict[str, str]:
@@ -99,28 +109,65 @@ def fail_usage(message: str, code: int) -> int:
 
 
 # variables whose values a test checks (besides FAKE_*)
-SEEN = ("HOME", "TMPDIR", "CODEX_HOME", "CLAUDE_CODE_MAX_RETRIES", "DISABLE_AUTOUPDATER",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY")
+SEEN = (
+    "HOME",
+    "TMPDIR",
+    "CODEX_HOME",
+    "CLAUDE_CODE_MAX_RETRIES",
+    "DISABLE_AUTOUPDATER",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+    "DISABLE_TELEMETRY",
+)
 
 
 def base_record(argv: list[str], stdin: str, cwd: Path) -> dict:
     home = Path.home()
-    return {"argv": argv, "stdin": stdin, "cwd": str(cwd), "env": sorted(os.environ),
-            "env_values": {k: os.environ[k] for k in os.environ if k.startswith("FAKE_")},
-            "seen": {k: os.environ[k] for k in SEEN if k in os.environ},
-            "home_files": tree(home) if home.is_dir() else {},
-            "files": tree(cwd), "pid": os.getpid()}
+    return {
+        "argv": argv,
+        "stdin": stdin,
+        "cwd": str(cwd),
+        "env": sorted(os.environ),
+        "env_values": {k: os.environ[k] for k in os.environ if k.startswith("FAKE_")},
+        "seen": {k: os.environ[k] for k in SEEN if k in os.environ},
+        "home_files": tree(home) if home.is_dir() else {},
+        "files": tree(cwd),
+        "pid": os.getpid(),
+    }
 
 
 # ---------------------------------------------------------------------- claude
-CLAUDE_VALUED = {"--output-format", "--input-format", "--permission-mode", "--allowedTools",
-                 "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--tools",
-                 "--max-turns", "--model", "--settings", "--append-system-prompt",
-                 "--system-prompt", "--add-dir", "--setting-sources", "--max-budget-usd",
-                 "--fallback-model", "--session-id", "--mcp-config", "--json-schema"}
-CLAUDE_FLAGS = {"-p", "--print", "--verbose", "--bare", "--no-session-persistence",
-                "--include-partial-messages", "--strict-mcp-config",
-                "--dangerously-skip-permissions"}
+CLAUDE_VALUED = {
+    "--output-format",
+    "--input-format",
+    "--permission-mode",
+    "--allowedTools",
+    "--allowed-tools",
+    "--disallowedTools",
+    "--disallowed-tools",
+    "--tools",
+    "--max-turns",
+    "--model",
+    "--settings",
+    "--append-system-prompt",
+    "--system-prompt",
+    "--add-dir",
+    "--setting-sources",
+    "--max-budget-usd",
+    "--fallback-model",
+    "--session-id",
+    "--mcp-config",
+    "--json-schema",
+}
+CLAUDE_FLAGS = {
+    "-p",
+    "--print",
+    "--verbose",
+    "--bare",
+    "--no-session-persistence",
+    "--include-partial-messages",
+    "--strict-mcp-config",
+    "--dangerously-skip-permissions",
+}
 
 
 def claude(bin_dir: Path, argv: list[str]) -> int:
@@ -150,22 +197,28 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
         return fail_usage("error: the stand-in only supports print mode (-p)", 1)
     fmt = opts.get("--output-format", "text")
     if fmt not in ("text", "json", "stream-json"):
-        return fail_usage(f"error: option '--output-format <format>' argument '{fmt}' is "
-                          "invalid", 1)
+        return fail_usage(
+            f"error: option '--output-format <format>' argument '{fmt}' is invalid", 1
+        )
     if fmt == "stream-json" and "--verbose" not in flags:
-        return fail_usage("Error: When using --print, --output-format=stream-json requires "
-                          "--verbose", 1)
+        return fail_usage(
+            "Error: When using --print, --output-format=stream-json requires --verbose", 1
+        )
     mode_opt = opts.get("--permission-mode")
     if mode_opt is not None and mode_opt not in PERMISSION_MODES:
-        return fail_usage(f"error: option '--permission-mode <mode>' argument '{mode_opt}' "
-                          "is invalid", 1)
+        return fail_usage(
+            f"error: option '--permission-mode <mode>' argument '{mode_opt}' is invalid", 1
+        )
     if "--max-turns" in opts and not opts["--max-turns"].isdigit():
         return fail_usage("error: --max-turns must be a number", 1)
     stdin = sys.stdin.read()
     prompt = " ".join(positional) or stdin
     if not prompt.strip():
-        return fail_usage("Error: Input must be provided either through stdin or as a prompt "
-                          "argument when using --print", 1)
+        return fail_usage(
+            "Error: Input must be provided either through stdin or as a prompt "
+            "argument when using --print",
+            1,
+        )
     cwd = Path.cwd()
     config = load_config(bin_dir, "claude")
     skills = read_skills(cwd, ".claude/skills")
@@ -175,10 +228,20 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
         hang(bin_dir)
     if mode == "retry_hang":  # a rejected key with the default retries: retry events, then
         for attempt in (1, 2):  # a long wait the timeout cuts short
-            print(json.dumps({"type": "system", "subtype": "api_retry", "attempt": attempt,
-                              "max_retries": 10, "retry_delay_ms": 30000.0,
-                              "error_status": 401, "error": "authentication_failed"}),
-                  flush=True)
+            print(
+                json.dumps(
+                    {
+                        "type": "system",
+                        "subtype": "api_retry",
+                        "attempt": attempt,
+                        "max_retries": 10,
+                        "retry_delay_ms": 30000.0,
+                        "error_status": 401,
+                        "error": "authentication_failed",
+                    }
+                ),
+                flush=True,
+            )
         hang(bin_dir)
     if mode == "garbage":
         print("<html>503 Service Temporarily Unavailable</html>")
@@ -193,38 +256,90 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
     answer, save = brain(prompt, skill_text)
     # as claude 2.1.197 prints it: the skills it discovered (project ones first, then
     # built-ins), the commands `/name` expands, and the model that runs
-    listed = [*(skills if config.get("discover", True) else []), *personal_skills(opts),
-              "verify", "debug"]
+    listed = [
+        *(skills if config.get("discover", True) else []),
+        *personal_skills(opts),
+        "verify",
+        "debug",
+    ]
     model = opts.get("--model") or os.environ.get("ANTHROPIC_MODEL") or "claude-opus-4-8"
-    messages: list[dict] = [{"type": "system", "subtype": "init", "session_id": "s-1",
-                             "cwd": str(cwd), "skills": listed, "slash_commands": [
-                                 *listed, "clear", "compact"], "tools": [
-                                 "Bash", "Read", "Write", "Skill"], "model": model + "[1m]",
-                             "claude_code_version": CLAUDE_VERSION.split()[0]}]
+    messages: list[dict] = [
+        {
+            "type": "system",
+            "subtype": "init",
+            "session_id": "s-1",
+            "cwd": str(cwd),
+            "skills": listed,
+            "slash_commands": [*listed, "clear", "compact"],
+            "tools": ["Bash", "Read", "Write", "Skill"],
+            "model": model + "[1m]",
+            "claude_code_version": CLAUDE_VERSION.split()[0],
+        }
+    ]
     retries = int(os.environ.get("CLAUDE_CODE_MAX_RETRIES", "10"))
-    result: dict = {"type": "result", "subtype": "success", "is_error": False,
-                    "duration_ms": 1200, "duration_api_ms": 900, "num_turns": 1,
-                    "result": answer, "stop_reason": "end_turn", "session_id": "s-1",
-                    "total_cost_usd": 0.0125, "uuid": "u-1",
-                    "usage": {"input_tokens": 100, "cache_creation_input_tokens": 20,
-                              "cache_read_input_tokens": 30, "output_tokens": 12},
-                    "modelUsage": {opts.get("--model", "claude-sonnet-4-5"): {
-                        "inputTokens": 100, "outputTokens": 12, "costUSD": 0.0125}},
-                    "permission_denials": []}
+    result: dict = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "duration_ms": 1200,
+        "duration_api_ms": 900,
+        "num_turns": 1,
+        "result": answer,
+        "stop_reason": "end_turn",
+        "session_id": "s-1",
+        "total_cost_usd": 0.0125,
+        "uuid": "u-1",
+        "usage": {
+            "input_tokens": 100,
+            "cache_creation_input_tokens": 20,
+            "cache_read_input_tokens": 30,
+            "output_tokens": 12,
+        },
+        "modelUsage": {
+            opts.get("--model", "claude-sonnet-4-5"): {
+                "inputTokens": 100,
+                "outputTokens": 12,
+                "costUSD": 0.0125,
+            }
+        },
+        "permission_denials": [],
+    }
     if mode == "agent":
         if name and invoke:
-            messages.append(_assistant([{"type": "tool_use", "id": "t1", "name": "Skill",
-                                         "input": {"skill": name}}]))
+            messages.append(
+                _assistant(
+                    [{"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": name}}]
+                )
+            )
             messages.append(_tool_result("t1", f"Launching skill: {name}\n\n{skills[name]}"))
         if save:
-            messages.append(_assistant([{"type": "tool_use", "id": "t2", "name": "Write",
-                                         "input": {"file_path": str(cwd / "answer.txt"),
-                                                   "content": answer}}]))
+            messages.append(
+                _assistant(
+                    [
+                        {
+                            "type": "tool_use",
+                            "id": "t2",
+                            "name": "Write",
+                            "input": {"file_path": str(cwd / "answer.txt"), "content": answer},
+                        }
+                    ]
+                )
+            )
             (cwd / "answer.txt").write_text(answer + "\n", encoding="utf-8")
             messages.append(_tool_result("t2", "File created successfully"))
         if config.get("big_output"):
-            messages.append(_assistant([{"type": "tool_use", "id": "t3", "name": "Bash",
-                                         "input": {"command": "cat big.log"}}]))
+            messages.append(
+                _assistant(
+                    [
+                        {
+                            "type": "tool_use",
+                            "id": "t3",
+                            "name": "Bash",
+                            "input": {"command": "cat big.log"},
+                        }
+                    ]
+                )
+            )
             messages.append(_tool_result("t3", "x" * 50_000))
         messages.append(_assistant([{"type": "text", "text": answer}]))
         result["num_turns"] = len([m for m in messages if m["type"] == "assistant"])
@@ -233,16 +348,32 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
         # "success" result with is_error and the HTTP status
         status = 401 if mode == "auth" else 500
         for attempt in range(1, retries + 1):
-            messages.append({"type": "system", "subtype": "api_retry", "attempt": attempt,
-                             "max_retries": retries, "retry_delay_ms": 500.0,
-                             "error_status": status, "error": "authentication_failed"
-                             if mode == "auth" else "server_error"})
-        result.update(is_error=True, api_error_status=status, total_cost_usd=0, num_turns=1,
-                      result="Invalid API key · Fix external API key" if mode == "auth" else
-                      "API Error: 500 internal server error. This is a server-side issue")
+            messages.append(
+                {
+                    "type": "system",
+                    "subtype": "api_retry",
+                    "attempt": attempt,
+                    "max_retries": retries,
+                    "retry_delay_ms": 500.0,
+                    "error_status": status,
+                    "error": "authentication_failed" if mode == "auth" else "server_error",
+                }
+            )
+        result.update(
+            is_error=True,
+            api_error_status=status,
+            total_cost_usd=0,
+            num_turns=1,
+            result="Invalid API key · Fix external API key"
+            if mode == "auth"
+            else "API Error: 500 internal server error. This is a server-side issue",
+        )
     elif mode == "error":
-        result.update(subtype="error_during_execution", is_error=True, errors=[
-            "Tool execution failed: ENOSPC"])
+        result.update(
+            subtype="error_during_execution",
+            is_error=True,
+            errors=["Tool execution failed: ENOSPC"],
+        )
         result.pop("result")
     elif mode == "max_turns":
         result.update(subtype="error_max_turns", is_error=True, num_turns=3)
@@ -271,23 +402,56 @@ def personal_skills(opts: dict) -> list[str]:
 
 
 def _assistant(content: list) -> dict:
-    return {"type": "assistant", "message": {"role": "assistant", "content": content},
-            "session_id": "s-1"}
+    return {
+        "type": "assistant",
+        "message": {"role": "assistant", "content": content},
+        "session_id": "s-1",
+    }
 
 
 def _tool_result(tool_use_id: str, text: str) -> dict:
-    return {"type": "user", "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}]},
-        "session_id": "s-1"}
+    return {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool_use_id, "content": text}],
+        },
+        "session_id": "s-1",
+    }
 
 
 # ---------------------------------------------------------------------- codex
-CODEX_VALUED = {"--sandbox", "-s", "-C", "--cd", "-m", "--model", "--output-last-message",
-                "-o", "-c", "--config", "-p", "--profile", "--output-schema", "--add-dir",
-                "--color", "-i", "--image", "--local-provider"}
-CODEX_FLAGS = {"--json", "--experimental-json", "--skip-git-repo-check", "--ephemeral",
-               "--ignore-user-config", "--ignore-rules", "--oss",
-               "--dangerously-bypass-approvals-and-sandbox", "--yolo"}
+CODEX_VALUED = {
+    "--sandbox",
+    "-s",
+    "-C",
+    "--cd",
+    "-m",
+    "--model",
+    "--output-last-message",
+    "-o",
+    "-c",
+    "--config",
+    "-p",
+    "--profile",
+    "--output-schema",
+    "--add-dir",
+    "--color",
+    "-i",
+    "--image",
+    "--local-provider",
+}
+CODEX_FLAGS = {
+    "--json",
+    "--experimental-json",
+    "--skip-git-repo-check",
+    "--ephemeral",
+    "--ignore-user-config",
+    "--ignore-rules",
+    "--oss",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--yolo",
+}
 
 
 def codex(bin_dir: Path, argv: list[str]) -> int:
@@ -320,9 +484,11 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
         return fail_usage(f"error: invalid value '{sandbox}' for '--sandbox'", 2)
     cwd = Path(opts.get("-C", opts.get("--cd", "."))).resolve()
     if "--skip-git-repo-check" not in flags and not any(
-            (d / ".git").exists() for d in (cwd, *cwd.parents)):
-        return fail_usage("Not inside a trusted directory and --skip-git-repo-check was not "
-                          "specified.", 1)
+        (d / ".git").exists() for d in (cwd, *cwd.parents)
+    ):
+        return fail_usage(
+            "Not inside a trusted directory and --skip-git-repo-check was not specified.", 1
+        )
     stdin = sys.stdin.read()
     if positional == ["-"]:
         prompt = stdin
@@ -336,12 +502,21 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
     skills = read_skills(cwd, ".agents/skills")
     codex_home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
     # what the real CLI also reads: the user's skills and global AGENTS.md
-    user_skills = {**read_skills(Path.home(), ".agents/skills"),
-                   **read_skills(codex_home, "skills")}
-    log_call(bin_dir, "codex", {**base_record(argv, stdin, cwd), "skills": skills,
-                                "user_skills": sorted(user_skills),
-                                "codex_home_files": tree(codex_home) if codex_home.is_dir()
-                                else {}, "process_cwd": os.getcwd()})
+    user_skills = {
+        **read_skills(Path.home(), ".agents/skills"),
+        **read_skills(codex_home, "skills"),
+    }
+    log_call(
+        bin_dir,
+        "codex",
+        {
+            **base_record(argv, stdin, cwd),
+            "skills": skills,
+            "user_skills": sorted(user_skills),
+            "codex_home_files": tree(codex_home) if codex_home.is_dir() else {},
+            "process_cwd": os.getcwd(),
+        },
+    )
     json_out = bool(flags & {"--json", "--experimental-json"})
     last_file = opts.get("--output-last-message", opts.get("-o"))
     mode = mode_for(config, prompt)
@@ -364,9 +539,11 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
         print("Segmentation fault (core dumped) <<< not json >>>")
         return 0
     if mode in ("auth", "quota"):
-        message = ("unexpected status 401 Unauthorized: invalid api key" if mode == "auth"
-                   else "You exceeded your current quota, please check your plan and billing "
-                        "details.")
+        message = (
+            "unexpected status 401 Unauthorized: invalid api key"
+            if mode == "auth"
+            else "You exceeded your current quota, please check your plan and billing details."
+        )
         emit({"type": "error", "message": message})
         emit({"type": "turn.failed", "error": {"message": message}})
         sys.stderr.write(f"ERROR: {message}\n")
@@ -378,42 +555,92 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
     invoke = config.get("invoke", True)
     name = next(iter(skills), None)
     if mode == "sandbox_broken":  # every command fails before it starts (observed)
-        cmd = {"id": "item_1", "type": "command_execution",
-               "command": f"/bin/bash -lc 'cat .agents/skills/{name}/SKILL.md'",
-               "aggregated_output": "bwrap: setting up uid map: Permission denied\n"
-                                    "bubblewrap sandbox: namespace setup mismatch",
-               "exit_code": 8, "status": "failed"}
+        cmd = {
+            "id": "item_1",
+            "type": "command_execution",
+            "command": f"/bin/bash -lc 'cat .agents/skills/{name}/SKILL.md'",
+            "aggregated_output": "bwrap: setting up uid map: Permission denied\n"
+            "bubblewrap sandbox: namespace setup mismatch",
+            "exit_code": 8,
+            "status": "failed",
+        }
         emit({"type": "item.completed", "item": cmd})
         invoke = False
     skill_text = skills[name] if (name and invoke) else ""
     answer, save = brain(prompt, skill_text)
     if name and invoke:
-        cmd = {"id": "item_1", "type": "command_execution",
-               "command": f"bash -lc 'cat .agents/skills/{name}/SKILL.md'",
-               "aggregated_output": "", "exit_code": None, "status": "in_progress"}
+        cmd = {
+            "id": "item_1",
+            "type": "command_execution",
+            "command": f"bash -lc 'cat .agents/skills/{name}/SKILL.md'",
+            "aggregated_output": "",
+            "exit_code": None,
+            "status": "in_progress",
+        }
         emit({"type": "item.started", "item": cmd})
-        emit({"type": "item.completed", "item": {**cmd, "aggregated_output": skills[name],
-                                                 "exit_code": 0, "status": "completed"}})
+        emit(
+            {
+                "type": "item.completed",
+                "item": {
+                    **cmd,
+                    "aggregated_output": skills[name],
+                    "exit_code": 0,
+                    "status": "completed",
+                },
+            }
+        )
     emit({"type": "item.plan.delta", "item_id": "item_2", "delta": "thinking"})  # skipped
     emit({"type": "session.configured", "model": opts.get("-m", "gpt-5-codex")})  # unknown
-    emit({"type": "item.completed", "item": {"id": "item_3", "type": "reasoning",
-                                             "text": "**Answering the task**"}})
-    emit({"type": "item.completed", "item": {"id": "item_4", "type": "hologram",
-                                             "payload": {"x": 1}}})  # unknown item type
+    emit(
+        {
+            "type": "item.completed",
+            "item": {"id": "item_3", "type": "reasoning", "text": "**Answering the task**"},
+        }
+    )
+    emit(
+        {
+            "type": "item.completed",
+            "item": {"id": "item_4", "type": "hologram", "payload": {"x": 1}},
+        }
+    )  # unknown item type
     if save:
         if sandbox == "read-only":
-            emit({"type": "item.completed", "item": {
-                "id": "item_5", "type": "file_change", "status": "failed",
-                "changes": [{"path": "answer.txt", "kind": "add"}]}})
+            emit(
+                {
+                    "type": "item.completed",
+                    "item": {
+                        "id": "item_5",
+                        "type": "file_change",
+                        "status": "failed",
+                        "changes": [{"path": "answer.txt", "kind": "add"}],
+                    },
+                }
+            )
         else:
             (cwd / "answer.txt").write_text(answer + "\n", encoding="utf-8")
-            emit({"type": "item.completed", "item": {
-                "id": "item_5", "type": "file_change", "status": "completed",
-                "changes": [{"path": "answer.txt", "kind": "add"}]}})
-    emit({"type": "item.completed", "item": {"id": "item_6", "type": "agent_message",
-                                             "text": answer}})
-    emit({"type": "turn.completed", "usage": {"input_tokens": 200, "cached_input_tokens": 50,
-                                              "output_tokens": 20}})
+            emit(
+                {
+                    "type": "item.completed",
+                    "item": {
+                        "id": "item_5",
+                        "type": "file_change",
+                        "status": "completed",
+                        "changes": [{"path": "answer.txt", "kind": "add"}],
+                    },
+                }
+            )
+    emit(
+        {
+            "type": "item.completed",
+            "item": {"id": "item_6", "type": "agent_message", "text": answer},
+        }
+    )
+    emit(
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 200, "cached_input_tokens": 50, "output_tokens": 20},
+        }
+    )
     if last_file:
         Path(last_file).write_text(answer, encoding="utf-8")
     if not json_out:

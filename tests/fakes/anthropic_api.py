@@ -37,15 +37,17 @@ SKILL_LISTING = "The following skills are available for use with the Skill tool:
 SKILL_LOADED = "Base directory for this skill: "
 
 # Anthropic's error type and a message for each status the API documents
-ERRORS = {400: ("invalid_request_error", "invalid request"),
-          401: ("authentication_error", "invalid x-api-key"),
-          402: ("billing_error", "your credit balance is too low"),
-          403: ("permission_error", "your API key does not have permission"),
-          404: ("not_found_error", "not found"),
-          413: ("request_too_large", "request exceeds the maximum allowed size"),
-          429: ("rate_limit_error", "rate limit exceeded"),
-          500: ("api_error", "internal server error"),
-          529: ("overloaded_error", "overloaded")}
+ERRORS = {
+    400: ("invalid_request_error", "invalid request"),
+    401: ("authentication_error", "invalid x-api-key"),
+    402: ("billing_error", "your credit balance is too low"),
+    403: ("permission_error", "your API key does not have permission"),
+    404: ("not_found_error", "not found"),
+    413: ("request_too_large", "request exceeds the maximum allowed size"),
+    429: ("rate_limit_error", "rate limit exceeded"),
+    500: ("api_error", "internal server error"),
+    529: ("overloaded_error", "overloaded"),
+}
 
 _ids = itertools.count(1)
 
@@ -73,14 +75,23 @@ class Turn:
     def tool_use(name: str, input: dict, text: str | None = None) -> Turn:
         """The assistant calls tool `name` with `input` (a fresh `toolu_` id),
         saying `text` first if given."""
-        call = {"type": "tool_use", "id": f"toolu_fake{next(_ids):08d}", "name": name,
-                "input": input}
+        call = {
+            "type": "tool_use",
+            "id": f"toolu_fake{next(_ids):08d}",
+            "name": name,
+            "input": input,
+        }
         lead = ({"type": "text", "text": text},) if text else ()
         return Turn(blocks=(*lead, call), stop_reason="tool_use")
 
     @staticmethod
-    def error(status: int, type: str | None = None, message: str | None = None,
-              headers: dict[str, str] | None = None, retry: bool | None = None) -> Turn:
+    def error(
+        status: int,
+        type: str | None = None,
+        message: str | None = None,
+        headers: dict[str, str] | None = None,
+        retry: bool | None = None,
+    ) -> Turn:
         """An HTTP error in Anthropic's shape `{"type": "error", "error": {"type",
         "message"}}`; type and message default to the API's for `status` (401:
         authentication_error "invalid x-api-key"). `retry=False` sends
@@ -90,8 +101,12 @@ class Turn:
         extra = dict(headers or {})
         if retry is not None:
             extra["x-should-retry"] = "true" if retry else "false"
-        return Turn(status=status, error_type=type or default_type,
-                    message=message or default_message, headers=extra)
+        return Turn(
+            status=status,
+            error_type=type or default_type,
+            message=message or default_message,
+            headers=extra,
+        )
 
     @staticmethod
     def hang() -> Turn:
@@ -169,8 +184,11 @@ def skills_loaded(body: dict) -> list[str]:
     """The skills whose SKILL.md body the CLI has put in the conversation (after
     a Skill tool call or an explicit `/name`), from their `Base directory for
     this skill: <dir>` line."""
-    found = [t.split(SKILL_LOADED, 1)[1].split("\n", 1)[0] for t in _texts(body)
-             if t.startswith(SKILL_LOADED)]
+    found = [
+        t.split(SKILL_LOADED, 1)[1].split("\n", 1)[0]
+        for t in _texts(body)
+        if t.startswith(SKILL_LOADED)
+    ]
     return [d.rstrip("/").rsplit("/", 1)[-1] for d in found]
 
 
@@ -183,13 +201,17 @@ def prompt_text(body: dict) -> str:
         if message.get("role") != "user":
             continue
         parts = []
-        for text in (_block_text(b) for b in _blocks(message.get("content"))
-                     if b.get("type") == "text"):
+        for text in (
+            _block_text(b) for b in _blocks(message.get("content")) if b.get("type") == "text"
+        ):
             command = re.search(r"<command-name>(.*?)</command-name>", text, re.S)
             if command:
                 args = re.search(r"<command-args>(.*?)</command-args>", text, re.S)
-                parts.append(" ".join(filter(None, (command.group(1).strip(),
-                                                    args and args.group(1).strip()))))
+                parts.append(
+                    " ".join(
+                        filter(None, (command.group(1).strip(), args and args.group(1).strip()))
+                    )
+                )
             elif not text.lstrip().startswith(("<system-reminder>", SKILL_LOADED)):
                 parts.append(text)
         return "\n".join(parts)
@@ -203,9 +225,15 @@ def tool_results(body: dict) -> list[dict]:
     messages = body.get("messages") or []
     if not messages or messages[-1].get("role") != "user":
         return []
-    return [{"tool_use_id": b.get("tool_use_id"), "is_error": bool(b.get("is_error")),
-             "text": _block_text(b)}
-            for b in _blocks(messages[-1].get("content")) if b.get("type") == "tool_result"]
+    return [
+        {
+            "tool_use_id": b.get("tool_use_id"),
+            "is_error": bool(b.get("is_error")),
+            "text": _block_text(b),
+        }
+        for b in _blocks(messages[-1].get("content"))
+        if b.get("type") == "tool_result"
+    ]
 
 
 def default_responder(body: dict) -> Turn:
@@ -237,8 +265,9 @@ def _sample(schema: dict):
     if kind == "object":
         props = schema.get("properties") or {}
         return {k: _sample(props.get(k) or {}) for k in schema.get("required") or props}
-    return {"string": "Fake session", "integer": 0, "number": 0, "boolean": False,
-            "array": []}.get(kind if isinstance(kind, str) else "")
+    return {"string": "Fake session", "integer": 0, "number": 0, "boolean": False, "array": []}.get(
+        kind if isinstance(kind, str) else ""
+    )
 
 
 def usage_for(body: dict, blocks: tuple[dict, ...]) -> dict[str, int]:
@@ -246,8 +275,12 @@ def usage_for(body: dict, blocks: tuple[dict, ...]) -> dict[str, int]:
     request body and of the reply's content."""
     sent = len(json.dumps(body, sort_keys=True, ensure_ascii=False))
     said = len(json.dumps(list(blocks), sort_keys=True, ensure_ascii=False))
-    return {"input_tokens": sent // 4 + 1, "output_tokens": said // 4 + 1,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return {
+        "input_tokens": sent // 4 + 1,
+        "output_tokens": said // 4 + 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 def error_body(type: str, message: str) -> dict:
@@ -265,9 +298,14 @@ class FakeAnthropic:
     `Turn.error(...)` to fail every request, side requests and probes included,
     as with a bad key. `hung` is set once a request starts hanging."""
 
-    def __init__(self, responder: Responder | None = None, *,
-                 side_responder: Responder | None = None, fail_all: Turn | None = None,
-                 model_ids: tuple[str, ...] = MODELS):
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        side_responder: Responder | None = None,
+        fail_all: Turn | None = None,
+        model_ids: tuple[str, ...] = MODELS,
+    ):
         self.responder = responder or default_responder
         self.side_responder = side_responder or default_side_responder
         self.fail_all = fail_all
@@ -294,8 +332,11 @@ class FakeAnthropic:
     def side_requests(self) -> list[dict]:
         """The bodies of the CLI's own POST /v1/messages (no tools offered)."""
         with self._lock:
-            return [r["body"] for r in self.requests
-                    if _is_messages(r["method"], r["path"]) and not r["main"]]
+            return [
+                r["body"]
+                for r in self.requests
+                if _is_messages(r["method"], r["path"]) and not r["main"]
+            ]
 
     def paths(self) -> list[str]:
         """`METHOD path` of every request, in order."""
@@ -326,15 +367,19 @@ class FakeAnthropic:
                 return (self.responder if is_main(body) else self.side_responder)(body), None
             except Exception as exc:  # a broken test responder: answer, and say so
                 self.errors.append(f"{type(exc).__name__}: {exc}")
-                return Turn.error(500, "api_error", f"fake responder failed: {exc}",
-                                  retry=False), None
+                return Turn.error(
+                    500, "api_error", f"fake responder failed: {exc}", retry=False
+                ), None
         if method == "POST" and route == "/v1/messages/count_tokens":
             return None, {"input_tokens": usage_for(body, ())["input_tokens"]}
         if method in ("GET", "HEAD") and route == "/v1/models":
             data = [_model(m) for m in self.model_ids]
-            return None, {"data": data, "has_more": False,
-                          "first_id": data[0]["id"] if data else None,
-                          "last_id": data[-1]["id"] if data else None}
+            return None, {
+                "data": data,
+                "has_more": False,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+            }
         if method in ("GET", "HEAD") and route.startswith("/v1/models/"):
             return None, _model(route.rsplit("/", 1)[1])
         if method in ("GET", "HEAD") and route in ("", "/v1"):
@@ -361,10 +406,15 @@ class FakeAnthropic:
                 except ValueError:
                     body = {"_unparsed": raw.decode("utf-8", "replace")}
                 body = body if isinstance(body, dict) else {"_json": body}
-                record = {"method": self.command, "path": self.path,
-                          "headers": dict(self.headers), "body": body,
-                          "main": _is_messages(self.command, self.path) and is_main(body),
-                          "status": None, "usage": None}
+                record = {
+                    "method": self.command,
+                    "path": self.path,
+                    "headers": dict(self.headers),
+                    "body": body,
+                    "main": _is_messages(self.command, self.path) and is_main(body),
+                    "status": None,
+                    "usage": None,
+                }
                 with outer._lock:
                     outer.requests.append(record)
                     self.request_id = f"req_fake{len(outer.requests):06d}"
@@ -377,15 +427,24 @@ class FakeAnthropic:
                         outer._closed.wait()
                         self.close_connection = True
                     elif turn.status != 200:
-                        self._json(turn.status, error_body(turn.error_type, turn.message),
-                                   record, turn.headers)
+                        self._json(
+                            turn.status,
+                            error_body(turn.error_type, turn.message),
+                            record,
+                            turn.headers,
+                        )
                     else:
                         self._message(body, turn, record)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the CLI gave up on this request
 
-            def _json(self, status: int, payload: dict, record: dict,
-                      headers: dict[str, str] | None = None) -> None:
+            def _json(
+                self,
+                status: int,
+                payload: dict,
+                record: dict,
+                headers: dict[str, str] | None = None,
+            ) -> None:
                 record["status"] = status
                 data = json.dumps(payload).encode()
                 self.send_response(status)
@@ -401,10 +460,16 @@ class FakeAnthropic:
             def _message(self, body: dict, turn: Turn, record: dict) -> None:
                 usage = dict(turn.usage or usage_for(body, turn.blocks))
                 record["usage"] = usage
-                message = {"id": f"msg_fake{next(_ids):08d}", "type": "message",
-                           "role": "assistant", "model": body.get("model") or MODELS[0],
-                           "content": list(turn.blocks), "stop_reason": turn.stop_reason,
-                           "stop_sequence": None, "usage": usage}
+                message = {
+                    "id": f"msg_fake{next(_ids):08d}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body.get("model") or MODELS[0],
+                    "content": list(turn.blocks),
+                    "stop_reason": turn.stop_reason,
+                    "stop_sequence": None,
+                    "usage": usage,
+                }
                 if not body.get("stream"):
                     self._json(200, message, record)
                     return
@@ -414,16 +479,29 @@ class FakeAnthropic:
                 self.send_header("cache-control", "no-cache")
                 self.send_header("request-id", self.request_id)
                 self.end_headers()
-                self._event("message_start", {"type": "message_start", "message": {
-                    **message, "content": [], "stop_reason": None,
-                    "usage": {**usage, "output_tokens": 1}}})
+                self._event(
+                    "message_start",
+                    {
+                        "type": "message_start",
+                        "message": {
+                            **message,
+                            "content": [],
+                            "stop_reason": None,
+                            "usage": {**usage, "output_tokens": 1},
+                        },
+                    },
+                )
                 self._event("ping", {"type": "ping"})
                 for index, block in enumerate(turn.blocks):
                     self._block(index, block)
-                self._event("message_delta", {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": turn.stop_reason, "stop_sequence": None},
-                    "usage": {"output_tokens": usage["output_tokens"]}})
+                self._event(
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": turn.stop_reason, "stop_sequence": None},
+                        "usage": {"output_tokens": usage["output_tokens"]},
+                    },
+                )
                 self._event("message_stop", {"type": "message_stop"})
                 self.close_connection = True
 
@@ -431,19 +509,26 @@ class FakeAnthropic:
                 """One content block as start, deltas of up to 40 characters, stop."""
                 if block["type"] == "tool_use":
                     start, raw = {**block, "input": {}}, json.dumps(block["input"])
-                    deltas = [{"type": "input_json_delta", "partial_json": raw[i:i + 40]}
-                              for i in range(0, len(raw), 40)]
+                    deltas = [
+                        {"type": "input_json_delta", "partial_json": raw[i : i + 40]}
+                        for i in range(0, len(raw), 40)
+                    ]
                 else:
                     start, raw = {**block, "text": ""}, block["text"]
-                    deltas = [{"type": "text_delta", "text": raw[i:i + 40]}
-                              for i in range(0, len(raw), 40)]
-                self._event("content_block_start", {"type": "content_block_start",
-                                                    "index": index, "content_block": start})
+                    deltas = [
+                        {"type": "text_delta", "text": raw[i : i + 40]}
+                        for i in range(0, len(raw), 40)
+                    ]
+                self._event(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": start},
+                )
                 for delta in deltas:
-                    self._event("content_block_delta", {"type": "content_block_delta",
-                                                        "index": index, "delta": delta})
-                self._event("content_block_stop", {"type": "content_block_stop",
-                                                   "index": index})
+                    self._event(
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": index, "delta": delta},
+                    )
+                self._event("content_block_stop", {"type": "content_block_stop", "index": index})
 
             def _event(self, name: str, data: dict) -> None:
                 self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
@@ -453,5 +538,9 @@ class FakeAnthropic:
 
 
 def _model(model_id: str) -> dict:
-    return {"type": "model", "id": model_id, "display_name": model_id,
-            "created_at": "2025-01-01T00:00:00Z"}
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": model_id,
+        "created_at": "2025-01-01T00:00:00Z",
+    }

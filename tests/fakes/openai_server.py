@@ -44,9 +44,14 @@ class FakeOpenAI:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with outer._lock:
-                    outer.requests.append({"path": self.path, "body": body,
-                                           "auth": self.headers.get("authorization"),
-                                           "headers": dict(self.headers)})
+                    outer.requests.append(
+                        {
+                            "path": self.path,
+                            "body": body,
+                            "auth": self.headers.get("authorization"),
+                            "headers": dict(self.headers),
+                        }
+                    )
                     reply = outer.script.pop(0) if outer.script else None
                 if reply is None:
                     reply = Reply(content=outer.answer(body))
@@ -56,16 +61,23 @@ class FakeOpenAI:
                     payload = reply.body
                 elif reply.status == 200:
                     payload = {
-                        "id": f"chatcmpl-{len(outer.requests)}", "object": "chat.completion",
-                        "created": int(time.time()), "model": body.get("model", "x"),
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": reply.content}}],
-                        "usage": {"prompt_tokens": 11, "completion_tokens": 3,
-                                  "total_tokens": 14},
+                        "id": f"chatcmpl-{len(outer.requests)}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "x"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": reply.content},
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
                     }
                 else:
-                    payload = {"error": {"message": reply.error, "type": "fake",
-                                         "code": reply.status}}
+                    payload = {
+                        "error": {"message": reply.error, "type": "fake", "code": reply.status}
+                    }
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(reply.status)

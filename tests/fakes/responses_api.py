@@ -83,16 +83,22 @@ def text(answer: str, *, usage: Usage = Usage()) -> Turn:
     return Turn("text", text=answer, usage=usage)
 
 
-def shell(command: str | list[str], *, workdir: str | None = None, say: str = "",
-          usage: Usage = Usage()) -> Turn:
+def shell(
+    command: str | list[str], *, workdir: str | None = None, say: str = "", usage: Usage = Usage()
+) -> Turn:
     """A call of the request's command tool; a list is joined as one shell line.
     `say` puts an assistant message (a preamble) before the call."""
     line = command if isinstance(command, str) else shlex.join(command)
     return Turn("shell", text=say, command=line, workdir=workdir, usage=usage)
 
 
-def error(status: int, message: str = "error", *, code: str | None = None,
-          headers: Mapping[str, str] | None = None) -> Turn:
+def error(
+    status: int,
+    message: str = "error",
+    *,
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Turn:
     """An HTTP error with the body `{"error": {"message", "type", "param", "code"}}`."""
     return Turn("error", status=status, message=message, code=code, headers=dict(headers or {}))
 
@@ -135,8 +141,11 @@ def all_text(body: Mapping) -> str:
 
 def messages(body: Mapping, role: str) -> list[str]:
     """The text of each input message of `role` ("developer", "user", "assistant")."""
-    return [_content_text(i.get("content")) for i in _items(body)
-            if i.get("type", "message") == "message" and i.get("role") == role]
+    return [
+        _content_text(i.get("content"))
+        for i in _items(body)
+        if i.get("type", "message") == "message" and i.get("role") == role
+    ]
 
 
 def last_user_text(body: Mapping) -> str:
@@ -154,15 +163,19 @@ def function_calls(body: Mapping) -> list[dict]:
                 args = json.loads(item.get("arguments") or "{}")
             except ValueError:
                 args = {"raw": item.get("arguments")}
-            calls.append({"call_id": item.get("call_id"), "name": item.get("name"),
-                          "arguments": args})
+            calls.append(
+                {"call_id": item.get("call_id"), "name": item.get("name"), "arguments": args}
+            )
     return calls
 
 
 def function_outputs(body: Mapping) -> list[dict]:
     """`{"call_id", "output"}` of each `function_call_output` item, output as text."""
-    return [{"call_id": i.get("call_id"), "output": _content_text(i.get("output"))}
-            for i in _items(body) if i.get("type") == "function_call_output"]
+    return [
+        {"call_id": i.get("call_id"), "output": _content_text(i.get("output"))}
+        for i in _items(body)
+        if i.get("type") == "function_call_output"
+    ]
 
 
 _SKILLS = re.compile(r"<skills_instructions>(.*?)</skills_instructions>", re.S)
@@ -236,8 +249,15 @@ def default_responder(body: dict) -> Turn:
 
 # ---------------------------------------------------------------------- events
 def _response(rid: str, model: str, status: str, output: list, usage: Usage | None) -> dict:
-    return {"id": rid, "object": "response", "created_at": 1_700_000_000, "status": status,
-            "model": model, "output": output, "usage": usage.as_json() if usage else None}
+    return {
+        "id": rid,
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "status": status,
+        "model": model,
+        "output": output,
+        "usage": usage.as_json() if usage else None,
+    }
 
 
 def _tool_for(body: Mapping) -> str:
@@ -260,8 +280,13 @@ def _call_arguments(tool: str, turn: Turn) -> str:
 
 def _message_events(item_id: str, index: int, said: str) -> Iterator[dict]:
     part = {"type": "output_text", "text": "", "annotations": []}
-    item = {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant",
-            "content": []}
+    item = {
+        "id": item_id,
+        "type": "message",
+        "status": "in_progress",
+        "role": "assistant",
+        "content": [],
+    }
     where = {"item_id": item_id, "output_index": index, "content_index": 0}
     yield {"type": "response.output_item.added", "output_index": index, "item": item}
     yield {"type": "response.content_part.added", **where, "part": part}
@@ -269,28 +294,43 @@ def _message_events(item_id: str, index: int, said: str) -> Iterator[dict]:
     yield {"type": "response.output_text.done", **where, "text": said}
     part = {**part, "text": said}
     yield {"type": "response.content_part.done", **where, "part": part}
-    yield {"type": "response.output_item.done", "output_index": index,
-           "item": {**item, "status": "completed", "content": [part]}}
+    yield {
+        "type": "response.output_item.done",
+        "output_index": index,
+        "item": {**item, "status": "completed", "content": [part]},
+    }
 
 
-def _call_events(item_id: str, index: int, tool: str, call_id: str,
-                 arguments: str) -> Iterator[dict]:
-    item = {"id": item_id, "type": "function_call", "status": "in_progress", "name": tool,
-            "call_id": call_id, "arguments": ""}
+def _call_events(
+    item_id: str, index: int, tool: str, call_id: str, arguments: str
+) -> Iterator[dict]:
+    item = {
+        "id": item_id,
+        "type": "function_call",
+        "status": "in_progress",
+        "name": tool,
+        "call_id": call_id,
+        "arguments": "",
+    }
     where = {"item_id": item_id, "output_index": index}
     yield {"type": "response.output_item.added", "output_index": index, "item": item}
     yield {"type": "response.function_call_arguments.delta", **where, "delta": arguments}
     yield {"type": "response.function_call_arguments.done", **where, "arguments": arguments}
-    yield {"type": "response.output_item.done", "output_index": index,
-           "item": {**item, "status": "completed", "arguments": arguments}}
+    yield {
+        "type": "response.output_item.done",
+        "output_index": index,
+        "item": {**item, "status": "completed", "arguments": arguments},
+    }
 
 
 def events(body: Mapping, turn: Turn, n: int) -> Iterator[dict]:
     """The SSE events of a `text`, `shell` or `failed` turn (the n-th response)."""
     rid, model = f"resp_{n}", str(body.get("model") or "fake-model")
     yield {"type": "response.created", "response": _response(rid, model, "in_progress", [], None)}
-    yield {"type": "response.in_progress",
-           "response": _response(rid, model, "in_progress", [], None)}
+    yield {
+        "type": "response.in_progress",
+        "response": _response(rid, model, "in_progress", [], None),
+    }
     if turn.kind == "failed":
         failure = _response(rid, model, "failed", [], None)
         failure["error"] = {"code": turn.code, "message": turn.message}
@@ -301,16 +341,19 @@ def events(body: Mapping, turn: Turn, n: int) -> Iterator[dict]:
         streams.append(_message_events(f"msg_{n}", 0, turn.text))
     if turn.kind == "shell":
         tool = _tool_for(body)
-        streams.append(_call_events(f"fc_{n}", len(streams), tool, f"call_{n}",
-                                    _call_arguments(tool, turn)))
+        streams.append(
+            _call_events(f"fc_{n}", len(streams), tool, f"call_{n}", _call_arguments(tool, turn))
+        )
     output = []
     for stream in streams:
         for event in stream:
             if event["type"] == "response.output_item.done":
                 output.append(event["item"])
             yield event
-    yield {"type": "response.completed",
-           "response": _response(rid, model, "completed", output, turn.usage)}
+    yield {
+        "type": "response.completed",
+        "response": _response(rid, model, "completed", output, turn.usage),
+    }
 
 
 def error_body(status: int, message: str, code: str | None = None) -> dict:
@@ -342,7 +385,8 @@ class Request:
         conversation; "" when the header is absent."""
         try:
             return json.loads(self.headers.get("x-codex-turn-metadata", "{}")).get(
-                "request_kind", "")
+                "request_kind", ""
+            )
         except ValueError:
             return ""
 
@@ -358,9 +402,14 @@ class FakeResponses:
     OpenAI's 404 `model_not_found`.
     """
 
-    def __init__(self, responder: Callable[[dict], Turn] | None = None, *,
-                 model: str = "fake-model", fail_with: int | None = None,
-                 strict_model: bool = False):
+    def __init__(
+        self,
+        responder: Callable[[dict], Turn] | None = None,
+        *,
+        model: str = "fake-model",
+        fail_with: int | None = None,
+        strict_model: bool = False,
+    ):
         self.responder = responder or default_responder
         self.model = model
         self.fail_with = fail_with
@@ -382,18 +431,36 @@ class FakeResponses:
     def turn_requests(self) -> list[dict]:
         """Bodies of the `POST /v1/responses` requests of the agent's conversation."""
         with self._lock:
-            return [r.body for r in self.requests
-                    if r.method == "POST" and r.path.rstrip("/").endswith("/responses")
-                    and r.kind in ("turn", "")]
+            return [
+                r.body
+                for r in self.requests
+                if r.method == "POST"
+                and r.path.rstrip("/").endswith("/responses")
+                and r.kind in ("turn", "")
+            ]
 
-    def write_config(self, codex_home: Path, *, model: str | None = None,
-                     env_key: str = "FAKE_KEY", provider_options: Mapping[str, Any] | None = None,
-                     features: Mapping[str, bool] | None = None, bundled_skills: bool = True,
-                     extra: str = "") -> Path:
+    def write_config(
+        self,
+        codex_home: Path,
+        *,
+        model: str | None = None,
+        env_key: str = "FAKE_KEY",
+        provider_options: Mapping[str, Any] | None = None,
+        features: Mapping[str, bool] | None = None,
+        bundled_skills: bool = True,
+        extra: str = "",
+    ) -> Path:
         """`write_config` pointing at this server (model defaults to the server's)."""
-        return write_config(codex_home, url=self.url, model=model or self.model,
-                            env_key=env_key, provider_options=provider_options,
-                            features=features, bundled_skills=bundled_skills, extra=extra)
+        return write_config(
+            codex_home,
+            url=self.url,
+            model=model or self.model,
+            env_key=env_key,
+            provider_options=provider_options,
+            features=features,
+            bundled_skills=bundled_skills,
+            extra=extra,
+        )
 
     def close(self) -> None:
         """Stop serving; hanging requests are released (their connections closed) now."""
@@ -435,8 +502,13 @@ class FakeResponses:
                 except ValueError:
                     return raw.decode("utf-8", "replace")
 
-            def _send(self, status: int, payload: bytes, content_type: str,
-                      headers: Mapping[str, str] | None = None) -> None:
+            def _send(
+                self,
+                status: int,
+                payload: bytes,
+                content_type: str,
+                headers: Mapping[str, str] | None = None,
+            ) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("content-type", content_type)
@@ -449,14 +521,18 @@ class FakeResponses:
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # the client gave up
 
-            def _json(self, status: int, payload: dict,
-                      headers: Mapping[str, str] | None = None) -> None:
+            def _json(
+                self, status: int, payload: dict, headers: Mapping[str, str] | None = None
+            ) -> None:
                 self._send(status, json.dumps(payload).encode(), "application/json", headers)
 
             def _serve(self) -> None:
-                request = Request(self.command, self.path.split("?")[0],
-                                  {k.lower(): v for k, v in self.headers.items()},
-                                  self._read_body())
+                request = Request(
+                    self.command,
+                    self.path.split("?")[0],
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self._read_body(),
+                )
                 n = outer._record(request)
                 if outer.fail_with is not None:
                     status = outer.fail_with
@@ -464,18 +540,34 @@ class FakeResponses:
                 elif request.method == "POST" and request.path.endswith("/responses"):
                     self._respond(request.body if isinstance(request.body, dict) else {}, n)
                 elif request.method == "GET" and request.path.endswith("/models"):
-                    self._json(200, {"object": "list", "data": [
-                        {"id": outer.model, "object": "model", "created": 0,
-                         "owned_by": "fake"}]})
+                    self._json(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [
+                                {
+                                    "id": outer.model,
+                                    "object": "model",
+                                    "created": 0,
+                                    "owned_by": "fake",
+                                }
+                            ],
+                        },
+                    )
                 else:
-                    self._json(404, error_body(404, f"no route {request.method} {request.path}",
-                                               "not_found"))
+                    self._json(
+                        404,
+                        error_body(404, f"no route {request.method} {request.path}", "not_found"),
+                    )
 
             def _respond(self, body: dict, n: int) -> None:
                 asked = body.get("model")
                 if outer.strict_model and asked != outer.model:
-                    turn = error(404, f"The model `{asked}` does not exist or you do not "
-                                 "have access to it.", code="model_not_found")
+                    turn = error(
+                        404,
+                        f"The model `{asked}` does not exist or you do not have access to it.",
+                        code="model_not_found",
+                    )
                 else:
                     try:
                         turn = outer.responder(body)
@@ -495,11 +587,14 @@ class FakeResponses:
                     outer._closed.wait()
                     self.close_connection = True
                 elif turn.kind == "error":
-                    self._json(turn.status, error_body(turn.status, turn.message, turn.code),
-                               turn.headers)
+                    self._json(
+                        turn.status, error_body(turn.status, turn.message, turn.code), turn.headers
+                    )
                 else:
-                    stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
-                                     for e in events(body, turn, n))
+                    stream = "".join(
+                        f"event: {e['type']}\ndata: {json.dumps(e)}\n\n"
+                        for e in events(body, turn, n)
+                    )
                     self._send(200, stream.encode(), "text/event-stream")
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
@@ -508,10 +603,17 @@ class FakeResponses:
 
 
 # ---------------------------------------------------------------------- config
-def write_config(codex_home: Path, *, url: str, model: str = "fake-model",
-                 env_key: str = "FAKE_KEY", provider_options: Mapping[str, Any] | None = None,
-                 features: Mapping[str, bool] | None = None, bundled_skills: bool = True,
-                 extra: str = "") -> Path:
+def write_config(
+    codex_home: Path,
+    *,
+    url: str,
+    model: str = "fake-model",
+    env_key: str = "FAKE_KEY",
+    provider_options: Mapping[str, Any] | None = None,
+    features: Mapping[str, bool] | None = None,
+    bundled_skills: bool = True,
+    extra: str = "",
+) -> Path:
     """Write `$CODEX_HOME/config.toml` selecting a provider `fake` at `url`.
 
     Analytics and plugins are off: with them on, codex 0.171 looks up
@@ -523,11 +625,23 @@ def write_config(codex_home: Path, *, url: str, model: str = "fake-model",
     installing and listing its own skills (imagegen, skill-creator, ...). `extra`
     is appended as is (it must not repeat the tables written here).
     """
-    provider = {"name": "fake", "base_url": url, "env_key": env_key, "wire_api": "responses",
-                **(provider_options or {})}
+    provider = {
+        "name": "fake",
+        "base_url": url,
+        "env_key": env_key,
+        "wire_api": "responses",
+        **(provider_options or {}),
+    }
     flags = {"plugins": False, **(features or {})}
-    lines = [f"model_provider = {_toml(provider['name'])}", f"model = {_toml(model)}", "",
-             "[analytics]", "enabled = false", "", "[features]"]
+    lines = [
+        f"model_provider = {_toml(provider['name'])}",
+        f"model = {_toml(model)}",
+        "",
+        "[analytics]",
+        "enabled = false",
+        "",
+        "[features]",
+    ]
     lines += [f"{key} = {_toml(value)}" for key, value in flags.items()]
     lines += ["", "[model_providers.fake]"]
     lines += [f"{key} = {_toml(value)}" for key, value in provider.items()]
@@ -535,8 +649,7 @@ def write_config(codex_home: Path, *, url: str, model: str = "fake-model",
         lines += ["", "[skills.bundled]", "enabled = false"]
     codex_home.mkdir(parents=True, exist_ok=True)
     path = codex_home / "config.toml"
-    path.write_text("\n".join(lines) + "\n" + (f"\n{extra}\n" if extra else ""),
-                    encoding="utf-8")
+    path.write_text("\n".join(lines) + "\n" + (f"\n{extra}\n" if extra else ""), encoding="utf-8")
     return path
 
 

@@ -19,8 +19,9 @@ URL_VAR = "SKILLOPT_TEST_PROVIDER"
 
 def _post(role: str, messages: list[dict]) -> str:
     body = json.dumps({"role": role, "messages": messages}).encode()
-    request = urllib.request.Request(os.environ[URL_VAR], data=body,
-                                     headers={"content-type": "application/json"})
+    request = urllib.request.Request(
+        os.environ[URL_VAR], data=body, headers={"content-type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())["content"]
 

@@ -52,14 +52,17 @@ def plain_file(root):
 
 
 BAD = {
-    "name differs from its directory": lambda r: raw(r, GOOD_FM.replace("name: demo",
-                                                                        "name: other") + "x\n"),
+    "name differs from its directory": lambda r: raw(
+        r, GOOD_FM.replace("name: demo", "name: other") + "x\n"
+    ),
     "no name": lambda r: raw(r, "---\ndescription: d\n---\n# Demo\n"),
     "no description": lambda r: raw(r, "---\nname: demo\n---\n# Demo\n"),
     "description over 1024 characters": lambda r: raw(
-        r, f"---\nname: demo\ndescription: {'x' * 1100}\n---\n# Demo\n"),
-    "an unknown key": lambda r: raw(r, "---\nname: demo\ndescription: d\ncolour: red\n---\n"
-                                       "# Demo\n"),
+        r, f"---\nname: demo\ndescription: {'x' * 1100}\n---\n# Demo\n"
+    ),
+    "an unknown key": lambda r: raw(
+        r, "---\nname: demo\ndescription: d\ncolour: red\n---\n# Demo\n"
+    ),
     "an empty body": lambda r: raw(r, GOOD_FM + "\n   \n"),
     "a 0-byte SKILL.md": lambda r: raw(r, b""),
     "a NUL byte": lambda r: raw(r, GOOD_FM + "# Demo\n\nDo\x00 it.\n"),
@@ -94,9 +97,18 @@ def target():
 
 @pytest.fixture
 def suite(isolated):
-    return write_suite(isolated / "tasks" / "t.yaml", [
-        {"id": f"t{i}", "input": f"q{i}", "expected": f"q{i}",
-         "split": ["train", "val", "test"][i % 3]} for i in range(6)])
+    return write_suite(
+        isolated / "tasks" / "t.yaml",
+        [
+            {
+                "id": f"t{i}",
+                "input": f"q{i}",
+                "expected": f"q{i}",
+                "split": ["train", "val", "test"][i % 3],
+            }
+            for i in range(6)
+        ],
+    )
 
 
 @pytest.mark.parametrize("command", ["eval", "train"])
@@ -116,9 +128,20 @@ def test_a_bad_skill_is_refused_before_any_model_call(isolated, suite, target, c
 
 def test_the_dry_run_refuses_a_bad_skill_too(isolated, suite, target):
     path = BAD["an empty body"](isolated)
-    result = CliRunner().invoke(app, ["train", str(path), "--tasks", str(suite), "--target",
-                                      "scripted/count", "--optimizer", "exemplars",
-                                      "--dry-run"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            str(path),
+            "--tasks",
+            str(suite),
+            "--target",
+            "scripted/count",
+            "--optimizer",
+            "exemplars",
+            "--dry-run",
+        ],
+    )
     assert result.exit_code == 2 and "the body is empty" in result.output
 
 
@@ -129,14 +152,29 @@ class SmallContext(ScriptedModel):
 def test_a_skill_filling_the_targets_context_is_warned_about_once(isolated, suite):
     model = SmallContext(lambda m: m[-1]["content"], name="scripted/small")
     register_model("scripted/small", model)
-    skill = write_skill(isolated / "skills", "demo",
-                        body="# Demo\n\n" + "Answer with the input, exactly. " * 200 + "\n")
+    skill = write_skill(
+        isolated / "skills",
+        "demo",
+        body="# Demo\n\n" + "Answer with the input, exactly. " * 200 + "\n",
+    )
     try:
-        result = CliRunner().invoke(app, ["eval", str(skill), "--tasks", str(suite),
-                                          "--target", "scripted/small"])
-        plan = CliRunner().invoke(app, ["train", str(skill), "--tasks", str(suite),
-                                        "--target", "scripted/small", "--optimizer",
-                                        "exemplars", "--dry-run"])
+        result = CliRunner().invoke(
+            app, ["eval", str(skill), "--tasks", str(suite), "--target", "scripted/small"]
+        )
+        plan = CliRunner().invoke(
+            app,
+            [
+                "train",
+                str(skill),
+                "--tasks",
+                str(suite),
+                "--target",
+                "scripted/small",
+                "--optimizer",
+                "exemplars",
+                "--dry-run",
+            ],
+        )
     finally:
         unregister_model("scripted/small")
     assert result.exit_code == 0, result.output

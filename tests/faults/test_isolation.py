@@ -72,39 +72,71 @@ class User:
         self.base = base
         self.root = os.geteuid() == 0
         self.uid = NOBODY if self.root else os.getuid()
-        self.prefix = (["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-                       if self.root else [])
+        self.prefix = (
+            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+            if self.root
+            else []
+        )
         self.python = self._find_python()
         # the packages this test runs with, for a Python that is not this one; as root,
         # a copy the other user can read wherever the checkout and its venv live
-        paths = [self._readable_copy()] if self.root else list(dict.fromkeys(
-            [str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
-             *(p for p in sys.path if p.endswith("-packages"))]))
-        self.env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-                    "HOME": str(self.dir("home")), "TMPDIR": str(self.dir("tmp")),
-                    "LANG": "C.UTF-8", "PYTHONPATH": os.pathsep.join(paths),
-                    "OPENAI_API_KEY": SECRET}
+        paths = (
+            [self._readable_copy()]
+            if self.root
+            else list(
+                dict.fromkeys(
+                    [
+                        str(ROOT),
+                        sysconfig.get_paths()["purelib"],
+                        sysconfig.get_paths()["platlib"],
+                        *(p for p in sys.path if p.endswith("-packages")),
+                    ]
+                )
+            )
+        )
+        self.env = {
+            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(self.dir("home")),
+            "TMPDIR": str(self.dir("tmp")),
+            "LANG": "C.UTF-8",
+            "PYTHONPATH": os.pathsep.join(paths),
+            "OPENAI_API_KEY": SECRET,
+        }
 
     def _readable_copy(self) -> str:
         """skillopt and the installed packages its CLI imports, copied where uid 65534
         can read them (a checkout under /root, say, it cannot reach)."""
-        probe = ("import json, sys; import skillopt.cli.main, skillopt.api, "
-                 "skillopt.harness.command, skillopt.store.audit; "
-                 "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
-        names = json.loads(subprocess.run([sys.executable, "-c", probe], check=True,
-                                          capture_output=True, text=True).stdout)
+        probe = (
+            "import json, sys; import skillopt.cli.main, skillopt.api, "
+            "skillopt.harness.command, skillopt.store.audit; "
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+        )
+        names = json.loads(
+            subprocess.run(
+                [sys.executable, "-c", probe], check=True, capture_output=True, text=True
+            ).stdout
+        )
         dest = self.base / "py"
         dest.mkdir()
         sites = [p for p in sys.path if p.endswith("-packages")]
         for name in names:
-            src = ROOT / "skillopt" if name == "skillopt" else next(
-                (Path(s) / n for s in sites for n in (name, f"{name}.py")
-                 if (Path(s) / n).exists()), None)
+            src = (
+                ROOT / "skillopt"
+                if name == "skillopt"
+                else next(
+                    (
+                        Path(s) / n
+                        for s in sites
+                        for n in (name, f"{name}.py")
+                        if (Path(s) / n).exists()
+                    ),
+                    None,
+                )
+            )
             if src is None:  # the standard library, or a module built into Python
                 continue
             if src.is_dir():
-                shutil.copytree(src, dest / src.name,
-                                ignore=shutil.ignore_patterns("__pycache__"))
+                shutil.copytree(src, dest / src.name, ignore=shutil.ignore_patterns("__pycache__"))
             else:
                 shutil.copy2(src, dest / src.name)
         for path in [dest, *dest.rglob("*")]:
@@ -124,14 +156,29 @@ class User:
 
     def _find_python(self) -> str:
         want = "{}.{}".format(*sys.version_info[:2])
-        names = [sys.executable, shutil.which(f"python{want}"), f"/usr/bin/python{want}",
-                 f"/usr/local/bin/python{want}"]
+        names = [
+            sys.executable,
+            shutil.which(f"python{want}"),
+            f"/usr/bin/python{want}",
+            f"/usr/local/bin/python{want}",
+        ]
         for exe in dict.fromkeys(n for n in names if n):
             try:  # through sh: setpriv itself may still exec what the user cannot
-                out = subprocess.run([*self.prefix, "/bin/sh", "-c", '"$0" -c "$1"', exe,
-                                      "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                     capture_output=True, text=True, timeout=60, cwd="/",
-                                     env={"PATH": "/usr/bin:/bin"})
+                out = subprocess.run(
+                    [
+                        *self.prefix,
+                        "/bin/sh",
+                        "-c",
+                        '"$0" -c "$1"',
+                        exe,
+                        "import sys; print('%d.%d' % sys.version_info[:2])",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    cwd="/",
+                    env={"PATH": "/usr/bin:/bin"},
+                )
             except OSError:
                 continue
             if out.returncode == 0 and out.stdout.strip() == want:
@@ -139,8 +186,15 @@ class User:
         pytest.fail(f"no Python {want} that uid {self.uid} may run (tried {names})")
 
     def run(self, argv: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
-        return subprocess.run([*self.prefix, *argv], cwd=cwd, env=self.env, text=True,
-                              capture_output=True, timeout=120, **kw)
+        return subprocess.run(
+            [*self.prefix, *argv],
+            cwd=cwd,
+            env=self.env,
+            text=True,
+            capture_output=True,
+            timeout=120,
+            **kw,
+        )
 
 
 @pytest.fixture
@@ -162,15 +216,24 @@ def project(user: User, *, scorer: dict | None = None, pid_namespace: str = "aut
     agent.write_text(AGENT, encoding="utf-8")
     user.own(agent)
     skill = write_skill(work / "skills", "probe")
-    suite = write_suite(work / "tasks" / "probe.yaml",
-                        [{"id": "look", "input": "look around", "expected": "pid=",
-                          "split": "test"}],
-                        scorer=scorer or {"type": "contains"})
-    (work / "skillopt.yaml").write_text(yaml.safe_dump({
-        "command": {"argv": ["/bin/sh", str(agent), str(reports / "agent.txt")]},
-        "agent": {"keep_workspaces": "all", "pid_namespace": pid_namespace,
-                  "env": ["SKILLOPT_REPORT_DIR"]},
-    }), encoding="utf-8")
+    suite = write_suite(
+        work / "tasks" / "probe.yaml",
+        [{"id": "look", "input": "look around", "expected": "pid=", "split": "test"}],
+        scorer=scorer or {"type": "contains"},
+    )
+    (work / "skillopt.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "command": {"argv": ["/bin/sh", str(agent), str(reports / "agent.txt")]},
+                "agent": {
+                    "keep_workspaces": "all",
+                    "pid_namespace": pid_namespace,
+                    "env": ["SKILLOPT_REPORT_DIR"],
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
     user.env["SKILLOPT_REPORT_DIR"] = str(reports)
     user.own(work)
     return {"work": work, "skill": skill, "suite": suite, "reports": reports}
@@ -179,16 +242,36 @@ def project(user: User, *, scorer: dict | None = None, pid_namespace: str = "aut
 def evaluate(user: User, p: dict) -> dict:
     out = p["work"] / "result.json"
     start = time.monotonic()
-    res = user.run([user.python, "-m", "skillopt", "eval", str(p["skill"]), "--tasks",
-                    str(p["suite"]), "--harness", "command", "--json", str(out)], p["work"])
+    res = user.run(
+        [
+            user.python,
+            "-m",
+            "skillopt",
+            "eval",
+            str(p["skill"]),
+            "--tasks",
+            str(p["suite"]),
+            "--harness",
+            "command",
+            "--json",
+            str(out),
+        ],
+        p["work"],
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert time.monotonic() - start < 60
     return json.loads(out.read_text(encoding="utf-8"))
 
 
 def namespaces_for(user: User) -> bool:
-    res = user.run([user.python, "-c", "from skillopt.harness import process; "
-                    "print(process.pid_namespace_available())"], user.base)
+    res = user.run(
+        [
+            user.python,
+            "-c",
+            "from skillopt.harness import process; print(process.pid_namespace_available())",
+        ],
+        user.base,
+    )
     assert res.returncode == 0, res.stderr
     return res.stdout.strip() == "True"
 
@@ -243,8 +326,9 @@ def test_without_the_namespace_skillopt_is_still_non_dumpable(user):
 
 # ---------------------------------------------------------------------- the verifier
 def test_an_agent_written_verifier_gets_no_secret(user):
-    p = project(user, scorer={"type": "command", "run": "sh verify.sh",
-                              "env": ["SKILLOPT_REPORT_DIR"]})
+    p = project(
+        user, scorer={"type": "command", "run": "sh verify.sh", "env": ["SKILLOPT_REPORT_DIR"]}
+    )
     result = evaluate(user, p)
     report = read_report(p["reports"] / "verifier.txt")
     assert "key=[]" in report
@@ -258,8 +342,14 @@ def test_an_agent_written_verifier_gets_no_secret(user):
 
 
 def test_a_verifier_that_is_given_the_key_has_it_blanked_in_its_feedback(user):
-    p = project(user, scorer={"type": "command", "run": 'echo "key=$OPENAI_API_KEY"; exit 1',
-                              "env": ["OPENAI_API_KEY"]})
+    p = project(
+        user,
+        scorer={
+            "type": "command",
+            "run": 'echo "key=$OPENAI_API_KEY"; exit 1',
+            "env": ["OPENAI_API_KEY"],
+        },
+    )
     result = evaluate(user, p)
     text = json.dumps(result)
     assert "key=" in text  # the feedback is there
@@ -297,9 +387,15 @@ sys.stdin.readline()  # the sibling looks again
 
 def test_a_sibling_process_of_the_same_user_cannot_read_skillopts_environ(user):
     io = user.dir("holder")
-    holder = subprocess.Popen([*user.prefix, user.python, "-c", HOLDER, str(io)], cwd=io,
-                              env=user.env, text=True, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [*user.prefix, user.python, "-c", HOLDER, str(io)],
+        cwd=io,
+        env=user.env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         pid = int(holder.stdout.readline())
 

@@ -118,11 +118,13 @@ def nth(category: str, n: int):
 
 def first_after(category: str, after: str):
     """Kill at the first `category` request after the first `after` request."""
+
     def check(cat, log):
         if cat != category or after not in log[:-1]:
             return False
-        since = log[log.index(after) + 1:-1]
+        since = log[log.index(after) + 1 : -1]
         return category not in since
+
     return check
 
 
@@ -141,14 +143,18 @@ KILL_POINTS = {
 
 @pytest.fixture
 def world(isolated):
-    skill = write_skill(isolated / "skills", "words",
-                        body="# Words\n\nRewrite the item you are given.\n\n## Rules\n\n"
-                             "- Reply with the item only.\n")
+    skill = write_skill(
+        isolated / "skills",
+        "words",
+        body="# Words\n\nRewrite the item you are given.\n\n## Rules\n\n"
+        "- Reply with the item only.\n",
+    )
     items, split_of = [], {}
     for i, split in enumerate(SPLITS):
         for kind, expected in (("word", f"WORD-{i}"), ("keep", f"keep-{i}")):
-            items.append({"id": f"{kind}-{i}", "input": f"{kind}-{i}", "expected": expected,
-                          "split": split})
+            items.append(
+                {"id": f"{kind}-{i}", "input": f"{kind}-{i}", "expected": expected, "split": split}
+            )
             split_of[f"{kind}-{i}"] = split
     suite = write_suite(isolated / "tasks" / "words.yaml", items)
     provider = Provider(split_of)
@@ -159,19 +165,34 @@ def world(isolated):
 def train(world, *args: str) -> subprocess.CompletedProcess:
     provider = world["provider"]
     env = {**os.environ, "PYTHONPATH": str(HERE), "SKILLOPT_TEST_PROVIDER": provider.url}
-    proc = subprocess.Popen([sys.executable, "-m", "skillopt", "train", *args, "-j", "1"],
-                            cwd=world["root"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillopt", "train", *args, "-j", "1"],
+        cwd=world["root"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     provider.pid = proc.pid
     stdout, stderr = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
 def fresh(world) -> subprocess.CompletedProcess:
-    return train(world, str(world["skill"]), "--tasks", str(world["suite"]),
-                 "--target", "scripted/provider:target",
-                 "--optimizer", "scripted/provider:optimizer", "--epochs", "2",
-                 "--batch-size", "40")
+    return train(
+        world,
+        str(world["skill"]),
+        "--tasks",
+        str(world["suite"]),
+        "--target",
+        "scripted/provider:target",
+        "--optimizer",
+        "scripted/provider:optimizer",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "40",
+    )
 
 
 def run_dir(world) -> Path:
@@ -198,11 +219,14 @@ def outcome(world) -> dict:
             expected = rec.get("skill_hash") or state["initial"]["hash"]
             assert commits[rec["step"]].sha == rec["commit"]
             assert trailers["Skillopt-Skill-Hash"] == expected, f"step {rec['step']}"
-    return {"decisions": [(s["step"], s["kind"], s["decision"]) for s in summary["steps"]],
-            "best": (run / "best" / "SKILL.md").read_text(), "test": summary["test"],
-            "best_val": summary["best_val"], "accounting": summary["accounting"],
-            "guidance": [rec.get("guidance") for rec in state["steps"]
-                         if rec["kind"] == "slow_update"]}
+    return {
+        "decisions": [(s["step"], s["kind"], s["decision"]) for s in summary["steps"]],
+        "best": (run / "best" / "SKILL.md").read_text(),
+        "test": summary["test"],
+        "best_val": summary["best_val"],
+        "accounting": summary["accounting"],
+        "guidance": [rec.get("guidance") for rec in state["steps"] if rec["kind"] == "slow_update"],
+    }
 
 
 def calls_recorded(accounting: dict) -> int:

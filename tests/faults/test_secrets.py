@@ -24,9 +24,10 @@ HEADER_SECRET = "hdr-secret-5be1e7a0c4d2"
 @pytest.fixture
 def world(isolated):
     skill = write_skill(isolated / "skills", "demo")
-    suite = write_suite(isolated / "tasks" / "t.yaml", [
-        {"id": f"t{i}", "input": f"q{i}", "expected": f"q{i}", "split": "test"}
-        for i in range(3)])
+    suite = write_suite(
+        isolated / "tasks" / "t.yaml",
+        [{"id": f"t{i}", "input": f"q{i}", "expected": f"q{i}", "split": "test"} for i in range(3)],
+    )
     return {"root": isolated, "skill": skill, "suite": suite}
 
 
@@ -53,10 +54,21 @@ def test_a_provider_echoing_the_key_in_its_error_leaks_it_nowhere(world, monkeyp
         (world["root"] / "skillopt.yaml").write_text(
             "models:\n"
             f"  openai/m: {{api_base: '{server.base_url}', api_key_env: SKILLOPT_TEST_KEY, "
-            "backoff: 0.001, retries: 0}\n")
-        result = CliRunner().invoke(app, ["eval", str(world["skill"]), "--tasks",
-                                          str(world["suite"]), "--target", "openai/m",
-                                          "--json", "out.json"])
+            "backoff: 0.001, retries: 0}\n"
+        )
+        result = CliRunner().invoke(
+            app,
+            [
+                "eval",
+                str(world["skill"]),
+                "--tasks",
+                str(world["suite"]),
+                "--target",
+                "openai/m",
+                "--json",
+                "out.json",
+            ],
+        )
         assert server.requests[0]["auth"] == f"Bearer {KEY}"  # the key itself was used
     assert "upstream rejected key ***" in result.output
     assert KEY not in result.output
@@ -66,9 +78,18 @@ def test_a_provider_echoing_the_key_in_its_error_leaks_it_nowhere(world, monkeyp
 
 
 def test_a_header_secret_in_params_is_redacted_in_run_files_and_fingerprints(world):
-    suite = write_suite(world["root"] / "tasks" / "t2.yaml", [
-        {"id": f"t{i}", "input": f"q{i}", "expected": f"q{i}",
-         "split": ["train", "val", "test"][i % 3]} for i in range(6)])
+    suite = write_suite(
+        world["root"] / "tasks" / "t2.yaml",
+        [
+            {
+                "id": f"t{i}",
+                "input": f"q{i}",
+                "expected": f"q{i}",
+                "split": ["train", "val", "test"][i % 3],
+            }
+            for i in range(6)
+        ],
+    )
 
     def answer(body):
         if "optimizer" in body["messages"][0]["content"]:
@@ -76,13 +97,35 @@ def test_a_header_secret_in_params_is_redacted_in_run_files_and_fingerprints(wor
         return body["messages"][-1]["content"]
 
     with FakeOpenAI(answer) as server:
-        (world["root"] / "skillopt.yaml").write_text(yaml.safe_dump({"models": {
-            "openai/m": {"api_base": server.base_url,
-                         "params": {"extra_headers": {"X-Gateway-Auth": HEADER_SECRET}}},
-            "openai/o": {"api_base": server.base_url}}}))
-        done = CliRunner().invoke(app, [
-            "train", str(world["skill"]), "--tasks", str(suite), "--target", "openai/m",
-            "--optimizer", "openai/o", "--epochs", "1", "--no-slow-update"])
+        (world["root"] / "skillopt.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "models": {
+                        "openai/m": {
+                            "api_base": server.base_url,
+                            "params": {"extra_headers": {"X-Gateway-Auth": HEADER_SECRET}},
+                        },
+                        "openai/o": {"api_base": server.base_url},
+                    }
+                }
+            )
+        )
+        done = CliRunner().invoke(
+            app,
+            [
+                "train",
+                str(world["skill"]),
+                "--tasks",
+                str(suite),
+                "--target",
+                "openai/m",
+                "--optimizer",
+                "openai/o",
+                "--epochs",
+                "1",
+                "--no-slow-update",
+            ],
+        )
         assert done.exit_code == 0, done.output
         sent = [r["headers"] for r in server.requests if r["body"]["model"] == "m"]
     # the header still reaches the provider: redaction is for what skillopt keeps
@@ -98,10 +141,14 @@ def test_a_header_secret_in_params_is_redacted_in_run_files_and_fingerprints(wor
 
 
 def test_a_changed_header_secret_changes_no_fingerprint_value_it_shows():
-    a = secrets.redact({"extra_headers": {"Authorization": "Bearer one-two-three-four"}},
-                       replace_with=secrets.digest)
-    b = secrets.redact({"extra_headers": {"Authorization": "Bearer five-six-seven-eight"}},
-                       replace_with=secrets.digest)
+    a = secrets.redact(
+        {"extra_headers": {"Authorization": "Bearer one-two-three-four"}},
+        replace_with=secrets.digest,
+    )
+    b = secrets.redact(
+        {"extra_headers": {"Authorization": "Bearer five-six-seven-eight"}},
+        replace_with=secrets.digest,
+    )
     assert a != b  # a different key may mean a different deployment: not the same rollout
     assert "one-two" not in json.dumps(a)
 

@@ -46,8 +46,9 @@ def _race(open_one) -> list[str]:
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(PROCESSES)
     errors = ctx.Queue()
-    procs = [ctx.Process(target=_rounds, args=(barrier, errors, open_one))
-             for _ in range(PROCESSES)]
+    procs = [
+        ctx.Process(target=_rounds, args=(barrier, errors, open_one)) for _ in range(PROCESSES)
+    ]
     for p in procs:
         p.start()
     for p in procs:
@@ -88,7 +89,7 @@ def test_a_new_audit_repository_created_by_many_processes_at_once(tmp_path):
 
 
 # ---------------------------------------------------------------- shared rollouts
-TARGET = '''\
+TARGET = """\
 import os, time
 
 def _log(text):
@@ -109,9 +110,9 @@ def hangs_in_first(messages):
     if os.environ.get("RACE_HANG"):
         time.sleep(120)
     return messages[-1]["content"].upper()
-'''
+"""
 
-RUNNER = '''\
+RUNNER = """\
 import json, sys
 from skillopt import api
 from skillopt.store.rollouts import RolloutStore
@@ -122,7 +123,7 @@ result = api.evaluate(skill, suite, split="test", store=store,
                       flags={"target": "scripted/race_target:hangs_in_first",
                              "concurrency": 1})
 json.dump([[r.task_id, r.score, r.cached] for r in result.all_rollouts], open(out, "w"))
-'''
+"""
 
 
 @pytest.fixture
@@ -135,10 +136,12 @@ def shared(isolated, monkeypatch):
     skill = write_skill(isolated / "skills", "caps", body="# Caps\n\nAnswer in capitals.\n")
 
     def suite(n):
-        items = [{"id": f"w{i:03d}", "input": f"word{i}", "expected": f"WORD{i}"}
-                 for i in range(n)]
-        return write_suite(isolated / "tasks" / f"caps{n}.yaml", items,
-                           split={"seed": 1, "train": 0.0, "val": 0.0, "test": 1.0})
+        items = [{"id": f"w{i:03d}", "input": f"word{i}", "expected": f"WORD{i}"} for i in range(n)]
+        return write_suite(
+            isolated / "tasks" / f"caps{n}.yaml",
+            items,
+            split={"seed": 1, "train": 0.0, "val": 0.0, "test": 1.0},
+        )
 
     return skill, suite
 
@@ -157,11 +160,27 @@ def test_two_evals_of_the_same_skill_pay_each_rollout_once(shared, isolated):
     skill, suite = shared
     n = 60
     suite_path = suite(n)
-    cmd = [sys.executable, "-m", "skillopt", "eval", str(skill), "--tasks", str(suite_path),
-           "--target", "scripted/race_target:slow", "--store", "shared.sqlite",
-           "--concurrency", "2"]
-    procs = [subprocess.Popen([*cmd, "--json", f"out{i}.json"], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT) for i in range(2)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "skillopt",
+        "eval",
+        str(skill),
+        "--tasks",
+        str(suite_path),
+        "--target",
+        "scripted/race_target:slow",
+        "--store",
+        "shared.sqlite",
+        "--concurrency",
+        "2",
+    ]
+    procs = [
+        subprocess.Popen(
+            [*cmd, "--json", f"out{i}.json"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        for i in range(2)
+    ]
     for p in procs:
         out, _ = p.communicate(timeout=60)
         assert p.returncode == 0, out.decode()
@@ -200,9 +219,19 @@ def test_a_killed_claimer_does_not_block_the_others(shared, isolated):
 
     def start(name, **env):
         return subprocess.Popen(
-            [sys.executable, "runner.py", str(skill), str(suite_path), "shared.sqlite",
-             f"{name}.json", str(ttl)],
-            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "runner.py",
+                str(skill),
+                str(suite_path),
+                "shared.sqlite",
+                f"{name}.json",
+                str(ttl),
+            ],
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
 
     first = start("first", RACE_HANG="1")  # claims, then hangs inside its first rollout
     try:
@@ -212,8 +241,16 @@ def test_a_killed_claimer_does_not_block_the_others(shared, isolated):
         try:
             # the second runs every rollout the first does not hold (a serial run
             # claims one rollout at a time)...
-            assert wait_for(lambda: sum(1 for pid, _, t in read_log(log_path)
-                                        if pid == second.pid and t.startswith("call ")) == n - 1)
+            assert wait_for(
+                lambda: (
+                    sum(
+                        1
+                        for pid, _, t in read_log(log_path)
+                        if pid == second.pid and t.startswith("call ")
+                    )
+                    == n - 1
+                )
+            )
             # ...and leaves alone the one the first is running: its lease is renewed
             # while it lives, well past one TTL
             time.sleep(2 * ttl)

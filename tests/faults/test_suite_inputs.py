@@ -31,8 +31,9 @@ def laughs(levels: int = 9, merge: bool = False) -> str:
     """Nested anchors, each aliasing the one before nine times: 9**levels nodes."""
     if merge:
         lines = ["  l0: &l0 {a: lol, b: lol}"]
-        lines += [f"  l{i}: &l{i} {{<<: [{', '.join([f'*l{i - 1}'] * 9)}]}}"
-                  for i in range(1, levels)]
+        lines += [
+            f"  l{i}: &l{i} {{<<: [{', '.join([f'*l{i - 1}'] * 9)}]}}" for i in range(1, levels)
+        ]
     else:
         lines = ["  l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
         lines += [f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, levels)]
@@ -42,11 +43,13 @@ def laughs(levels: int = 9, merge: bool = False) -> str:
 @pytest.fixture
 def pure_python_yaml(monkeypatch):
     """The loader as it runs where PyYAML has no libyaml."""
+
     class PyLineLoader(yaml.SafeLoader):
         pass
 
-    PyLineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-                                 readers._construct_mapping)
+    PyLineLoader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, readers._construct_mapping
+    )
     monkeypatch.setattr(readers, "_LineLoader", PyLineLoader)
 
 
@@ -57,13 +60,15 @@ def test_billion_laughs_is_refused_at_once(tmp_path, where, parser, request):
     if parser == "python":
         request.getfixturevalue("pure_python_yaml")
     if where == "input":
-        text = ("defaults:\n" + laughs() +
-                "items:\n  - id: a\n    input: *l8\n    expected: x\n")
+        text = "defaults:\n" + laughs() + "items:\n  - id: a\n    input: *l8\n    expected: x\n"
     elif where == "defaults":
         text = "defaults:\n" + laughs() + "items:\n  - {id: a, input: q, expected: x}\n"
     else:
-        text = ("defaults:\n" + laughs(merge=True) +
-                "items:\n  - id: a\n    input: *l8\n    expected: x\n")
+        text = (
+            "defaults:\n"
+            + laughs(merge=True)
+            + "items:\n  - id: a\n    input: *l8\n    expected: x\n"
+        )
     path = write(tmp_path / "laughs.yaml", text)
     assert len(text) < 2000
 
@@ -78,8 +83,9 @@ def test_billion_laughs_is_refused_at_once(tmp_path, where, parser, request):
 
 
 def test_an_alias_inside_its_own_anchor_is_refused(tmp_path):
-    path = write(tmp_path / "s.yaml", "defaults: &d {self: *d}\n"
-                                      "items:\n  - {id: a, input: q, expected: x}\n")
+    path = write(
+        tmp_path / "s.yaml", "defaults: &d {self: *d}\nitems:\n  - {id: a, input: q, expected: x}\n"
+    )
     err = load_error(path)
     assert "YAML alias *d refers to a node that contains it" in str(err)
     assert err.line == 1
@@ -87,9 +93,15 @@ def test_an_alias_inside_its_own_anchor_is_refused(tmp_path):
 
 # ---------------------------------------------------------------------- legitimate aliases
 def test_anchors_and_merges_reused_by_every_item_still_load(tmp_path):
-    lines = ["prompt: '{question} [{id}]'", "items:",
-             "  - &base", "    id: first", "    input: &shared {question: what is it, "
-             "context: [a, b, c]}", "    expected: x", "    metadata: {tier: 1}"]
+    lines = [
+        "prompt: '{question} [{id}]'",
+        "items:",
+        "  - &base",
+        "    id: first",
+        "    input: &shared {question: what is it, context: [a, b, c]}",
+        "    expected: x",
+        "    metadata: {tier: 1}",
+    ]
     for i in range(2000):
         lines += ["  - <<: *base", f"    id: item-{i}", "    input: *shared"]
     lines += ["  - <<: *base", "    id: own", "    expected: y"]
@@ -107,7 +119,8 @@ def test_a_big_shared_input_within_the_bound_loads(tmp_path):
     # 500 items x a 1,001-node anchor: half a million nodes once expanded
     context = "[" + ", ".join(f"w{i}" for i in range(1000)) + "]"
     text = f"defaults:\n  context: &ctx {context}\nitems:\n" + "".join(
-        f"  - {{id: i{i}, input: *ctx, expected: x}}\n" for i in range(500))
+        f"  - {{id: i{i}, input: *ctx, expected: x}}\n" for i in range(500)
+    )
     suite = load_suite(write(tmp_path / "s.yaml", text))
     assert len(suite.tasks) == 500
     assert suite.tasks[-1].input == [f"w{i}" for i in range(1000)]
@@ -121,8 +134,9 @@ def test_the_alias_bound_grows_with_the_file(tmp_path, monkeypatch):
     assert len(load_suite(write(tmp_path / "ok.yaml", ok)).tasks) == 301
 
     big = "[" + ", ".join(["w"] * 300) + "]"
-    bad = (f"defaults: {{big: &big {big}}}\nitems:\n" +
-           "".join(f"  - {{id: i{i}, input: *big, expected: x}}\n" for i in range(30)))
+    bad = f"defaults: {{big: &big {big}}}\nitems:\n" + "".join(
+        f"  - {{id: i{i}, input: *big, expected: x}}\n" for i in range(30)
+    )
     err = load_error(write(tmp_path / "bad.yaml", bad))
     assert "YAML aliases expand to more than" in str(err)
 
@@ -138,8 +152,10 @@ def test_deeply_nested_yaml_is_an_input_error(tmp_path, parser, depth, request):
     # ones crashed some libyaml builds (its composer recurses in C)
     if parser == "python":
         request.getfixturevalue("pure_python_yaml")
-    path = write(tmp_path / "s.yaml", "items:\n  - id: a\n    input: " + "[" * depth +
-                 "]" * depth + "\n    expected: x\n")
+    path = write(
+        tmp_path / "s.yaml",
+        "items:\n  - id: a\n    input: " + "[" * depth + "]" * depth + "\n    expected: x\n",
+    )
     err = load_error(path)
     assert str(err).startswith(f"{path}:3: ")
     assert "nest" in str(err)  # ours, or libyaml's "exceeded maximum nesting depth"
@@ -147,8 +163,10 @@ def test_deeply_nested_yaml_is_an_input_error(tmp_path, parser, depth, request):
 
 def test_yaml_nested_past_the_limit_names_it(tmp_path):
     depth = readers.MAX_NESTING + 10
-    path = write(tmp_path / "s.yaml", "items:\n  - id: a\n    input: " + "[" * depth +
-                 "]" * depth + "\n    expected: x\n")
+    path = write(
+        tmp_path / "s.yaml",
+        "items:\n  - id: a\n    input: " + "[" * depth + "]" * depth + "\n    expected: x\n",
+    )
     err = load_error(path)
     assert f"nested more than {readers.MAX_NESTING} levels deep" in str(err)
     assert err.line == 3
@@ -165,8 +183,14 @@ def test_yaml_nested_deep_through_aliases(tmp_path):
 
 @pytest.mark.parametrize("depth", [DEEP, 500])
 def test_deeply_nested_jsonl_is_an_input_error(tmp_path, depth):
-    path = write(tmp_path / "s.jsonl", json.dumps({"id": "ok", "input": "q", "expected": "x"}) +
-                 '\n{"id": "a", "input": ' + "[" * depth + "]" * depth + ', "expected": "x"}\n')
+    path = write(
+        tmp_path / "s.jsonl",
+        json.dumps({"id": "ok", "input": "q", "expected": "x"})
+        + '\n{"id": "a", "input": '
+        + "[" * depth
+        + "]" * depth
+        + ', "expected": "x"}\n',
+    )
     err = load_error(path)
     assert f"{path}:2: " in str(err)
     assert f"nested more than {readers.MAX_NESTING} levels deep" in str(err)
@@ -185,8 +209,10 @@ N = 50_000
 
 
 def big_rows(n: int = N) -> list[dict]:
-    rows = [{"id": f"item-{i:05d}", "input": f"question {i}", "expected": f"answer {i}"}
-            for i in range(n)]
+    rows = [
+        {"id": f"item-{i:05d}", "input": f"question {i}", "expected": f"answer {i}"}
+        for i in range(n)
+    ]
     for row in rows[::1000]:
         row["metadata"] = {"source": "generated"}
     rows.append({"id": "item-00007", "input": "again", "expected": "x"})
@@ -200,15 +226,20 @@ def test_duplicate_id_at_the_end_of_a_big_jsonl_suite(tmp_path):
     err = load_error(path)
     elapsed = time.perf_counter() - start
     assert (err.item, err.field, err.line) == ("item-00007", "id", N + 1)
-    assert str(err) == (f"{path}:{N + 1}: item 'item-00007': field 'id': duplicate id "
-                        "(first at line 8)")
+    assert str(err) == (
+        f"{path}:{N + 1}: item 'item-00007': field 'id': duplicate id (first at line 8)"
+    )
     assert elapsed < 10, f"{N} items took {elapsed:.1f}s"
 
 
 def test_duplicate_id_at_the_end_of_a_big_yaml_suite(tmp_path):
     lines = ["name: big", "items:"]
     for r in big_rows():
-        lines += [f"  - id: {r['id']}", f"    input: {r['input']}", f"    expected: {r['expected']}"]
+        lines += [
+            f"  - id: {r['id']}",
+            f"    input: {r['input']}",
+            f"    expected: {r['expected']}",
+        ]
         if "metadata" in r:
             lines.append("    metadata: {source: generated}")
     path = write(tmp_path / "big.yaml", "\n".join(lines) + "\n")
@@ -217,8 +248,9 @@ def test_duplicate_id_at_the_end_of_a_big_yaml_suite(tmp_path):
     elapsed = time.perf_counter() - start
     last = len(lines) - 2  # the duplicate's `- id:` line
     assert (err.item, err.field, err.line) == ("item-00007", "id", last)
-    assert str(err).startswith(f"{path}:{last}: item 'item-00007': field 'id': duplicate id "
-                               "(first at line ")
+    assert str(err).startswith(
+        f"{path}:{last}: item 'item-00007': field 'id': duplicate id (first at line "
+    )
     assert elapsed < 10, f"{N} items took {elapsed:.1f}s"
 
 
@@ -228,8 +260,9 @@ def test_a_big_suite_loads_the_same_from_yaml_and_jsonl(tmp_path):
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     inline = write(tmp_path / "inline.yaml", yaml.safe_dump({"items": rows}))
     a, b = load_suite(data), load_suite(inline)
-    assert [(t.id, t.input, t.expected, t.prompt, t.split, t.metadata) for t in a.tasks] == \
-        [(t.id, t.input, t.expected, t.prompt, t.split, t.metadata) for t in b.tasks]
+    assert [(t.id, t.input, t.expected, t.prompt, t.split, t.metadata) for t in a.tasks] == [
+        (t.id, t.input, t.expected, t.prompt, t.split, t.metadata) for t in b.tasks
+    ]
 
 
 # ---------------------------------------------------------------------- JSON Lines text

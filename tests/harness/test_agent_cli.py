@@ -25,8 +25,10 @@ TESTS = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def project(isolated):
     skill = write_skill(isolated / "skills", "caps", body=f"# Caps\n\n- {HELPFUL}\n")
-    items = [{"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}",
-              "split": "test"} for i in range(4)]
+    items = [
+        {"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
+        for i in range(4)
+    ]
     suite = write_suite(isolated / "tasks" / "caps.yaml", items)
     return skill, suite
 
@@ -34,8 +36,20 @@ def project(isolated):
 @pytest.mark.parametrize("harness", ["claude-code", "codex"])
 def test_eval_through_an_agent_cli(agents, project, isolated, harness):
     skill, suite = project
-    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness", harness,
-                              "--compare-no-skill", "--json", "out.json"])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(skill),
+            "--tasks",
+            str(suite),
+            "--harness",
+            harness,
+            "--compare-no-skill",
+            "--json",
+            "out.json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert f"target default · harness {harness}" in res.stdout
     assert "skill invoked in 4/4 traced rollouts (skill · test)" in res.stdout
@@ -63,8 +77,19 @@ def test_missing_cli_exits_2_with_one_line(project, tmp_path, monkeypatch):
 def test_auth_failure_on_every_task_exits_with_the_clis_message(agents, project):
     agents.configure("claude", mode="auth")
     skill, suite = project
-    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness",
-                              "claude-code", "--concurrency", "1"])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(skill),
+            "--tasks",
+            str(suite),
+            "--harness",
+            "claude-code",
+            "--concurrency",
+            "1",
+        ],
+    )
     assert res.exit_code == 2
     assert "4 tasks in a row failed the same way (auth)" in res.stderr
     assert "(API error 401): Invalid API key · Fix external API key" in res.stderr
@@ -77,9 +102,24 @@ def test_ctrl_c_or_a_kill_stops_the_agents_still_running(agents, project, isolat
     skill, suite = project
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skillopt", "eval", str(skill), "--tasks", str(suite),
-         "--harness", "claude-code", "--concurrency", "2"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "skillopt",
+            "eval",
+            str(skill),
+            "--tasks",
+            str(suite),
+            "--harness",
+            "claude-code",
+            "--concurrency",
+            "2",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while len(agents.hang_pids()) < 4 and time.monotonic() < deadline:  # 2 agents + children
         time.sleep(0.05)
@@ -92,14 +132,18 @@ def test_ctrl_c_or_a_kill_stops_the_agents_still_running(agents, project, isolat
     assert wait_dead(agents.hang_pids())
 
 
-@pytest.mark.parametrize("harness, where", [
-    ("claude-code", "home/.claude/skills"),          # personal skills beat project skills
-    ("claude-code", "claude-config/skills"),         # ... wherever CLAUDE_CONFIG_DIR puts them
-    ("codex", "home/.agents/skills"),
-    ("codex", "codex-home/skills"),                  # $CODEX_HOME/skills, the legacy place
-])
+@pytest.mark.parametrize(
+    "harness, where",
+    [
+        ("claude-code", "home/.claude/skills"),  # personal skills beat project skills
+        ("claude-code", "claude-config/skills"),  # ... wherever CLAUDE_CONFIG_DIR puts them
+        ("codex", "home/.agents/skills"),
+        ("codex", "codex-home/skills"),  # $CODEX_HOME/skills, the legacy place
+    ],
+)
 def test_without_isolation_a_user_level_copy_of_the_skill_stops_the_run_before_any_task(
-        agents, project, isolated, tmp_path, monkeypatch, harness, where):
+    agents, project, isolated, tmp_path, monkeypatch, harness, where
+):
     (isolated / "skillopt.yaml").write_text("agent:\n  isolate: false\n")
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.delenv("CODEX_HOME", raising=False)
@@ -121,22 +165,26 @@ def test_without_isolation_a_user_level_copy_of_the_skill_stops_the_run_before_a
 def test_user_skills_of_other_names_are_no_obstacle(agents, project, isolated):
     write_skill(isolated.parent / "home" / ".claude" / "skills", "other", body="# Other\n")
     skill, suite = project
-    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness",
-                              "claude-code"])
+    res = runner.invoke(
+        app, ["eval", str(skill), "--tasks", str(suite), "--harness", "claude-code"]
+    )
     assert res.exit_code == 0, res.output
     assert "mean" in res.stdout and len(agents.calls("claude")) == 4
 
 
 def test_a_suite_default_target_the_cli_cannot_run_gives_way_to_its_default(
-        agents, project, isolated):
+    agents, project, isolated
+):
     """A suite written for the embedded model, run with an agent CLI and no --target:
     the CLI's own default model runs, and one line says so."""
     skill, _ = project
     items = [{"id": "w", "input": "word-1", "expected": "WORD-1", "split": "test"}]
-    suite = write_suite(isolated / "tasks" / "local.yaml", items,
-                        defaults={"target": "local/gemma3-270m"})
-    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness",
-                              "claude-code"])
+    suite = write_suite(
+        isolated / "tasks" / "local.yaml", items, defaults={"target": "local/gemma3-270m"}
+    )
+    res = runner.invoke(
+        app, ["eval", str(skill), "--tasks", str(suite), "--harness", "claude-code"]
+    )
     assert res.exit_code == 0, res.output
     warnings = [line for line in res.stderr.splitlines() if "default target" in line]
     assert len(warnings) == 1
@@ -144,18 +192,40 @@ def test_a_suite_default_target_the_cli_cannot_run_gives_way_to_its_default(
     assert "target default · harness claude-code" in res.stdout
     assert "--model" not in agents.calls("claude")[0]["argv"]
     # an explicit --target of that kind is still refused, with the reason
-    res = runner.invoke(app, ["eval", str(skill), "--tasks", str(suite), "--harness",
-                              "claude-code", "--target", "local/gemma3-270m"])
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            str(skill),
+            "--tasks",
+            str(suite),
+            "--harness",
+            "claude-code",
+            "--target",
+            "local/gemma3-270m",
+        ],
+    )
     assert res.exit_code == 2 and "skillopt runs itself" in res.stderr
 
 
-def test_validate_says_so_too_when_the_suite_default_target_gives_way(agents, project,
-                                                                       isolated):
+def test_validate_says_so_too_when_the_suite_default_target_gives_way(agents, project, isolated):
     skill, _ = project
     items = [{"id": "w", "input": "word-1", "expected": "WORD-1", "split": "test"}]
-    suite = write_suite(isolated / "tasks" / "local.yaml", items,
-                        defaults={"target": "local/gemma3-270m"})
-    res = runner.invoke(app, ["validate", str(skill), "--tasks", str(suite), "--harness",
-                              "claude-code", "--min-score", "1"])
+    suite = write_suite(
+        isolated / "tasks" / "local.yaml", items, defaults={"target": "local/gemma3-270m"}
+    )
+    res = runner.invoke(
+        app,
+        [
+            "validate",
+            str(skill),
+            "--tasks",
+            str(suite),
+            "--harness",
+            "claude-code",
+            "--min-score",
+            "1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "'local/gemma3-270m' is a model skillopt runs itself" in res.stderr

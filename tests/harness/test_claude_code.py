@@ -36,17 +36,31 @@ def skill_dir(isolated):
 
 @pytest.fixture
 def suite_path(isolated):
-    items = [{"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
-             for i in range(3)]
-    items.append({"id": "keep-0", "input": "keep-0", "expected": "keep-0", "split": "test",
-                  "files": {"data/input.txt": "hello\n"}})
+    items = [
+        {"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
+        for i in range(3)
+    ]
+    items.append(
+        {
+            "id": "keep-0",
+            "input": "keep-0",
+            "expected": "keep-0",
+            "split": "test",
+            "files": {"data/input.txt": "hello\n"},
+        }
+    )
     return write_suite(isolated / "tasks" / "caps.yaml", items)
 
 
 def harness(tmp_path, **conf) -> ClaudeCodeHarness:
     agent = conf.pop("agent", {})
-    settings = Settings(harness="claude-code", target=conf.pop("target", None),
-                        claude_code=conf, agent=agent, run_dir=str(tmp_path / "runs"))
+    settings = Settings(
+        harness="claude-code",
+        target=conf.pop("target", None),
+        claude_code=conf,
+        agent=agent,
+        run_dir=str(tmp_path / "runs"),
+    )
     h = build_harness(settings)
     h.check()
     return h
@@ -64,9 +78,15 @@ def tasks(suite_path):
 
 # ---------------------------------------------------------------------- contract
 def test_argv_stdin_cwd_and_skill_location(agents, tmp_path, skill_dir, suite_path):
-    h = harness(tmp_path, target="anthropic/claude-sonnet-4-5", allowed_tools=["Read", "Bash(git diff *)"],
-                tools=["Read", "Bash"], max_turns=7, permission_mode="dontAsk",
-                agent={"keep_workspaces": "none"})
+    h = harness(
+        tmp_path,
+        target="anthropic/claude-sonnet-4-5",
+        allowed_tools=["Read", "Bash(git diff *)"],
+        tools=["Read", "Bash"],
+        max_turns=7,
+        permission_mode="dontAsk",
+        agent={"keep_workspaces": "none"},
+    )
     task = tasks(suite_path)["word-1"]
     traj, _ = run_one(h, Skill.load(skill_dir), task)
     assert traj.ok and traj.answer == "WORD-1"
@@ -74,7 +94,7 @@ def test_argv_stdin_cwd_and_skill_location(agents, tmp_path, skill_dir, suite_pa
     argv = call["argv"]
     assert argv[0] == "-p"
     i = argv.index("--output-format")
-    assert argv[i:i + 3] == ["--output-format", "stream-json", "--verbose"]
+    assert argv[i : i + 3] == ["--output-format", "stream-json", "--verbose"]
     # hermetic by default: no user settings, CLAUDE.md or personal skills, no transcript
     assert argv[argv.index("--setting-sources") + 1] == "project,local"
     assert "--no-session-persistence" in argv
@@ -87,14 +107,17 @@ def test_argv_stdin_cwd_and_skill_location(agents, tmp_path, skill_dir, suite_pa
     # the skill is where Claude Code looks for project skills, named by its directory
     assert call["skills"] == {"caps": skill_dir.joinpath("SKILL.md").read_text()}
     assert call["files"][".claude/skills/caps/reference/notes.md"] == "supporting file\n"
-    assert set(call["files"]) == {".claude/skills/caps/SKILL.md",
-                                  ".claude/skills/caps/reference/notes.md"}
+    assert set(call["files"]) == {
+        ".claude/skills/caps/SKILL.md",
+        ".claude/skills/caps/reference/notes.md",
+    }
     assert Path(call["cwd"]).name == "work" and not Path(call["cwd"]).exists()  # removed
     assert h.fingerprint()["cli"] == "2.1.230 (Claude Code)"
 
 
-def test_workspace_holds_only_the_skill_and_this_tasks_files(agents, tmp_path, skill_dir,
-                                                             suite_path):
+def test_workspace_holds_only_the_skill_and_this_tasks_files(
+    agents, tmp_path, skill_dir, suite_path
+):
     suite = load_suite(suite_path)
     h = harness(tmp_path)
     engine = RolloutEngine(h, RolloutStore(":memory:"), concurrency=2)
@@ -112,8 +135,9 @@ def test_workspace_holds_only_the_skill_and_this_tasks_files(agents, tmp_path, s
     assert len({c["cwd"] for c in calls.values()}) == 4  # a fresh workspace per task
 
 
-def test_environment_is_scrubbed_to_what_the_cli_needs(agents, tmp_path, skill_dir, suite_path,
-                                                       monkeypatch):
+def test_environment_is_scrubbed_to_what_the_cli_needs(
+    agents, tmp_path, skill_dir, suite_path, monkeypatch
+):
     monkeypatch.setenv("SECRET_TOKEN", "do-not-leak")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-other-provider")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -130,8 +154,9 @@ def test_environment_is_scrubbed_to_what_the_cli_needs(agents, tmp_path, skill_d
 
 # ---------------------------------------------------------------------- output shapes
 @pytest.mark.parametrize("trace, shape", [(False, None), (False, "array"), (True, None)])
-def test_every_result_shape_gives_answer_usage_and_cost(agents, tmp_path, skill_dir,
-                                                        suite_path, trace, shape):
+def test_every_result_shape_gives_answer_usage_and_cost(
+    agents, tmp_path, skill_dir, suite_path, trace, shape
+):
     agents.configure("claude", shape=shape)
     h = harness(tmp_path, agent={"trace": trace})
     traj, _ = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-2"])
@@ -163,8 +188,7 @@ def test_no_skill_baseline_installs_nothing(agents, tmp_path, suite_path):
     assert agents.calls("claude")[0]["files"] == {}
 
 
-def test_explicit_invocation_prefixes_the_slash_command(agents, tmp_path, skill_dir,
-                                                        suite_path):
+def test_explicit_invocation_prefixes_the_slash_command(agents, tmp_path, skill_dir, suite_path):
     h = harness(tmp_path, agent={"invoke": "explicit"})
     traj, _ = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
     assert agents.calls("claude")[0]["stdin"] == "/caps word-0"
@@ -183,11 +207,25 @@ def test_tool_outputs_are_truncated_with_a_marker(agents, tmp_path, skill_dir, s
 def test_files_written_by_the_agent_are_scored_in_the_workspace(agents, isolated):
     skill = write_skill(isolated / "skills", "saver", body=f"- {HELPFUL}\n- {SAVE}\n")
     verify = {"type": "command", "run": 'test "$(cat answer.txt)" = "$SKILLOPT_EXPECTED"'}
-    suite = write_suite(isolated / "tasks" / "files.yaml", [
-        {"id": "word-0", "input": "word-0", "expected": "WORD-0", "split": "test",
-         "scorer": verify},
-        {"id": "word-1", "input": "word-1", "expected": "word-1", "split": "test",
-         "scorer": verify}])
+    suite = write_suite(
+        isolated / "tasks" / "files.yaml",
+        [
+            {
+                "id": "word-0",
+                "input": "word-0",
+                "expected": "WORD-0",
+                "split": "test",
+                "scorer": verify,
+            },
+            {
+                "id": "word-1",
+                "input": "word-1",
+                "expected": "word-1",
+                "split": "test",
+                "scorer": verify,
+            },
+        ],
+    )
     result = api.evaluate(skill, suite, flags={"harness": "claude-code"})
     rollouts = {r.task_id: r for r in result.results[0].rollouts}
     assert rollouts["word-0"].scored and rollouts["word-0"].passed
@@ -199,8 +237,7 @@ def test_files_written_by_the_agent_are_scored_in_the_workspace(agents, isolated
 
 
 # ---------------------------------------------------------------------- failures
-def test_auth_failure_is_unscored_with_the_clis_message(agents, tmp_path, skill_dir,
-                                                        suite_path):
+def test_auth_failure_is_unscored_with_the_clis_message(agents, tmp_path, skill_dir, suite_path):
     agents.configure("claude", mode="auth")
     h = harness(tmp_path)
     traj, _ = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
@@ -215,8 +252,7 @@ def test_error_during_execution_is_unscored(agents, tmp_path, skill_dir, suite_p
     assert "error_during_execution" in traj.error and "ENOSPC" in traj.error
 
 
-def test_max_turns_is_the_agents_outcome_and_is_scored(agents, tmp_path, skill_dir,
-                                                       suite_path):
+def test_max_turns_is_the_agents_outcome_and_is_scored(agents, tmp_path, skill_dir, suite_path):
     agents.configure("claude", mode="max_turns")
     store = RolloutStore(":memory:")
     engine = RolloutEngine(harness(tmp_path), store, concurrency=1)
@@ -225,12 +261,16 @@ def test_max_turns_is_the_agents_outcome_and_is_scored(agents, tmp_path, skill_d
     assert r.trajectory["steps"][-1] == {"type": "stopped", "reason": "error_max_turns"}
 
 
-@pytest.mark.parametrize("mode, kind, text", [
-    ("garbage", "bad_output", "503 Service Temporarily Unavailable"),
-    ("exit", "agent_error", "exited 3: fatal: something broke inside the agent"),
-])
-def test_garbage_and_crashes_are_unscored(agents, tmp_path, skill_dir, suite_path, mode, kind,
-                                          text):
+@pytest.mark.parametrize(
+    "mode, kind, text",
+    [
+        ("garbage", "bad_output", "503 Service Temporarily Unavailable"),
+        ("exit", "agent_error", "exited 3: fatal: something broke inside the agent"),
+    ],
+)
+def test_garbage_and_crashes_are_unscored(
+    agents, tmp_path, skill_dir, suite_path, mode, kind, text
+):
     agents.configure("claude", mode=mode)
     store = RolloutStore(":memory:")
     engine = RolloutEngine(harness(tmp_path), store, concurrency=1)
@@ -239,8 +279,7 @@ def test_garbage_and_crashes_are_unscored(agents, tmp_path, skill_dir, suite_pat
     assert r.error_kind == kind and text in r.error
 
 
-def test_a_hang_is_killed_with_its_whole_process_group(agents, tmp_path, skill_dir,
-                                                       suite_path):
+def test_a_hang_is_killed_with_its_whole_process_group(agents, tmp_path, skill_dir, suite_path):
     agents.configure("claude", mode="hang")
     h = harness(tmp_path, agent={"timeout": 1.5})
     start = time.monotonic()
@@ -255,11 +294,15 @@ def test_a_hang_is_killed_with_its_whole_process_group(agents, tmp_path, skill_d
 
 def test_every_task_failing_on_auth_stops_the_run(agents, tmp_path, skill_dir, isolated):
     agents.configure("claude", mode="auth")
-    items = [{"id": f"t{i}", "input": f"word-{i}", "expected": "x", "split": "test"}
-             for i in range(12)]
+    items = [
+        {"id": f"t{i}", "input": f"word-{i}", "expected": "x", "split": "test"} for i in range(12)
+    ]
     suite = write_suite(isolated / "tasks" / "many.yaml", items)
-    with pytest.raises(SystemicFailure, match=r"5 tasks in a row failed the same way \(auth\)"
-                                              r": claude reported an error.*Invalid API key"):
+    with pytest.raises(
+        SystemicFailure,
+        match=r"5 tasks in a row failed the same way \(auth\)"
+        r": claude reported an error.*Invalid API key",
+    ):
         api.evaluate(skill_dir, suite, flags={"harness": "claude-code", "concurrency": 1})
     assert len(agents.calls("claude")) == 5
     # what ran is stored (unscored), so nothing is lost; a rerun retries it
@@ -269,8 +312,10 @@ def test_every_task_failing_on_auth_stops_the_run(agents, tmp_path, skill_dir, i
 
 def test_one_task_failing_does_not_stop_the_run(agents, tmp_path, skill_dir, isolated):
     agents.configure("claude", modes={"word-3": "auth"})
-    items = [{"id": f"t{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
-             for i in range(8)]
+    items = [
+        {"id": f"t{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
+        for i in range(8)
+    ]
     suite = write_suite(isolated / "tasks" / "many.yaml", items)
     result = api.evaluate(skill_dir, suite, flags={"harness": "claude-code", "concurrency": 3})
     split = result.results[0]
@@ -278,8 +323,7 @@ def test_one_task_failing_does_not_stop_the_run(agents, tmp_path, skill_dir, iso
 
 
 # ---------------------------------------------------------------------- configuration
-def test_missing_cli_is_one_error_before_any_task(tmp_path, skill_dir, suite_path,
-                                                  monkeypatch):
+def test_missing_cli_is_one_error_before_any_task(tmp_path, skill_dir, suite_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(HarnessError) as exc:
         api.evaluate(skill_dir, suite_path, flags={"harness": "claude-code"})
@@ -299,8 +343,10 @@ def test_binary_can_be_configured(agents, tmp_path, skill_dir, suite_path):
 
 
 def test_a_model_skillopt_runs_itself_is_not_a_claude_model(tmp_path):
-    with pytest.raises(InputError, match="^target: 'local/gemma-3-270m' is a model skillopt "
-                                         "runs itself.*--target default"):
+    with pytest.raises(
+        InputError,
+        match="^target: 'local/gemma-3-270m' is a model skillopt runs itself.*--target default",
+    ):
         build_harness(Settings(harness="claude-code", target="local/gemma-3-270m"))
 
 
@@ -315,7 +361,8 @@ def test_fingerprint_names_what_changes_the_outcome(agents, tmp_path):
 
 def test_settings_come_from_skillopt_yaml(agents, isolated, skill_dir, suite_path):
     (isolated / "skillopt.yaml").write_text(
-        "harness: claude-code\nclaude_code:\n  permission_mode: plan\n  max_turns: 4\n")
+        "harness: claude-code\nclaude_code:\n  permission_mode: plan\n  max_turns: 4\n"
+    )
     result = api.evaluate(skill_dir, suite_path)
     assert result.harness == "claude-code" and result.results[0].mean == 1.0
     argv = agents.calls("claude")[0]["argv"]
@@ -335,25 +382,50 @@ def test_read_events_accepts_object_array_and_lines():
 
 def test_tool_steps_pair_results_and_detect_reads_of_the_skill():
     events = [
-        {"type": "assistant", "message": {"content": [
-            {"type": "tool_use", "id": "a", "name": "Read",
-             "input": {"file_path": "/w/.claude/skills/caps/SKILL.md"}}]}},
-        {"type": "user", "message": {"content": [
-            {"type": "tool_result", "tool_use_id": "a", "is_error": True,
-             "content": [{"type": "text", "text": "no such file"}]}]}},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "a",
+                        "name": "Read",
+                        "input": {"file_path": "/w/.claude/skills/caps/SKILL.md"},
+                    }
+                ]
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "a",
+                        "is_error": True,
+                        "content": [{"type": "text", "text": "no such file"}],
+                    }
+                ]
+            },
+        },
         {"type": "assistant", "message": {"content": "plain text content"}},
     ]
     steps, invoked, traced = tool_steps(events, "caps")
     assert traced and invoked is True
-    assert steps == ({"type": "tool_use", "tool": "Read",
-                      "input": {"file_path": "/w/.claude/skills/caps/SKILL.md"},
-                      "output": "no such file", "is_error": True},)
+    assert steps == (
+        {
+            "type": "tool_use",
+            "tool": "Read",
+            "input": {"file_path": "/w/.claude/skills/caps/SKILL.md"},
+            "output": "no such file",
+            "is_error": True,
+        },
+    )
     assert tool_steps(events, "other")[1] is False
     assert tool_steps(events, None)[1] is None
 
 
-def test_after_cancel_no_agent_starts_and_nothing_is_left(agents, tmp_path, skill_dir,
-                                                          suite_path):
+def test_after_cancel_no_agent_starts_and_nothing_is_left(agents, tmp_path, skill_dir, suite_path):
     h = harness(tmp_path)
     h.cancel()
     traj = h.run(Skill.load(skill_dir), tasks(suite_path)["word-0"])
@@ -362,16 +434,18 @@ def test_after_cancel_no_agent_starts_and_nothing_is_left(agents, tmp_path, skil
     assert h.release(traj, failed=True) is None
 
 
-def test_a_systemic_stop_waits_for_killed_agents_to_clean_up(agents, tmp_path, skill_dir,
-                                                             isolated):
+def test_a_systemic_stop_waits_for_killed_agents_to_clean_up(agents, tmp_path, skill_dir, isolated):
     """Two agents hang while others fail on auth: the stop kills the hanging ones and
     returns only once their workspaces are put away (the leak guard checks none is
     left in the temp directory)."""
     agents.configure("claude", mode="auth", modes={"slow": "hang"})
-    items = [{"id": f"slow-{i}", "input": f"slow-{i}", "expected": "x", "split": "test"}
-             for i in range(2)]
-    items += [{"id": f"t{i}", "input": f"word-{i}", "expected": "x", "split": "test"}
-              for i in range(8)]
+    items = [
+        {"id": f"slow-{i}", "input": f"slow-{i}", "expected": "x", "split": "test"}
+        for i in range(2)
+    ]
+    items += [
+        {"id": f"t{i}", "input": f"word-{i}", "expected": "x", "split": "test"} for i in range(8)
+    ]
     suite = write_suite(isolated / "tasks" / "mixed.yaml", items)
     start = time.monotonic()
     with pytest.raises(SystemicFailure, match=r"\(auth\)"):
@@ -384,9 +458,22 @@ def test_a_systemic_stop_waits_for_killed_agents_to_clean_up(agents, tmp_path, s
 
 def test_a_long_tool_input_is_kept_as_clipped_json():
     big = {"file_path": "a.txt", "content": "x" * 5000}
-    events = [{"type": "assistant", "message": {"content": [
-        {"type": "tool_use", "id": "t1", "name": "Write", "input": big},
-        {"type": "tool_use", "id": "t2", "name": "Read", "input": {"file_path": "a.txt"}}]}}]
+    events = [
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Write", "input": big},
+                    {
+                        "type": "tool_use",
+                        "id": "t2",
+                        "name": "Read",
+                        "input": {"file_path": "a.txt"},
+                    },
+                ]
+            },
+        }
+    ]
     steps, _, _ = tool_steps(events, None)
     assert steps[0]["input"].startswith('{"file_path": "a.txt", "content": "xxx')
     assert steps[0]["input"].endswith("chars]") and len(steps[0]["input"]) < 1100
@@ -394,8 +481,9 @@ def test_a_long_tool_input_is_kept_as_clipped_json():
 
 
 # ---------------------------------------------------------------------- hermetic rollouts
-def test_each_rollout_has_a_private_home_holding_only_the_login(agents, tmp_path, skill_dir,
-                                                               suite_path, monkeypatch):
+def test_each_rollout_has_a_private_home_holding_only_the_login(
+    agents, tmp_path, skill_dir, suite_path, monkeypatch
+):
     home = Path(os.environ["HOME"])
     (home / ".claude").mkdir(parents=True, exist_ok=True)
     (home / ".claude" / ".credentials.json").write_text('{"token": "oauth-login"}')
@@ -430,15 +518,17 @@ def test_without_isolation_the_cli_gets_the_users_home(agents, tmp_path, skill_d
 
 def test_an_api_error_is_classified_by_its_status(agents, tmp_path, skill_dir, suite_path):
     agents.configure("claude", mode="server")
-    traj, _ = run_one(harness(tmp_path, max_retries=1), Skill.load(skill_dir),
-                      tasks(suite_path)["word-0"])
+    traj, _ = run_one(
+        harness(tmp_path, max_retries=1), Skill.load(skill_dir), tasks(suite_path)["word-0"]
+    )
     assert traj.error_kind == "server"  # not an agent error: the provider failed
     assert traj.error.startswith("claude reported an error (API error 500): API Error: 500")
     assert traj.info["api_retries"] == 1 and traj.info["api_error_status"] == 500
 
 
-def test_a_timeout_spent_retrying_a_rejected_key_is_an_auth_failure(agents, tmp_path,
-                                                                    skill_dir, suite_path):
+def test_a_timeout_spent_retrying_a_rejected_key_is_an_auth_failure(
+    agents, tmp_path, skill_dir, suite_path
+):
     agents.configure("claude", mode="retry_hang")
     h = harness(tmp_path, agent={"timeout": 0.5})
     traj, _ = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
@@ -448,7 +538,8 @@ def test_a_timeout_spent_retrying_a_rejected_key_is_an_auth_failure(agents, tmp_
 
 
 def test_explicit_invocation_counts_as_invoked_without_a_skill_tool_call(
-        agents, tmp_path, skill_dir, suite_path):
+    agents, tmp_path, skill_dir, suite_path
+):
     agents.configure("claude", invoke=False)  # no Skill tool call in the trace
     h = harness(tmp_path, agent={"invoke": "explicit"})
     traj, _ = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
@@ -456,17 +547,18 @@ def test_explicit_invocation_counts_as_invoked_without_a_skill_tool_call(
     assert traj.skill_invoked is True  # the CLI expanded /caps: its init lists the command
 
 
-def test_a_skill_the_cli_did_not_discover_is_not_scored(agents, tmp_path, skill_dir,
-                                                        suite_path):
+def test_a_skill_the_cli_did_not_discover_is_not_scored(agents, tmp_path, skill_dir, suite_path):
     agents.configure("claude", discover=False)
     traj, _ = run_one(harness(tmp_path), Skill.load(skill_dir), tasks(suite_path)["word-0"])
     assert traj.answer is None and traj.error_kind == "not_discovered"
-    assert "claude did not discover the skill 'caps' installed at .claude/skills/caps/SKILL.md" \
-        in traj.error and "verify, debug" in traj.error
+    assert (
+        "claude did not discover the skill 'caps' installed at .claude/skills/caps/SKILL.md"
+        in traj.error
+        and "verify, debug" in traj.error
+    )
 
 
-def test_the_model_endpoint_and_isolation_are_in_the_fingerprint(agents, tmp_path,
-                                                                 monkeypatch):
+def test_the_model_endpoint_and_isolation_are_in_the_fingerprint(agents, tmp_path, monkeypatch):
     a = harness(tmp_path).fingerprint()
     assert a["isolate"] is True and a["endpoint"] is None and a["model"] is None
     monkeypatch.setenv("ANTHROPIC_MODEL", "claude-sonnet-4-5")

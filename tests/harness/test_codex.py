@@ -37,15 +37,22 @@ def skill_dir(isolated):
 
 @pytest.fixture
 def suite_path(isolated):
-    items = [{"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
-             for i in range(3)]
+    items = [
+        {"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
+        for i in range(3)
+    ]
     return write_suite(isolated / "tasks" / "caps.yaml", items)
 
 
 def harness(tmp_path, **conf) -> CodexHarness:
     agent = conf.pop("agent", {})
-    settings = Settings(harness="codex", target=conf.pop("target", None), codex=conf,
-                        agent=agent, run_dir=str(tmp_path / "runs"))
+    settings = Settings(
+        harness="codex",
+        target=conf.pop("target", None),
+        codex=conf,
+        agent=agent,
+        run_dir=str(tmp_path / "runs"),
+    )
     h = build_harness(settings)
     h.check()
     return h
@@ -62,9 +69,21 @@ def test_exec_contract_and_skill_location(agents, tmp_path, skill_dir, suite_pat
     (call,) = agents.calls("codex")
     ws = call["cwd"]
     io = str(Path(ws).parent / "io")
-    assert call["argv"] == ["exec", "--json", "--sandbox", "workspace-write",
-                            "--skip-git-repo-check", "-C", ws, "-m", "gpt-5-codex",
-                            "--output-last-message", f"{io}/{LAST_MESSAGE}", "--ephemeral", "-"]
+    assert call["argv"] == [
+        "exec",
+        "--json",
+        "--sandbox",
+        "workspace-write",
+        "--skip-git-repo-check",
+        "-C",
+        ws,
+        "-m",
+        "gpt-5-codex",
+        "--output-last-message",
+        f"{io}/{LAST_MESSAGE}",
+        "--ephemeral",
+        "-",
+    ]
     assert "--full-auto" not in call["argv"]
     assert call["stdin"] == task.prompt and call["process_cwd"] == ws
     assert call["skills"] == {"caps": (skill_dir / "SKILL.md").read_text()}
@@ -74,8 +93,9 @@ def test_exec_contract_and_skill_location(agents, tmp_path, skill_dir, suite_pat
     assert h.fingerprint()["cli"] == "codex-cli 0.150.0"
 
 
-def test_events_become_usage_steps_and_the_answer(agents, tmp_path, skill_dir, suite_path,
-                                                  isolated):
+def test_events_become_usage_steps_and_the_answer(
+    agents, tmp_path, skill_dir, suite_path, isolated
+):
     skill = write_skill(isolated / "skills", "saver", body=f"- {HELPFUL}\n- {SAVE}\n")
     h = harness(tmp_path)
     traj = h.run(Skill.load(skill), first_task(suite_path))
@@ -100,12 +120,16 @@ def test_skill_not_read_is_reported(agents, tmp_path, skill_dir, suite_path):
     assert traj.answer == "word-0" and traj.skill_invoked is False
 
 
-@pytest.mark.parametrize("mode, kind, text", [
-    ("auth", "auth", "401 Unauthorized: invalid api key"),
-    ("quota", "quota", "You exceeded your current quota"),
-])
-def test_turn_failures_are_unscored_and_classified(agents, tmp_path, skill_dir, suite_path,
-                                                   mode, kind, text):
+@pytest.mark.parametrize(
+    "mode, kind, text",
+    [
+        ("auth", "auth", "401 Unauthorized: invalid api key"),
+        ("quota", "quota", "You exceeded your current quota"),
+    ],
+)
+def test_turn_failures_are_unscored_and_classified(
+    agents, tmp_path, skill_dir, suite_path, mode, kind, text
+):
     agents.configure("codex", mode=mode)
     engine = RolloutEngine(harness(tmp_path), RolloutStore(":memory:"), concurrency=1)
     (r,) = engine.run(Skill.load(skill_dir), [first_task(suite_path)])
@@ -115,20 +139,28 @@ def test_turn_failures_are_unscored_and_classified(agents, tmp_path, skill_dir, 
 
 def test_quota_on_every_task_stops_the_run(agents, tmp_path, skill_dir, isolated):
     agents.configure("codex", mode="quota")
-    suite = write_suite(isolated / "tasks" / "many.yaml", [
-        {"id": f"t{i}", "input": f"word-{i}", "expected": "x", "split": "test"}
-        for i in range(20)])
+    suite = write_suite(
+        isolated / "tasks" / "many.yaml",
+        [
+            {"id": f"t{i}", "input": f"word-{i}", "expected": "x", "split": "test"}
+            for i in range(20)
+        ],
+    )
     with pytest.raises(SystemicFailure, match=r"\(quota\): codex turn failed: You exceeded"):
         api.evaluate(skill_dir, suite, flags={"harness": "codex", "concurrency": 2})
     assert 5 <= len(agents.calls("codex")) <= 7  # the in-flight ones finish, no more start
 
 
-@pytest.mark.parametrize("mode, kind, text", [
-    ("garbage", "bad_output", "without completing a turn or a final message: Segmentation"),
-    ("exit", "agent_error", "codex exited 101: thread 'main' panicked"),
-])
-def test_garbage_and_crashes_are_unscored(agents, tmp_path, skill_dir, suite_path, mode, kind,
-                                          text):
+@pytest.mark.parametrize(
+    "mode, kind, text",
+    [
+        ("garbage", "bad_output", "without completing a turn or a final message: Segmentation"),
+        ("exit", "agent_error", "codex exited 101: thread 'main' panicked"),
+    ],
+)
+def test_garbage_and_crashes_are_unscored(
+    agents, tmp_path, skill_dir, suite_path, mode, kind, text
+):
     agents.configure("codex", mode=mode)
     engine = RolloutEngine(harness(tmp_path), RolloutStore(":memory:"), concurrency=1)
     (r,) = engine.run(Skill.load(skill_dir), [first_task(suite_path)])
@@ -146,21 +178,28 @@ def test_a_hang_is_killed(agents, tmp_path, skill_dir, suite_path):
     h.release(traj, failed=True)
 
 
-def test_a_removed_flag_is_a_usage_error_the_run_reports(agents, tmp_path, skill_dir,
-                                                          suite_path):
+def test_a_removed_flag_is_a_usage_error_the_run_reports(agents, tmp_path, skill_dir, suite_path):
     h = harness(tmp_path, args=["--full-auto"])  # what an old config might still say
     traj = h.run(Skill.load(skill_dir), first_task(suite_path))
     h.release(traj, failed=False)
     assert traj.answer is None and "unexpected argument '--full-auto'" in traj.error
 
 
-def test_read_only_sandbox_means_the_file_is_not_written(agents, tmp_path, isolated,
-                                                         suite_path):
+def test_read_only_sandbox_means_the_file_is_not_written(agents, tmp_path, isolated, suite_path):
     skill = write_skill(isolated / "skills", "saver", body=f"- {HELPFUL}\n- {SAVE}\n")
     verify = {"type": "command", "run": 'test "$(cat answer.txt)" = "$SKILLOPT_EXPECTED"'}
-    suite = write_suite(isolated / "tasks" / "files.yaml", [
-        {"id": "word-0", "input": "word-0", "expected": "WORD-0", "split": "test",
-         "scorer": verify}])
+    suite = write_suite(
+        isolated / "tasks" / "files.yaml",
+        [
+            {
+                "id": "word-0",
+                "input": "word-0",
+                "expected": "WORD-0",
+                "split": "test",
+                "scorer": verify,
+            }
+        ],
+    )
     ok = api.evaluate(skill, suite, flags={"harness": "codex"}).results[0].rollouts[0]
     assert ok.scored and ok.passed
     (isolated / "skillopt.yaml").write_text("codex:\n  sandbox: read-only\n")
@@ -176,8 +215,9 @@ def test_missing_codex_is_one_error(tmp_path, monkeypatch):
         build_harness(Settings(harness="codex")).check()
 
 
-def test_environment_passes_openai_and_codex_variables_only(agents, tmp_path, skill_dir,
-                                                            suite_path, monkeypatch):
+def test_environment_passes_openai_and_codex_variables_only(
+    agents, tmp_path, skill_dir, suite_path, monkeypatch
+):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant")
@@ -190,21 +230,41 @@ def test_environment_passes_openai_and_codex_variables_only(agents, tmp_path, sk
 
 
 def test_parsing_tolerates_old_names_and_partial_items():
-    lines = "\n".join(json.dumps(e) for e in [
-        {"type": "thread.started", "thread_id": "x"},
-        {"type": "item.started", "item": {"id": "1", "type": "command_execution",
-                                          "command": "ls", "status": "in_progress"}},
-        {"type": "item.completed", "item": {"id": "2", "item_type": "assistant_message",
-                                            "text": "old shape"}},
-        {"type": "item.completed", "item": {"id": "3", "type": "todo_list",
-                                            "items": [{"text": "a", "completed": True}]}},
-    ]) + "\nnot json\n{broken\n"
+    lines = (
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {"type": "thread.started", "thread_id": "x"},
+                {
+                    "type": "item.started",
+                    "item": {
+                        "id": "1",
+                        "type": "command_execution",
+                        "command": "ls",
+                        "status": "in_progress",
+                    },
+                },
+                {
+                    "type": "item.completed",
+                    "item": {"id": "2", "item_type": "assistant_message", "text": "old shape"},
+                },
+                {
+                    "type": "item.completed",
+                    "item": {
+                        "id": "3",
+                        "type": "todo_list",
+                        "items": [{"text": "a", "completed": True}],
+                    },
+                },
+            ]
+        )
+        + "\nnot json\n{broken\n"
+    )
     events = read_jsonl(lines)
     assert len(events) == 4
     steps, messages, invoked = item_steps(events, "caps")
     assert messages == ["old shape"] and invoked is False
-    assert steps[0] == {"type": "command", "command": "ls", "output": "",
-                        "status": "in_progress"}
+    assert steps[0] == {"type": "command", "command": "ls", "output": "", "status": "in_progress"}
     assert steps[1]["type"] == "todo_list" and '"completed": true' in steps[1]["text"]
 
 
@@ -251,7 +311,8 @@ def user_codex(isolated, monkeypatch):
 
 
 def test_each_rollout_gets_a_private_codex_home_with_only_the_provider_and_login(
-        agents, tmp_path, skill_dir, suite_path, user_codex):
+    agents, tmp_path, skill_dir, suite_path, user_codex
+):
     h = harness(tmp_path)
     traj = h.run(Skill.load(skill_dir), first_task(suite_path))
     h.release(traj, failed=False)
@@ -263,22 +324,31 @@ def test_each_rollout_gets_a_private_codex_home_with_only_the_provider_and_login
     assert set(files) == {"config.toml", "auth.json"}  # no AGENTS.md, skills, history
     assert files["auth.json"] == (user_codex / "auth.json").read_text()
     config = tomllib.loads(files["config.toml"])
-    assert config == {"model": "gpt-fake", "model_provider": "gateway",
-                      "model_reasoning_effort": "low",  # the active profile's
-                      "analytics": {"enabled": False},
-                      "features": {"plugins": False, "unbounded_connection_retries": False},
-                      "model_providers": {"gateway": {
-                          "name": "Company gateway", "base_url": "http://127.0.0.1:9/v1",
-                          "env_key": "GATEWAY_KEY", "wire_api": "responses",
-                          "http_headers": {"X-Team": "skills"}}}}
+    assert config == {
+        "model": "gpt-fake",
+        "model_provider": "gateway",
+        "model_reasoning_effort": "low",  # the active profile's
+        "analytics": {"enabled": False},
+        "features": {"plugins": False, "unbounded_connection_retries": False},
+        "model_providers": {
+            "gateway": {
+                "name": "Company gateway",
+                "base_url": "http://127.0.0.1:9/v1",
+                "env_key": "GATEWAY_KEY",
+                "wire_api": "responses",
+                "http_headers": {"X-Team": "skills"},
+            }
+        },
+    }
     assert call["user_skills"] == []  # neither ~/.agents/skills nor $CODEX_HOME/skills
     assert Path(call["seen"]["HOME"]) != Path(os.environ["HOME"])
     assert call["env_values"] == {} and "GATEWAY_KEY" in call["env"]  # the provider's key
     assert "--ephemeral" in call["argv"]  # no session files
 
 
-def test_without_isolation_codex_reads_the_users_own_home(agents, tmp_path, skill_dir,
-                                                          suite_path, user_codex):
+def test_without_isolation_codex_reads_the_users_own_home(
+    agents, tmp_path, skill_dir, suite_path, user_codex
+):
     h = harness(tmp_path, agent={"isolate": False})
     h.release(h.run(Skill.load(skill_dir), first_task(suite_path)), failed=False)
     (call,) = agents.calls("codex")
@@ -287,8 +357,9 @@ def test_without_isolation_codex_reads_the_users_own_home(agents, tmp_path, skil
     assert "--ephemeral" in call["argv"]
 
 
-def test_a_missing_provider_key_is_an_auth_failure(agents, tmp_path, skill_dir, suite_path,
-                                                   user_codex, monkeypatch):
+def test_a_missing_provider_key_is_an_auth_failure(
+    agents, tmp_path, skill_dir, suite_path, user_codex, monkeypatch
+):
     monkeypatch.delenv("GATEWAY_KEY")
     h = harness(tmp_path)
     traj = h.run(Skill.load(skill_dir), first_task(suite_path))
@@ -297,8 +368,9 @@ def test_a_missing_provider_key_is_an_auth_failure(agents, tmp_path, skill_dir, 
     assert "Missing environment variable: `GATEWAY_KEY`" in traj.error
 
 
-def test_a_broken_sandbox_is_its_own_error_and_no_invocation(agents, tmp_path, skill_dir,
-                                                             suite_path):
+def test_a_broken_sandbox_is_its_own_error_and_no_invocation(
+    agents, tmp_path, skill_dir, suite_path
+):
     agents.configure("codex", mode="sandbox_broken")
     h = harness(tmp_path)
     traj = h.run(Skill.load(skill_dir), first_task(suite_path))
@@ -312,8 +384,11 @@ def test_a_broken_sandbox_is_its_own_error_and_no_invocation(agents, tmp_path, s
 def test_the_model_provider_and_isolation_are_in_the_fingerprint(agents, tmp_path, user_codex):
     a = harness(tmp_path).fingerprint()
     assert a["model"] == "gpt-fake" and a["isolate"] is True
-    assert a["provider"] == {"name": "gateway", "base_url": "http://127.0.0.1:9/v1",
-                             "wire_api": "responses"}
+    assert a["provider"] == {
+        "name": "gateway",
+        "base_url": "http://127.0.0.1:9/v1",
+        "wire_api": "responses",
+    }
     assert harness(tmp_path, target="gpt-5").fingerprint()["model"] == "gpt-5"
     (user_codex / "config.toml").write_text(USER_CONFIG.replace(":9/v1", ":10/v1"))
     assert harness(tmp_path).fingerprint() != a
@@ -327,8 +402,9 @@ def test_a_config_codex_cannot_read_stops_before_any_task(agents, tmp_path, user
     assert agents.calls("codex") == []
 
 
-def test_explicit_invocation_counts_as_invoked_without_a_read(agents, tmp_path, skill_dir,
-                                                              suite_path):
+def test_explicit_invocation_counts_as_invoked_without_a_read(
+    agents, tmp_path, skill_dir, suite_path
+):
     agents.configure("codex", invoke=False)  # no command reads SKILL.md
     h = harness(tmp_path, agent={"invoke": "explicit"})
     traj = h.run(Skill.load(skill_dir), first_task(suite_path))

@@ -36,7 +36,7 @@ from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite
 
-AGENT = r'''
+AGENT = r"""
 import json, os, pathlib, sys, time
 here = pathlib.Path(__file__).resolve().parent
 env = dict(os.environ)
@@ -59,7 +59,7 @@ time.sleep(plan.get("sleep", 0))
 sys.stderr.write(plan.get("stderr", ""))
 sys.stdout.write(plan.get("stdout", task.upper() + "\n"))
 sys.exit(plan.get("exit", 0))
-'''
+"""
 
 
 class Agent:
@@ -99,11 +99,20 @@ def skill(isolated) -> Skill:
 
 @pytest.fixture
 def suite_path(isolated) -> Path:
-    items = [{"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
-             for i in range(3)]
+    items = [
+        {"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
+        for i in range(3)
+    ]
     items.append({"id": "miss", "input": "miss", "expected": "never", "split": "test"})
-    items.append({"id": "files-0", "input": "files-0", "expected": "FILES-0", "split": "test",
-                  "files": {"data/input.txt": "hello\n"}})
+    items.append(
+        {
+            "id": "files-0",
+            "input": "files-0",
+            "expected": "FILES-0",
+            "split": "test",
+            "files": {"data/input.txt": "hello\n"},
+        }
+    )
     return write_suite(isolated / "tasks" / "caps.yaml", items)
 
 
@@ -113,8 +122,13 @@ def tasks(suite_path) -> dict:
 
 
 def settings(tmp_path, argv, *, target=None, agent=None, **command) -> Settings:
-    return Settings(harness="command", target=target, agent=agent or {},
-                    run_dir=str(tmp_path / "runs"), command={"argv": argv, **command})
+    return Settings(
+        harness="command",
+        target=target,
+        agent=agent or {},
+        run_dir=str(tmp_path / "runs"),
+        command={"argv": argv, **command},
+    )
 
 
 def harness(tmp_path, argv, **kw):
@@ -136,8 +150,13 @@ def engine_run(h, skill, task_list):
 def test_every_placeholder_reaches_the_program(agent, tmp_path, skill, tasks):
     template = [f"{{{p}}}" for p in PLACEHOLDERS] + ["{{literal}}", "a{{b}}c", "--id={task_id}"]
     agent.plan(**{"*": {"write": {"out/answer.txt": "from file"}}})
-    h = harness(tmp_path, agent.argv + template, target="openai/gpt-x", output="out/answer.txt",
-                agent={"keep_workspaces": "none"})
+    h = harness(
+        tmp_path,
+        agent.argv + template,
+        target="openai/gpt-x",
+        output="out/answer.txt",
+        agent={"keep_workspaces": "none"},
+    )
     traj, _ = run_one(h, skill, tasks["word-1"])
     assert traj.ok and traj.answer == "from file"
     call = agent.call("word-1")
@@ -152,7 +171,7 @@ def test_every_placeholder_reaches_the_program(agent, tmp_path, skill, tasks):
     assert got["model"] == "openai/gpt-x"  # handed over as is, prefix and all
     assert Path(got["output_file"]).resolve() == cwd / "out" / "answer.txt"
     assert Path(got["steps_file"]).resolve() == cwd.parent / "io" / "steps.jsonl"
-    assert call["argv"][len(PLACEHOLDERS):] == ["{literal}", "a{b}c", "--id=word-1"]
+    assert call["argv"][len(PLACEHOLDERS) :] == ["{literal}", "a{b}c", "--id=word-1"]
     assert not cwd.exists()  # keep_workspaces: none
 
 
@@ -174,7 +193,8 @@ def test_explicit_invocation_puts_the_command_in_the_task_file(agent, tmp_path, 
 # ---------------------------------------------------------------------- workspace
 @pytest.mark.parametrize("skills_dir", [None, ".claude/skills"])
 def test_skill_is_installed_and_the_workspace_holds_nothing_of_the_suite(
-        agent, tmp_path, skill, suite_path, skills_dir):
+    agent, tmp_path, skill, suite_path, skills_dir
+):
     conf = {"skills_dir": skills_dir} if skills_dir else {}
     h = harness(tmp_path, agent.argv, **conf)
     suite = load_suite(suite_path)
@@ -184,8 +204,10 @@ def test_skill_is_installed_and_the_workspace_holds_nothing_of_the_suite(
     assert len(calls) == 5 and len({c["cwd"] for c in calls.values()}) == 5  # one each
     suite_text = suite_path.read_text()
     for task_id, call in calls.items():
-        skill_files = {f"{where}/caps/SKILL.md": skill.text,
-                       f"{where}/caps/reference/notes.md": "supporting file\n"}
+        skill_files = {
+            f"{where}/caps/SKILL.md": skill.text,
+            f"{where}/caps/reference/notes.md": "supporting file\n",
+        }
         task_files = {"data/input.txt": "hello\n"} if task_id == "files-0" else {}
         assert call["files"] == {**skill_files, **task_files}
         assert Path(call["env"]["SKILLOPT_SKILL_DIR"]) == Path(call["cwd"], where, "caps")
@@ -198,8 +220,7 @@ def test_skill_is_installed_and_the_workspace_holds_nothing_of_the_suite(
         assert not Path(call["cwd"]).resolve().is_relative_to(Path.cwd().resolve())
 
 
-def test_no_skill_baseline_gets_an_empty_directory_outside_the_workspace(agent, tmp_path,
-                                                                         tasks):
+def test_no_skill_baseline_gets_an_empty_directory_outside_the_workspace(agent, tmp_path, tasks):
     h = harness(tmp_path, agent.argv + ["{skill_dir}", "{skill_file}", "{skill_name}"])
     traj, _ = run_one(h, Skill.empty(), tasks["word-0"])
     assert traj.answer == "WORD-0"
@@ -212,13 +233,13 @@ def test_no_skill_baseline_gets_an_empty_directory_outside_the_workspace(agent, 
 
 
 # ---------------------------------------------------------------------- environment
-def test_skillopt_variables_are_set_and_the_rest_is_scrubbed(agent, tmp_path, skill, tasks,
-                                                            monkeypatch):
+def test_skillopt_variables_are_set_and_the_rest_is_scrubbed(
+    agent, tmp_path, skill, tasks, monkeypatch
+):
     monkeypatch.setenv("MY_SECRET_TOKEN", "do-not-leak")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
     monkeypatch.setenv("PASS_ME", "through")
-    h = harness(tmp_path, agent.argv, target="m1", output="answer.txt",
-                agent={"env": ["PASS_ME"]})
+    h = harness(tmp_path, agent.argv, target="m1", output="answer.txt", agent={"env": ["PASS_ME"]})
     run_one(h, skill, replace(tasks["word-2"], prompt="the prompt text"))
     call = agent.call("word-2")
     env, cwd = call["env"], Path(call["cwd"])
@@ -227,8 +248,11 @@ def test_skillopt_variables_are_set_and_the_rest_is_scrubbed(agent, tmp_path, sk
     assert Path(env["SKILLOPT_SKILL_FILE"]) == cwd / ".agents/skills/caps/SKILL.md"
     assert Path(env["SKILLOPT_OUTPUT_FILE"]) == cwd / "answer.txt"
     assert Path(env["SKILLOPT_STEPS_FILE"]).parent == Path(env["SKILLOPT_TASK_FILE"]).parent
-    assert (env["SKILLOPT_SKILL_NAME"], env["SKILLOPT_TASK_ID"], env["SKILLOPT_MODEL"]) == \
-        ("caps", "word-2", "m1")
+    assert (env["SKILLOPT_SKILL_NAME"], env["SKILLOPT_TASK_ID"], env["SKILLOPT_MODEL"]) == (
+        "caps",
+        "word-2",
+        "m1",
+    )
     assert call["task"] == "the prompt text" and "SKILLOPT_PROMPT" not in env
     assert not any("the prompt text" in v for v in env.values())
     assert env["PASS_ME"] == "through" and "PATH" in env
@@ -248,8 +272,7 @@ def test_answer_from_stdout_has_trailing_newlines_stripped(agent, tmp_path, skil
 
 def test_answer_from_a_named_output_file(agent, tmp_path, skill, tasks):
     agent.plan(**{"*": {"write": {"answer.txt": "WORD-0\n"}, "stdout": "stdout noise"}})
-    (r,) = engine_run(harness(tmp_path, agent.argv, output="answer.txt"), skill,
-                      [tasks["word-0"]])
+    (r,) = engine_run(harness(tmp_path, agent.argv, output="answer.txt"), skill, [tasks["word-0"]])
     assert r.scored and r.passed and r.answer == "WORD-0"
 
 
@@ -258,21 +281,29 @@ def test_an_output_file_never_written_is_unscored(agent, tmp_path, skill, tasks)
     traj, kept = run_one(h, skill, tasks["word-0"])
     assert traj.answer is None and traj.error_kind == "bad_output"
     assert "wrote no answer.txt" in traj.error and kept is not None
-    (r,) = engine_run(harness(tmp_path, agent.argv, output="answer.txt"), skill,
-                      [tasks["word-1"]])
+    (r,) = engine_run(harness(tmp_path, agent.argv, output="answer.txt"), skill, [tasks["word-1"]])
     assert not r.scored and r.score is None and r.error_kind == "bad_output"
 
 
 # ---------------------------------------------------------------------- failures
-@pytest.mark.parametrize("stderr, kind", [
-    ("fatal: something broke\n", "command_error"),
-    ("request failed: HTTP 401 Unauthorized\n", "auth"),
-    ("429 Too Many Requests\n", "rate_limit"),
-])
-def test_nonzero_exit_is_unscored_with_the_stderr_tail(agent, tmp_path, skill, tasks, stderr,
-                                                       kind):
-    agent.plan(**{"*": {"exit": 3, "stderr": "early line\n" + "x" * 3000 + "\n" + stderr,
-                        "stdout": "WORD-0\n"}})
+@pytest.mark.parametrize(
+    "stderr, kind",
+    [
+        ("fatal: something broke\n", "command_error"),
+        ("request failed: HTTP 401 Unauthorized\n", "auth"),
+        ("429 Too Many Requests\n", "rate_limit"),
+    ],
+)
+def test_nonzero_exit_is_unscored_with_the_stderr_tail(agent, tmp_path, skill, tasks, stderr, kind):
+    agent.plan(
+        **{
+            "*": {
+                "exit": 3,
+                "stderr": "early line\n" + "x" * 3000 + "\n" + stderr,
+                "stdout": "WORD-0\n",
+            }
+        }
+    )
     h = harness(tmp_path, agent.argv)
     traj, _ = run_one(h, skill, tasks["word-0"])
     assert traj.answer is None and traj.error_kind == kind
@@ -297,10 +328,19 @@ def test_a_program_that_sleeps_past_the_timeout_is_killed(agent, tmp_path, skill
 # ---------------------------------------------------------------------- steps
 def test_steps_file_lines_become_the_trajectorys_steps(agent, tmp_path, skill, tasks):
     long = "y" * 5000
-    agent.plan(**{"*": {"steps": [
-        json.dumps({"type": "command", "command": "cat SKILL.md", "output": long}),
-        "not json at all", json.dumps([1, 2]), "",
-        json.dumps({"type": "note", "n": 3, "nested": {"k": "v"}})]}})
+    agent.plan(
+        **{
+            "*": {
+                "steps": [
+                    json.dumps({"type": "command", "command": "cat SKILL.md", "output": long}),
+                    "not json at all",
+                    json.dumps([1, 2]),
+                    "",
+                    json.dumps({"type": "note", "n": 3, "nested": {"k": "v"}}),
+                ]
+            }
+        }
+    )
     traj, _ = run_one(harness(tmp_path, agent.argv), skill, tasks["word-0"])
     assert traj.answer == "WORD-0" and len(traj.steps) == 2
     first, second = traj.steps
@@ -316,19 +356,22 @@ def test_steps_are_kept_when_the_program_fails(agent, tmp_path, skill, tasks):
 
 
 # ---------------------------------------------------------------------- configuration
-@pytest.mark.parametrize("command, field, text", [
-    ({"argv": None}, "command.argv", "needs `command.argv`"),
-    ({"argv": []}, "command.argv", "needs `command.argv`"),
-    ({"argv": "   "}, "command.argv", "must name a program"),
-    ({"argv": ["prog", "x", "{nope}"]}, "command.argv[2]", "unknown placeholder {nope}"),
-    ({"argv": "prog {0}"}, "command.argv[1]", "unknown placeholder {0}"),
-    ({"argv": ["prog", "{unclosed"]}, "command.argv[1]", "bad template"),
-    ({"argv": ["prog", "a}b"]}, "command.argv[1]", "bad template"),
-    ({"argv": ["prog"], "output": "/tmp/answer.txt"}, "command.output", "relative"),
-    ({"argv": ["prog"], "output": "../answer.txt"}, "command.output", "relative"),
-    ({"argv": ["prog"], "output": "out/../../answer.txt"}, "command.output", "relative"),
-    ({"argv": ["prog"], "output": " "}, "command.output", "relative"),
-])
+@pytest.mark.parametrize(
+    "command, field, text",
+    [
+        ({"argv": None}, "command.argv", "needs `command.argv`"),
+        ({"argv": []}, "command.argv", "needs `command.argv`"),
+        ({"argv": "   "}, "command.argv", "must name a program"),
+        ({"argv": ["prog", "x", "{nope}"]}, "command.argv[2]", "unknown placeholder {nope}"),
+        ({"argv": "prog {0}"}, "command.argv[1]", "unknown placeholder {0}"),
+        ({"argv": ["prog", "{unclosed"]}, "command.argv[1]", "bad template"),
+        ({"argv": ["prog", "a}b"]}, "command.argv[1]", "bad template"),
+        ({"argv": ["prog"], "output": "/tmp/answer.txt"}, "command.output", "relative"),
+        ({"argv": ["prog"], "output": "../answer.txt"}, "command.output", "relative"),
+        ({"argv": ["prog"], "output": "out/../../answer.txt"}, "command.output", "relative"),
+        ({"argv": ["prog"], "output": " "}, "command.output", "relative"),
+    ],
+)
 def test_configuration_errors_name_the_field(tmp_path, command, field, text):
     with pytest.raises(InputError) as exc:
         build_harness(settings(tmp_path, **command))
@@ -339,14 +382,17 @@ def test_configuration_errors_name_the_field(tmp_path, command, field, text):
         assert "{{ and }}" in str(exc.value)
 
 
-
-@pytest.mark.parametrize("part, message", [
-    ("{task_id:{bogus}}", "unknown placeholder {bogus}"),
-    ("{task_id:d}", "placeholders take no format spec"),
-    ("{task_id!z}", "bad template"),
-])
-def test_a_template_that_would_fail_at_task_time_is_refused_up_front(agent, tmp_path, part,
-                                                                     message):
+@pytest.mark.parametrize(
+    "part, message",
+    [
+        ("{task_id:{bogus}}", "unknown placeholder {bogus}"),
+        ("{task_id:d}", "placeholders take no format spec"),
+        ("{task_id!z}", "bad template"),
+    ],
+)
+def test_a_template_that_would_fail_at_task_time_is_refused_up_front(
+    agent, tmp_path, part, message
+):
     with pytest.raises(InputError, match=re.escape(message)) as exc:
         harness(tmp_path, agent.argv + [part])
     assert "command.argv[" in str(exc.value)
@@ -386,8 +432,9 @@ def kept_dirs(tmp_path) -> list[Path]:
 def test_failed_workspaces_are_kept_and_passing_ones_removed(agent, tmp_path, skill, tasks):
     agent.plan(miss={"write": {"notes.txt": "left behind"}}, **{"word-1": {"exit": 2}})
     h = harness(tmp_path, agent.argv)
-    passed, failed, unscored = engine_run(h, skill, [tasks[t] for t in ("word-0", "miss",
-                                                                        "word-1")])
+    passed, failed, unscored = engine_run(
+        h, skill, [tasks[t] for t in ("word-0", "miss", "word-1")]
+    )
     assert passed.passed and failed.scored and not failed.passed and not unscored.scored
     kept, kept_unscored = kept_dirs(tmp_path)  # sorted: miss-…, word-1-…
     assert unscored.trajectory["workspace"] == str(kept_unscored)
@@ -418,10 +465,12 @@ def test_release_directly(agent, tmp_path, skill, tasks):
 
 # ---------------------------------------------------------------------- the CLI
 def test_eval_through_the_cli(agent, isolated, skill, suite_path):
-    (isolated / "skillopt.yaml").write_text(yaml.safe_dump(
-        {"command": {"argv": agent.argv + ["--task", "{task_file}"]}}))
-    res = CliRunner().invoke(app, ["eval", str(skill.root), "--tasks", str(suite_path),
-                                   "--harness", "command"])
+    (isolated / "skillopt.yaml").write_text(
+        yaml.safe_dump({"command": {"argv": agent.argv + ["--task", "{task_file}"]}})
+    )
+    res = CliRunner().invoke(
+        app, ["eval", str(skill.root), "--tasks", str(suite_path), "--harness", "command"]
+    )
     assert res.exit_code == 0, res.output
     assert "harness command" in res.stdout
     assert "0.800" in res.stdout  # 4 of 5 pass: "miss" expects "never"

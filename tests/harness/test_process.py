@@ -45,11 +45,23 @@ def no_leftover_agents():
     assert live_count() == 0, "run_process left an entry in the live set"
 
 
-def run_py(code: str, io_dir: Path, *, cwd: Path | None = None, env: dict | None = None,
-           stdin_text: str = "", timeout: float = 20.0) -> ProcessResult:
-    return run_process([PY, "-c", code], cwd=cwd or Path.cwd(),
-                       env=dict(MIN_ENV) if env is None else env, stdin_text=stdin_text,
-                       timeout=timeout, io_dir=io_dir)
+def run_py(
+    code: str,
+    io_dir: Path,
+    *,
+    cwd: Path | None = None,
+    env: dict | None = None,
+    stdin_text: str = "",
+    timeout: float = 20.0,
+) -> ProcessResult:
+    return run_process(
+        [PY, "-c", code],
+        cwd=cwd or Path.cwd(),
+        env=dict(MIN_ENV) if env is None else env,
+        stdin_text=stdin_text,
+        timeout=timeout,
+        io_dir=io_dir,
+    )
 
 
 def wait_for_file(path: Path, timeout: float = 5.0) -> str:
@@ -64,8 +76,9 @@ def wait_for_file(path: Path, timeout: float = 5.0) -> str:
 
 # -- run_process: the ordinary run -------------------------------------------------------
 def test_stdout_stderr_and_returncode(io_dir):
-    res = run_py("import sys; print('to out'); print('to err', file=sys.stderr); sys.exit(3)",
-                 io_dir)
+    res = run_py(
+        "import sys; print('to out'); print('to err', file=sys.stderr); sys.exit(3)", io_dir
+    )
     assert res.returncode == 3
     assert res.timed_out is False
     assert res.stdout == "to out\n"
@@ -79,8 +92,9 @@ def test_returncode_zero_and_empty_output(io_dir):
 
 
 def test_output_goes_through_files_in_io_dir(io_dir):
-    res = run_py("import sys; sys.stdout.write('OUT'); sys.stderr.write('ERR')", io_dir,
-                 stdin_text="IN")
+    res = run_py(
+        "import sys; sys.stdout.write('OUT'); sys.stderr.write('ERR')", io_dir, stdin_text="IN"
+    )
     assert (io_dir / "stdin.txt").read_text(encoding="utf-8") == "IN"
     assert (io_dir / "stdout.txt").read_text(encoding="utf-8") == "OUT" == res.stdout
     assert (io_dir / "stderr.txt").read_text(encoding="utf-8") == "ERR" == res.stderr
@@ -88,16 +102,18 @@ def test_output_goes_through_files_in_io_dir(io_dir):
 
 def test_stdin_text_is_delivered(io_dir):
     text = "first line\nsecond line — ünïcödé ✓\n"
-    res = run_py("import sys; data = sys.stdin.buffer.read(); "
-                 "sys.stdout.buffer.write(b'<' + data + b'>')", io_dir, stdin_text=text)
+    res = run_py(
+        "import sys; data = sys.stdin.buffer.read(); sys.stdout.buffer.write(b'<' + data + b'>')",
+        io_dir,
+        stdin_text=text,
+    )
     assert res.returncode == 0
     assert res.stdout == f"<{text}>"
 
 
 def test_stdin_reaches_eof(io_dir):
     # a child reading stdin to the end must not hang waiting for more
-    res = run_py("import sys; print(len(sys.stdin.read()))", io_dir, stdin_text="abc",
-                 timeout=10)
+    res = run_py("import sys; print(len(sys.stdin.read()))", io_dir, stdin_text="abc", timeout=10)
     assert res.timed_out is False
     assert res.stdout.strip() == "3"
 
@@ -111,8 +127,9 @@ def test_cwd_is_honoured(io_dir, tmp_path):
     where = tmp_path / "elsewhere"
     where.mkdir()
     (where / "marker.txt").write_text("here")
-    res = run_py("import os; print(os.getcwd()); print(open('marker.txt').read())", io_dir,
-                 cwd=where)
+    res = run_py(
+        "import os; print(os.getcwd()); print(open('marker.txt').read())", io_dir, cwd=where
+    )
     out = res.stdout.splitlines()
     assert Path(out[0]).resolve() == where.resolve()
     assert out[1] == "here"
@@ -133,17 +150,23 @@ def test_env_is_exactly_what_is_passed(io_dir, monkeypatch):
 
 def test_empty_env_reaches_the_child_empty(io_dir, monkeypatch):
     monkeypatch.setenv("SKILLOPT_TEST_SECRET", "do-not-leak")
-    res = run_py("import os; print(sorted(k for k in os.environ "
-                 "if k != '__CF_USER_TEXT_ENCODING' and k != 'LC_CTYPE'))", io_dir, env={})
+    res = run_py(
+        "import os; print(sorted(k for k in os.environ "
+        "if k != '__CF_USER_TEXT_ENCODING' and k != 'LC_CTYPE'))",
+        io_dir,
+        env={},
+    )
     assert res.returncode == 0
     assert res.stdout.strip() == "[]"
 
 
 def test_large_output_is_captured_fully(io_dir):
-    code = ("import sys\n"
-            "chunk = bytes(range(32, 127)) + b'\\n'\n"
-            "for _ in range(50_000): sys.stdout.buffer.write(chunk)\n"  # 4.8 MB
-            "sys.stderr.buffer.write(b'e' * 2_000_000)\n")
+    code = (
+        "import sys\n"
+        "chunk = bytes(range(32, 127)) + b'\\n'\n"
+        "for _ in range(50_000): sys.stdout.buffer.write(chunk)\n"  # 4.8 MB
+        "sys.stderr.buffer.write(b'e' * 2_000_000)\n"
+    )
     res = run_py(code, io_dir)
     assert res.returncode == 0
     chunk = "".join(map(chr, range(32, 127))) + "\n"
@@ -160,15 +183,27 @@ def test_duration_is_measured(io_dir):
 # -- run_process: cannot start -----------------------------------------------------------
 def test_missing_program_raises_file_not_found(io_dir, tmp_path):
     with pytest.raises(FileNotFoundError):
-        run_process([str(tmp_path / "no-such-program")], cwd=tmp_path, env={},
-                    stdin_text="x", timeout=5, io_dir=io_dir)
+        run_process(
+            [str(tmp_path / "no-such-program")],
+            cwd=tmp_path,
+            env={},
+            stdin_text="x",
+            timeout=5,
+            io_dir=io_dir,
+        )
     assert live_count() == 0
 
 
 def test_program_not_on_the_passed_path_raises(io_dir, tmp_path):
     with pytest.raises(OSError):
-        run_process(["skillopt-surely-not-a-real-binary"], cwd=tmp_path,
-                    env={"PATH": str(tmp_path)}, stdin_text="", timeout=5, io_dir=io_dir)
+        run_process(
+            ["skillopt-surely-not-a-real-binary"],
+            cwd=tmp_path,
+            env={"PATH": str(tmp_path)},
+            stdin_text="",
+            timeout=5,
+            io_dir=io_dir,
+        )
 
 
 def test_non_executable_file_raises_os_error(io_dir, tmp_path):
@@ -176,23 +211,30 @@ def test_non_executable_file_raises_os_error(io_dir, tmp_path):
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o644)
     with pytest.raises(PermissionError):
-        run_process([str(script)], cwd=tmp_path, env={}, stdin_text="", timeout=5,
-                    io_dir=io_dir)
+        run_process([str(script)], cwd=tmp_path, env={}, stdin_text="", timeout=5, io_dir=io_dir)
 
 
 def test_missing_cwd_raises_os_error(io_dir, tmp_path):
     with pytest.raises(OSError):
-        run_process([PY, "-c", "pass"], cwd=tmp_path / "gone", env=dict(MIN_ENV),
-                    stdin_text="", timeout=5, io_dir=io_dir)
+        run_process(
+            [PY, "-c", "pass"],
+            cwd=tmp_path / "gone",
+            env=dict(MIN_ENV),
+            stdin_text="",
+            timeout=5,
+            io_dir=io_dir,
+        )
 
 
 # -- timeouts and process groups ---------------------------------------------------------
 # Children sleep a bounded 20 s, so a regression fails the timing asserts instead of
 # hanging the suite.
-GRANDCHILD = ("import subprocess, sys, time\n"
-              "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(20)'])\n"
-              "open({pidfile!r}, 'w').write(str(g.pid))\n"
-              "time.sleep(20)\n")
+GRANDCHILD = (
+    "import subprocess, sys, time\n"
+    "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(20)'])\n"
+    "open({pidfile!r}, 'w').write(str(g.pid))\n"
+    "time.sleep(20)\n"
+)
 
 
 def test_timeout_kills_the_child_and_its_grandchild(io_dir, tmp_path, monkeypatch):
@@ -209,11 +251,13 @@ def test_timeout_kills_the_child_and_its_grandchild(io_dir, tmp_path, monkeypatc
 def test_timeout_escalates_to_sigkill_after_the_grace(io_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(process, "TERM_GRACE_S", 0.5)
     ready, got_term = tmp_path / "ready", tmp_path / "got-term"
-    code = ("import os, signal, time\n"
-            f"signal.signal(signal.SIGTERM, lambda *a: open({str(got_term)!r}, 'w').write('1'))\n"
-            f"open({str(ready)!r}, 'w').write(str(os.getpid()))\n"
-            "end = time.monotonic() + 20\n"
-            "while time.monotonic() < end: time.sleep(0.1)\n")
+    code = (
+        "import os, signal, time\n"
+        f"signal.signal(signal.SIGTERM, lambda *a: open({str(got_term)!r}, 'w').write('1'))\n"
+        f"open({str(ready)!r}, 'w').write(str(os.getpid()))\n"
+        "end = time.monotonic() + 20\n"
+        "while time.monotonic() < end: time.sleep(0.1)\n"
+    )
     res = run_py(code, io_dir, timeout=1.5)
     pid = int(wait_for_file(ready, timeout=0))
     assert res.timed_out is True and res.returncode is None
@@ -224,11 +268,13 @@ def test_timeout_escalates_to_sigkill_after_the_grace(io_dir, tmp_path, monkeypa
 
 def test_stragglers_holding_stdout_are_killed_and_do_not_block(io_dir, tmp_path):
     pidfile = tmp_path / "straggler.pid"
-    code = ("import subprocess, sys\n"
-            # the grandchild inherits stdout/stderr and keeps them open for 30 s
-            "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
-            f"open({str(pidfile)!r}, 'w').write(str(g.pid))\n"
-            "print('child done', flush=True)\n")
+    code = (
+        "import subprocess, sys\n"
+        # the grandchild inherits stdout/stderr and keeps them open for 30 s
+        "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(g.pid))\n"
+        "print('child done', flush=True)\n"
+    )
     start = time.monotonic()
     res = run_py(code, io_dir, timeout=20)
     elapsed = time.monotonic() - start
@@ -255,8 +301,10 @@ def test_kill_all_with_nothing_running_returns_zero():
 
 def test_kill_all_kills_a_run_in_another_thread(io_dir):
     results: list[ProcessResult] = []
-    t = threading.Thread(target=lambda: results.append(
-        run_py("import time; time.sleep(20)", io_dir, timeout=30)), daemon=True)
+    t = threading.Thread(
+        target=lambda: results.append(run_py("import time; time.sleep(20)", io_dir, timeout=30)),
+        daemon=True,
+    )
     t.start()
     _wait_live(1)
     start = time.monotonic()
@@ -279,8 +327,9 @@ def test_kill_all_reaches_every_group_and_grandchildren(tmp_path):
         pidfile = tmp_path / f"gc{i}.pid"
         pidfiles.append(pidfile)
         code = GRANDCHILD.format(pidfile=str(pidfile))
-        t = threading.Thread(target=lambda c=code, d=io: results.append(
-            run_py(c, d, timeout=30)), daemon=True)
+        t = threading.Thread(
+            target=lambda c=code, d=io: results.append(run_py(c, d, timeout=30)), daemon=True
+        )
         t.start()
         threads.append(t)
     _wait_live(2)
@@ -297,8 +346,10 @@ def test_kill_all_reaches_every_group_and_grandchildren(tmp_path):
 # -- scrubbed_env ------------------------------------------------------------------------
 def test_scrubbed_env_keeps_only_named_set_variables():
     environ = {"PATH": "/bin", "HOME": "/h", "SECRET": "s", "OPENAI_API_KEY": "k"}
-    assert scrubbed_env(["PATH", "HOME", "NOT_SET"], environ=environ) == \
-        {"PATH": "/bin", "HOME": "/h"}
+    assert scrubbed_env(["PATH", "HOME", "NOT_SET"], environ=environ) == {
+        "PATH": "/bin",
+        "HOME": "/h",
+    }
 
 
 def test_scrubbed_env_deduplicates_and_keeps_order():
@@ -310,8 +361,9 @@ def test_scrubbed_env_deduplicates_and_keeps_order():
 
 def test_scrubbed_env_extra_overrides_and_adds():
     environ = {"PATH": "/bin", "HOME": "/h"}
-    env = scrubbed_env(["PATH", "HOME"], environ=environ,
-                       extra={"HOME": "/sandbox", "ANTHROPIC_API_KEY": "mine"})
+    env = scrubbed_env(
+        ["PATH", "HOME"], environ=environ, extra={"HOME": "/sandbox", "ANTHROPIC_API_KEY": "mine"}
+    )
     assert env == {"PATH": "/bin", "HOME": "/sandbox", "ANTHROPIC_API_KEY": "mine"}
     assert environ == {"PATH": "/bin", "HOME": "/h"}  # the source is not modified
 
@@ -334,17 +386,21 @@ def test_scrubbed_env_defaults_to_os_environ(monkeypatch):
 def test_base_env_has_the_basics_and_no_credentials():
     assert {"PATH", "HOME", "LANG", "HTTPS_PROXY", "SSL_CERT_FILE"} <= set(BASE_ENV)
     assert not [n for n in BASE_ENV if "KEY" in n or "TOKEN" in n or "SECRET" in n]
-    env = scrubbed_env(BASE_ENV, environ={"PATH": "/bin", "GITHUB_TOKEN": "t",
-                                          "ANTHROPIC_API_KEY": "k"})
+    env = scrubbed_env(
+        BASE_ENV, environ={"PATH": "/bin", "GITHUB_TOKEN": "t", "ANTHROPIC_API_KEY": "k"}
+    )
     assert env == {"PATH": "/bin"}
 
 
 def test_scrubbed_env_feeds_run_process(io_dir, monkeypatch):
     monkeypatch.setenv("SKILLOPT_T_SECRET", "leak")
     env = scrubbed_env(["HOME", "SKILLOPT_T_NOT_SET"], extra={**MIN_ENV, "MINE": "1"})
-    res = run_py("import os; print(os.environ.get('MINE'), "
-                 "os.environ.get('SKILLOPT_T_SECRET'), os.environ.get('HOME'))", io_dir,
-                 env=env)
+    res = run_py(
+        "import os; print(os.environ.get('MINE'), "
+        "os.environ.get('SKILLOPT_T_SECRET'), os.environ.get('HOME'))",
+        io_dir,
+        env=env,
+    )
     assert res.stdout.split() == ["1", "None", os.environ["HOME"]]
 
 
@@ -378,12 +434,16 @@ def test_tail_default_limit_is_800():
 
 
 def test_stderr_tail_clips_stderr_only():
-    res = ProcessResult(returncode=1, stdout="o" * 50, stderr="head " + "e" * 1000 + "\n",
-                        timed_out=False, duration_s=0.1)
+    res = ProcessResult(
+        returncode=1,
+        stdout="o" * 50,
+        stderr="head " + "e" * 1000 + "\n",
+        timed_out=False,
+        duration_s=0.1,
+    )
     assert res.stderr_tail() == "…" + "e" * 800
     assert res.stderr_tail(5) == "…eeeee"
-    short = ProcessResult(returncode=0, stdout="", stderr=" warn \n", timed_out=False,
-                          duration_s=0)
+    short = ProcessResult(returncode=0, stdout="", stderr=" warn \n", timed_out=False, duration_s=0)
     assert short.stderr_tail() == "warn"
 
 
@@ -391,27 +451,44 @@ def test_a_process_started_after_cancel_is_killed_at_once(io_dir):
     cancelled = threading.Event()
     cancelled.set()  # what kill_all's caller does first
     start = time.monotonic()
-    result = run_process([PY, "-c", "import time; time.sleep(60)"], cwd=Path.cwd(),
-                         env=dict(MIN_ENV), stdin_text="", timeout=120, io_dir=io_dir,
-                         cancelled=cancelled)
+    result = run_process(
+        [PY, "-c", "import time; time.sleep(60)"],
+        cwd=Path.cwd(),
+        env=dict(MIN_ENV),
+        stdin_text="",
+        timeout=120,
+        io_dir=io_dir,
+        cancelled=cancelled,
+    )
     assert time.monotonic() - start < 10
     assert result.returncode == -9 and not result.timed_out
 
 
 def test_an_unset_cancel_event_changes_nothing(io_dir):
-    result = run_process([PY, "-c", "print('ok')"], cwd=Path.cwd(), env=dict(MIN_ENV),
-                         stdin_text="", timeout=20, io_dir=io_dir, cancelled=threading.Event())
+    result = run_process(
+        [PY, "-c", "print('ok')"],
+        cwd=Path.cwd(),
+        env=dict(MIN_ENV),
+        stdin_text="",
+        timeout=20,
+        io_dir=io_dir,
+        cancelled=threading.Event(),
+    )
     assert result.returncode == 0 and result.stdout.strip() == "ok"
 
 
 # -- the PID namespace (the default where available; every test above runs in one) ------
-needs_ns = pytest.mark.skipif(not process.pid_namespace_available(),
-                              reason="no PID namespaces here (Linux with util-linux unshare)")
-VIEW = ("import json, os\n"
-        "procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
-        "init = open('/proc/1/cmdline', 'rb').read().decode('utf-8', 'replace')\n"
-        "print(json.dumps({'pid': os.getpid(), 'ppid': os.getppid(), 'procs': procs,"
-        " 'init': init}))\n")
+needs_ns = pytest.mark.skipif(
+    not process.pid_namespace_available(),
+    reason="no PID namespaces here (Linux with util-linux unshare)",
+)
+VIEW = (
+    "import json, os\n"
+    "procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+    "init = open('/proc/1/cmdline', 'rb').read().decode('utf-8', 'replace')\n"
+    "print(json.dumps({'pid': os.getpid(), 'ppid': os.getppid(), 'procs': procs,"
+    " 'init': init}))\n"
+)
 
 
 def _outer_pids(marker: str) -> list[int]:
@@ -445,8 +522,15 @@ def test_namespaced_child_sees_only_itself_and_its_init(io_dir):
 
 
 def test_without_the_namespace_the_child_sees_us(io_dir):
-    res = run_process([PY, "-c", VIEW], cwd=Path.cwd(), env=dict(MIN_ENV), stdin_text="",
-                      timeout=20, io_dir=io_dir, pid_namespace=False)
+    res = run_process(
+        [PY, "-c", VIEW],
+        cwd=Path.cwd(),
+        env=dict(MIN_ENV),
+        stdin_text="",
+        timeout=20,
+        io_dir=io_dir,
+        pid_namespace=False,
+    )
     view = json.loads(res.stdout)
     assert view["ppid"] == os.getpid()
     assert os.getpid() in view["procs"]
@@ -459,8 +543,7 @@ def test_namespaced_agents_running_at_once_get_distinct_pids(tmp_path):
     def one(i: int) -> None:
         io = tmp_path / f"io{i}"
         io.mkdir()
-        pids.append(int(run_py("import os, time; time.sleep(0.3); print(os.getpid())",
-                               io).stdout))
+        pids.append(int(run_py("import os, time; time.sleep(0.3); print(os.getpid())", io).stdout))
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(3)]
     for t in threads:
@@ -472,24 +555,38 @@ def test_namespaced_agents_running_at_once_get_distinct_pids(tmp_path):
 
 @pytest.mark.parametrize("namespace", [True, False])
 def test_death_by_signal_is_a_negative_returncode(io_dir, namespace):
-    res = run_process([PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGUSR1)"],
-                      cwd=Path.cwd(), env=dict(MIN_ENV), stdin_text="", timeout=20,
-                      io_dir=io_dir, pid_namespace=namespace)
+    res = run_process(
+        [PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGUSR1)"],
+        cwd=Path.cwd(),
+        env=dict(MIN_ENV),
+        stdin_text="",
+        timeout=20,
+        io_dir=io_dir,
+        pid_namespace=namespace,
+    )
     assert res.returncode == -10 and not res.timed_out
 
 
 @pytest.mark.parametrize("namespace", [True, False])
 def test_files_the_child_writes_are_ours(io_dir, tmp_path, namespace):
-    run_process([PY, "-c", "open('made.txt', 'w').write('x')"], cwd=tmp_path,
-                env=dict(MIN_ENV), stdin_text="", timeout=20, io_dir=io_dir,
-                pid_namespace=namespace)
+    run_process(
+        [PY, "-c", "open('made.txt', 'w').write('x')"],
+        cwd=tmp_path,
+        env=dict(MIN_ENV),
+        stdin_text="",
+        timeout=20,
+        io_dir=io_dir,
+        pid_namespace=namespace,
+    )
     assert (tmp_path / "made.txt").stat().st_uid == os.getuid()
 
 
 # the child's argv holds the marker; only the grandchild's holds marker + "-gc"
-SPAWN = ("import subprocess, sys, time\n"
-         "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)',"
-         " sys.argv[1] + '-gc'])\n")
+SPAWN = (
+    "import subprocess, sys, time\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)',"
+    " sys.argv[1] + '-gc'])\n"
+)
 
 
 @needs_ns
@@ -497,9 +594,19 @@ def test_namespaced_timeout_kills_the_real_processes(io_dir):
     # pids the child reports are its namespace's: find the processes from out here
     marker = f"skillopt-test-timeout-{os.getpid()}-{time.monotonic_ns()}"
     results: list[ProcessResult] = []
-    t = threading.Thread(target=lambda: results.append(run_process(
-        [PY, "-c", SPAWN + "time.sleep(30)\n", marker], cwd=Path.cwd(), env=dict(MIN_ENV),
-        stdin_text="", timeout=1.5, io_dir=io_dir)), daemon=True)
+    t = threading.Thread(
+        target=lambda: results.append(
+            run_process(
+                [PY, "-c", SPAWN + "time.sleep(30)\n", marker],
+                cwd=Path.cwd(),
+                env=dict(MIN_ENV),
+                stdin_text="",
+                timeout=1.5,
+                io_dir=io_dir,
+            )
+        ),
+        daemon=True,
+    )
     t.start()
     _wait_outer(marker + "-gc", 1)
     outer = _outer_pids(marker)  # the wrapper, the init, the child and the grandchild
@@ -517,8 +624,14 @@ def test_namespaced_stragglers_and_kill_all_reach_the_real_processes(tmp_path):
     io = tmp_path / "io-a"
     io.mkdir()
     start = time.monotonic()
-    res = run_process([PY, "-c", SPAWN + "print('child done', flush=True)\n", marker],
-                      cwd=Path.cwd(), env=dict(MIN_ENV), stdin_text="", timeout=20, io_dir=io)
+    res = run_process(
+        [PY, "-c", SPAWN + "print('child done', flush=True)\n", marker],
+        cwd=Path.cwd(),
+        env=dict(MIN_ENV),
+        stdin_text="",
+        timeout=20,
+        io_dir=io,
+    )
     assert time.monotonic() - start < 5
     assert res.returncode == 0 and res.stdout == "child done\n"
     assert wait_dead(_outer_pids(marker), timeout=5)
@@ -527,9 +640,19 @@ def test_namespaced_stragglers_and_kill_all_reach_the_real_processes(tmp_path):
     io = tmp_path / "io-b"
     io.mkdir()
     results: list[ProcessResult] = []
-    t = threading.Thread(target=lambda: results.append(run_process(
-        [PY, "-c", SPAWN + "time.sleep(30)\n", marker], cwd=Path.cwd(), env=dict(MIN_ENV),
-        stdin_text="", timeout=60, io_dir=io)), daemon=True)
+    t = threading.Thread(
+        target=lambda: results.append(
+            run_process(
+                [PY, "-c", SPAWN + "time.sleep(30)\n", marker],
+                cwd=Path.cwd(),
+                env=dict(MIN_ENV),
+                stdin_text="",
+                timeout=60,
+                io_dir=io,
+            )
+        ),
+        daemon=True,
+    )
     t.start()
     _wait_outer(marker + "-gc", 1)
     outer = _outer_pids(marker)

@@ -35,18 +35,32 @@ print(answer)
 def setup_command(root: Path) -> None:
     script = root / "agent.py"
     script.write_text(COMMAND_AGENT, encoding="utf-8")
-    (root / "skillopt.yaml").write_text(yaml.safe_dump({"command": {"argv": [
-        sys.executable, str(script), "{skill_file}", "{task_file}", "{steps_file}"]}}))
+    (root / "skillopt.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "command": {
+                    "argv": [
+                        sys.executable,
+                        str(script),
+                        "{skill_file}",
+                        "{task_file}",
+                        "{steps_file}",
+                    ]
+                }
+            }
+        )
+    )
 
 
 @pytest.mark.parametrize("harness", ["claude-code", "codex", "command"])
-def test_training_through_an_agent_harness(world, models, agents, harness):  # noqa: F811
+def test_training_through_an_agent_harness(world, models, agents, harness):
     if harness == "command":
         setup_command(world["root"])
     opt = ScriptedOptimizer([edits_reply(HELPFUL)])
     models["set"](opt)
-    result = api.train(world["skill"], world["suite"],
-                       flags=flags(epochs=1, harness=harness, target=None))
+    result = api.train(
+        world["skill"], world["suite"], flags=flags(epochs=1, harness=harness, target=None)
+    )
     steps = {s["step"]: s for s in result.summary["steps"]}
     assert steps[0]["decision"] == "initial" and steps[0]["val"] == 0.5
     assert steps[1]["decision"] == "accepted" and steps[1]["val"] == 1.0
@@ -57,9 +71,11 @@ def test_training_through_an_agent_harness(world, models, agents, harness):  # n
     # the optimizer read what the agent did, not only its answers
     failures = next(p for p in opt.prompts if "Tasks the agent FAILED" in p)
     assert "Agent's steps:" in failures
-    expected_step = {"claude-code": 'Skill({"skill": "words"})',
-                     "codex": "cat .agents/skills/words/SKILL.md",
-                     "command": "read "}[harness]
+    expected_step = {
+        "claude-code": 'Skill({"skill": "words"})',
+        "codex": "cat .agents/skills/words/SKILL.md",
+        "command": "read ",
+    }[harness]
     assert expected_step in failures
     if harness != "command":
         assert "Skill invoked: yes" in failures
@@ -74,16 +90,21 @@ def test_training_through_an_agent_harness(world, models, agents, harness):  # n
     assert config["settings"]["harness"] == harness
 
 
-def test_resume_through_an_agent_harness_reuses_stored_rollouts(world, models,  # noqa: F811
-                                                                agents):
+def test_resume_through_an_agent_harness_reuses_stored_rollouts(
+    world,
+    models,
+    agents,
+):
     opt = ScriptedOptimizer([edits_reply(HELPFUL)], crash_at=1)
     models["set"](opt)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        api.train(world["skill"], world["suite"],
-                  flags=flags(epochs=1, harness="codex", target=None))
+        api.train(
+            world["skill"], world["suite"], flags=flags(epochs=1, harness="codex", target=None)
+        )
     ran_before = len(agents.calls("codex"))
-    run_id = sorted(p.name for p in (world["root"] / "runs").iterdir()
-                    if (p / "state.json").is_file())[0]
+    run_id = sorted(
+        p.name for p in (world["root"] / "runs").iterdir() if (p / "state.json").is_file()
+    )[0]
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
     result = api.train(None, None, resume=run_id, flags={})
     assert result.summary["best_val"] == 1.0
@@ -95,15 +116,19 @@ def test_resume_through_an_agent_harness_reuses_stored_rollouts(world, models,  
 
 
 def test_without_isolation_a_personal_copy_of_the_skill_stops_training_before_anything_runs(
-        world, models, agents, isolated, monkeypatch):  # noqa: F811
+    world, models, agents, isolated, monkeypatch
+):
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     write_skill(isolated.parent / "home" / ".claude" / "skills", "words", body="# Old\n")
     opt = ScriptedOptimizer([edits_reply(HELPFUL)])
     models["set"](opt)
     with pytest.raises(HarnessError, match="holds a user-level skill named 'words'"):
-        api.train(world["skill"], world["suite"],
-                  flags=flags(epochs=1, harness="claude-code", target=None,
-                              agent={"isolate": False}))
+        api.train(
+            world["skill"],
+            world["suite"],
+            flags=flags(epochs=1, harness="claude-code", target=None, agent={"isolate": False}),
+        )
     assert agents.calls("claude") == [] and opt.prompts == []
     assert not (world["root"] / "runs").exists() or not any(
-        (p / "run.yaml").exists() for p in (world["root"] / "runs").iterdir())
+        (p / "run.yaml").exists() for p in (world["root"] / "runs").iterdir()
+    )

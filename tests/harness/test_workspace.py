@@ -21,8 +21,15 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 
 def make_task(task_id: str = "t-1", files: dict | None = None) -> Task:
-    return Task(id=task_id, input="in", expected="SECRET-EXPECTED-ANSWER", prompt="Do it.",
-                split="test", scorer=None, files=files or {})
+    return Task(
+        id=task_id,
+        input="in",
+        expected="SECRET-EXPECTED-ANSWER",
+        prompt="Do it.",
+        split="test",
+        scorer=None,
+        files=files or {},
+    )
 
 
 def tree(root: Path) -> set[str]:
@@ -87,8 +94,9 @@ def test_skill_installed_with_exact_text_and_supporting_files(workspaces, skill_
     assert skill_md.read_bytes() == (skill_dir / "SKILL.md").read_bytes()
     assert skill_md.read_text(encoding="utf-8") == skill.text
     assert (ws.skill_dir / "scripts" / "run.sh").read_text() == "#!/bin/sh\necho run\n"
-    assert (ws.skill_dir / "reference" / "notes.md").read_text(encoding="utf-8") == \
-        "Notes — ünïcödé\n"
+    assert (ws.skill_dir / "reference" / "notes.md").read_text(
+        encoding="utf-8"
+    ) == "Notes — ünïcödé\n"
     mode = (ws.skill_dir / "scripts" / "run.sh").stat().st_mode
     assert mode & stat.S_IXUSR, "a skill's script must stay executable"
     assert tree(ws.skill_dir) == {"SKILL.md", "scripts/run.sh", "reference/notes.md"}
@@ -102,8 +110,7 @@ def test_the_source_skill_is_untouched(workspaces, skill_dir):
 
 
 @pytest.mark.parametrize("skills_dir", [".claude/skills", ".agents/skills"])
-def test_work_holds_the_skill_and_task_files_and_nothing_else(workspaces, skill_dir,
-                                                             skills_dir):
+def test_work_holds_the_skill_and_task_files_and_nothing_else(workspaces, skill_dir, skills_dir):
     ws = workspaces(Skill.load(skill_dir), make_task(files=TASK_FILES), skills_dir)
     assert ws.skill_dir == ws.path / skills_dir / "demo"
     assert tree(ws.path) == {
@@ -117,8 +124,9 @@ def test_work_holds_the_skill_and_task_files_and_nothing_else(workspaces, skill_
     for rel, content in TASK_FILES.items():
         assert (ws.path / rel).read_text(encoding="utf-8") == content
     # the expected answer is nowhere in the agent's workspace
-    assert not any("SECRET-EXPECTED-ANSWER" in (ws.path / f).read_text(errors="replace")
-                   for f in tree(ws.path))
+    assert not any(
+        "SECRET-EXPECTED-ANSWER" in (ws.path / f).read_text(errors="replace") for f in tree(ws.path)
+    )
 
 
 def test_task_files_keep_their_exact_text(workspaces):
@@ -140,7 +148,9 @@ def test_in_memory_skill_installs_only_skill_md(workspaces):
 def test_edited_candidate_keeps_the_supporting_files(workspaces, skill_dir):
     candidate = Skill.load(skill_dir).with_body("# Demo v2\n\nBetter.\n")
     ws = workspaces(candidate, make_task())
-    assert (ws.skill_dir / "SKILL.md").read_text(encoding="utf-8").endswith("# Demo v2\n\nBetter.\n")
+    assert (
+        (ws.skill_dir / "SKILL.md").read_text(encoding="utf-8").endswith("# Demo v2\n\nBetter.\n")
+    )
     assert tree(ws.skill_dir) == {"SKILL.md", "scripts/run.sh", "reference/notes.md"}
 
 
@@ -204,7 +214,7 @@ def test_root_is_outside_the_cwd_and_the_project(workspaces, skill_dir, isolated
 def test_root_is_named_after_the_task_safely(workspaces):
     ws = workspaces(Skill.empty(), make_task("a/b c:d"))
     assert ws.root.name.startswith("skillopt-a-b-c-d-")
-    assert "/" not in ws.root.name[len("skillopt-"):]
+    assert "/" not in ws.root.name[len("skillopt-") :]
 
 
 def test_long_task_id_is_clipped_in_the_root_name(workspaces):
@@ -287,22 +297,25 @@ def named(name: str) -> Skill:
     return Skill.parse(f"---\nname: {json.dumps(name)}\n---\nbody\n")
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("demo", "demo"),
-    ("v1.2_beta-x", "v1.2_beta-x"),
-    ("My Skill", "My-Skill"),
-    ("a/b\\c", "a-b-c"),
-    ("../../evil", "evil"),
-    ("  spaced   out  ", "spaced-out"),
-    ("-dash-", "dash"),
-    (".hidden", "hidden"),
-    ("café crème", "caf-cr-me"),
-    ("tab\tand\nnewline", "tab-and-newline"),
-    ("...", "skill"),
-    (".", "skill"),
-    ("日本語", "skill"),
-    ("!!!", "skill"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("demo", "demo"),
+        ("v1.2_beta-x", "v1.2_beta-x"),
+        ("My Skill", "My-Skill"),
+        ("a/b\\c", "a-b-c"),
+        ("../../evil", "evil"),
+        ("  spaced   out  ", "spaced-out"),
+        ("-dash-", "dash"),
+        (".hidden", "hidden"),
+        ("café crème", "caf-cr-me"),
+        ("tab\tand\nnewline", "tab-and-newline"),
+        ("...", "skill"),
+        (".", "skill"),
+        ("日本語", "skill"),
+        ("!!!", "skill"),
+    ],
+)
 def test_install_name(name, expected):
     got = install_name(named(name))
     assert got == expected

@@ -29,8 +29,9 @@ def model(server, name="openai/fake-model", **kw):
 
 def test_plain_call_returns_text_usage_and_unknown_cost(server):
     m = model(server, temperature=0.0, max_tokens=20)
-    reply = m.complete([{"role": "system", "content": "be brief"},
-                        {"role": "user", "content": "hello there"}])
+    reply = m.complete(
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello there"}]
+    )
     assert reply.text == "hello there"
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (11, 3)
     assert reply.cost is None  # the price map does not know "fake-model": unknown, not 0
@@ -86,12 +87,17 @@ def test_auth_error_is_not_retried(server):
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize("reply", [
-    Reply(429, error="You exceeded your current quota, please check your plan and billing "
-                     "details."),
-    Reply(400, error="Your credit balance is too low to access the API."),
-    Reply(402, error="payment required"),
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(
+            429,
+            error="You exceeded your current quota, please check your plan and billing details.",
+        ),
+        Reply(400, error="Your credit balance is too low to access the API."),
+        Reply(402, error="payment required"),
+    ],
+)
 def test_an_exhausted_quota_is_not_retried(server, reply):
     server.script = [reply] * 5
     with pytest.raises(ModelError) as info:
@@ -155,16 +161,19 @@ def test_fingerprint_has_sampling_params_not_retries(server):
 
 def test_resolve_model_uses_settings_and_key_env(server, monkeypatch):
     monkeypatch.setenv("FAKE_KEY", "sk-from-env")
-    m = resolve_model("openai/fake-model",
-                      ModelSettings(api_base=server.base_url, api_key_env="FAKE_KEY"))
+    m = resolve_model(
+        "openai/fake-model", ModelSettings(api_base=server.base_url, api_key_env="FAKE_KEY")
+    )
     assert m.complete("hi").text == "hi"
     assert server.requests[0]["auth"] == "Bearer sk-from-env"
 
 
 def test_resolve_model_missing_key_env_is_input_error(server):
     with pytest.raises(InputError, match="NOT_SET_ANYWHERE"):
-        resolve_model("openai/fake-model",
-                      ModelSettings(api_base=server.base_url, api_key_env="NOT_SET_ANYWHERE"))
+        resolve_model(
+            "openai/fake-model",
+            ModelSettings(api_base=server.base_url, api_key_env="NOT_SET_ANYWHERE"),
+        )
 
 
 def test_unknown_model_name_is_input_error():

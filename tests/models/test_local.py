@@ -24,11 +24,20 @@ needs_local = pytest.mark.skipif(not HAVE_LOCAL, reason='needs pip install -e ".
 
 from skillopt.models import local  # noqa: E402
 
-EXAMPLES = "\n\n".join(local.format_example(a, b) for a, b in [
-    ("total price", "total_price"), ("User Name", "user_name"),
-    ("MAX RETRY COUNT", "max_retry_count"), ("Is active", "is_active")])
-SKILL_BODY = "# Snake case\n\nTurn the phrase into a snake_case identifier.\n\n## Examples\n\n" \
-             + EXAMPLES + "\n"
+EXAMPLES = "\n\n".join(
+    local.format_example(a, b)
+    for a, b in [
+        ("total price", "total_price"),
+        ("User Name", "user_name"),
+        ("MAX RETRY COUNT", "max_retry_count"),
+        ("Is active", "is_active"),
+    ]
+)
+SKILL_BODY = (
+    "# Snake case\n\nTurn the phrase into a snake_case identifier.\n\n## Examples\n\n"
+    + EXAMPLES
+    + "\n"
+)
 
 
 @pytest.fixture(scope="session")
@@ -47,8 +56,7 @@ def test_completion_prompt_is_skill_then_cue():
     assert local.completion_prompt(messages) == "Rules.\n\nInput: abc 1\nOutput:"
     assert local.completion_prompt("abc 1") == "Input: abc 1\nOutput:"
     # a worked example has exactly the shape of the cue plus its answer
-    assert local.format_example("abc 1", "ABC-1") == \
-        local.completion_prompt("abc 1") + " ABC-1"
+    assert local.format_example("abc 1", "ABC-1") == local.completion_prompt("abc 1") + " ABC-1"
 
 
 def test_missing_extra_says_what_to_install(monkeypatch):
@@ -84,8 +92,10 @@ def test_weights_assembled_verified_and_reassembled_when_corrupt(cached):
 def test_examples_teach_the_base_model_and_answers_are_deterministic(cached):
     model = local.LocalModel()
     skill = [{"role": "system", "content": SKILL_BODY}]
-    got = [model.complete(skill + [{"role": "user", "content": p}]).text
-           for p in ("Shipping Address", "order id", "TAX RATE")]
+    got = [
+        model.complete(skill + [{"role": "user", "content": p}]).text
+        for p in ("Shipping Address", "order id", "TAX RATE")
+    ]
     assert got == ["shipping_address", "order_id", "tax_rate"]
     bare = model.complete([{"role": "user", "content": "Shipping Address"}]).text
     assert bare != "shipping_address"  # the examples are what make the difference
@@ -96,8 +106,9 @@ def test_examples_teach_the_base_model_and_answers_are_deterministic(cached):
 
 @needs_local
 def test_prompt_longer_than_the_context_is_unscored(cached, tmp_path):
-    suite = load_suite(write_suite(tmp_path / "s.yaml",
-                                   [{"id": "a", "input": "x", "expected": "x"}]))
+    suite = load_suite(
+        write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "x", "expected": "x"}])
+    )
     huge = Skill.parse("word " * 5000)
     engine = RolloutEngine(ChatHarness(local.LocalModel(n_ctx=512)), RolloutStore(":memory:"))
     [rollout] = engine.run(huge, suite.tasks)

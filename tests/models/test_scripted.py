@@ -13,8 +13,10 @@ from skillopt.models.base import Completion, Usage
 
 def test_mapping_answers_by_last_user_message_and_records_calls():
     m = ScriptedModel({"2+2": "4", "capital of France": "Paris"})
-    assert m.complete([{"role": "system", "content": "s"},
-                       {"role": "user", "content": "2+2"}]).text == "4"
+    assert (
+        m.complete([{"role": "system", "content": "s"}, {"role": "user", "content": "2+2"}]).text
+        == "4"
+    )
     assert m.complete("capital of France").text == "Paris"
     assert m.call_count == 2
     assert m.calls[0].messages[0]["content"] == "s"

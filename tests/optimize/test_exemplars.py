@@ -36,15 +36,15 @@ INTRO = "# Codes\n\nRewrite the product code you are given.\n"
 
 # input -> expected; the comment is the input's shape
 ITEMS = {
-    "tj 192": "TJ-192",            # a 9
-    "qpx 4471": "QPX-4471",        # a 9
-    "mw 80": "MW-80",              # a 9
-    "Vlp_6754": "VLP-6754",        # Aa_9
-    "Vxz_1234": "VXZ-1234",        # Aa_9
-    "#rh.140": "RH-140",           # #a.9
-    "uxl685": "UXL-685",           # a9
-    "uxl684": "UXL-684",           # a9
-    "TJ 192": "TJ-192",            # A 9 (a case variant of "tj 192")
+    "tj 192": "TJ-192",  # a 9
+    "qpx 4471": "QPX-4471",  # a 9
+    "mw 80": "MW-80",  # a 9
+    "Vlp_6754": "VLP-6754",  # Aa_9
+    "Vxz_1234": "VXZ-1234",  # Aa_9
+    "#rh.140": "RH-140",  # #a.9
+    "uxl685": "UXL-685",  # a9
+    "uxl684": "UXL-684",  # a9
+    "TJ 192": "TJ-192",  # A 9 (a case variant of "tj 192")
     "catalogue entry 1234567": "CE-1234567",  # a a 9
     "catalogue entry 1234568": "CE-1234568",  # a a 9 (near-duplicate of the one above)
     "catalogue entry 1234569": "CE-1234569",  # a a 9 (and another)
@@ -63,20 +63,40 @@ def load_tasks(tmp_path, items: list[dict], **fields) -> dict:
 
 @pytest.fixture
 def tasks(tmp_path):
-    return load_tasks(tmp_path, [{"id": tid(i), "input": i, "expected": e, "split": "train"}
-                                 for i, e in ITEMS.items()])
+    return load_tasks(
+        tmp_path,
+        [{"id": tid(i), "input": i, "expected": e, "split": "train"} for i, e in ITEMS.items()],
+    )
 
 
 def fail(text: str, sample: int = 0) -> Rollout:
-    return Rollout(key=f"k-{tid(text)}-{sample}", task_id=tid(text), split="train",
-                   sample=sample, skill_hash="h", scored=True, score=0.0, passed=False,
-                   feedback="expected something else", answer=text)
+    return Rollout(
+        key=f"k-{tid(text)}-{sample}",
+        task_id=tid(text),
+        split="train",
+        sample=sample,
+        skill_hash="h",
+        scored=True,
+        score=0.0,
+        passed=False,
+        feedback="expected something else",
+        answer=text,
+    )
 
 
 def success(text: str) -> Rollout:
-    return Rollout(key=f"k-{tid(text)}", task_id=tid(text), split="train", sample=0,
-                   skill_hash="h", scored=True, score=1.0, passed=True, feedback="exact match",
-                   answer=ITEMS[text])
+    return Rollout(
+        key=f"k-{tid(text)}",
+        task_id=tid(text),
+        split="train",
+        sample=0,
+        skill_hash="h",
+        scored=True,
+        score=1.0,
+        passed=True,
+        feedback="exact match",
+        answer=ITEMS[text],
+    )
 
 
 def ex(text: str) -> str:
@@ -94,10 +114,23 @@ def skill_with(*inputs: str, after: str = "") -> Skill:
     return Skill.parse(FRONT + body)
 
 
-def request(tasks, rollouts, *, skill: Skill | None = None, budget: int = 4,
-            memory: Memory | None = None, kind: str = "failures") -> ProposalRequest:
-    return ProposalRequest(skill=skill or skill_with(), kind=kind, rollouts=rollouts,
-                           tasks=tasks, budget=budget, memory=memory or Memory())
+def request(
+    tasks,
+    rollouts,
+    *,
+    skill: Skill | None = None,
+    budget: int = 4,
+    memory: Memory | None = None,
+    kind: str = "failures",
+) -> ProposalRequest:
+    return ProposalRequest(
+        skill=skill or skill_with(),
+        kind=kind,
+        rollouts=rollouts,
+        tasks=tasks,
+        budget=budget,
+        memory=memory or Memory(),
+    )
 
 
 def propose(tasks, rollouts, *, optimizer: ExemplarOptimizer | None = None, **kw) -> Proposal:
@@ -109,27 +142,34 @@ def evidence(p: Proposal) -> list[str]:
 
 
 def rejected_add(memory: Memory, text: str, step: int = 1) -> None:
-    memory.reject(step, [Edit("add", section=SECTION, content=ex(text), source="exemplars")],
-                  -0.125, "worse on validation (-0.125)")
+    memory.reject(
+        step,
+        [Edit("add", section=SECTION, content=ex(text), source="exemplars")],
+        -0.125,
+        "worse on validation (-0.125)",
+    )
 
 
 # ------------------------------------------------------------------------- shape
 class TestShape:
-    @pytest.mark.parametrize("text, expected", [
-        ("abc 123", "a 9"),
-        ("#RT-0456", "#A-9"),
-        ("tj 192", "a 9"),
-        ("DMR  9336", "A 9"),      # a run of spaces is one space
-        ("Vlp_6754", "Aa_9"),
-        ("#Rh.140", "#Aa.9"),
-        ("uxl685", "a9"),
-        ("aAbB", "aAaA"),          # case changes are class changes
-        ("a\tb\nc", "a a a"),      # any whitespace is a space
-        ("  padded  ", "a"),       # surrounding whitespace is ignored
-        ("Ünïcode 42", "Aa 9"),    # non-ASCII letters are letters
-        ("--==", "-="),            # punctuation runs collapse per character
-        ("", ""),
-    ])
+    @pytest.mark.parametrize(
+        "text, expected",
+        [
+            ("abc 123", "a 9"),
+            ("#RT-0456", "#A-9"),
+            ("tj 192", "a 9"),
+            ("DMR  9336", "A 9"),  # a run of spaces is one space
+            ("Vlp_6754", "Aa_9"),
+            ("#Rh.140", "#Aa.9"),
+            ("uxl685", "a9"),
+            ("aAbB", "aAaA"),  # case changes are class changes
+            ("a\tb\nc", "a a a"),  # any whitespace is a space
+            ("  padded  ", "a"),  # surrounding whitespace is ignored
+            ("Ünïcode 42", "Aa 9"),  # non-ASCII letters are letters
+            ("--==", "-="),  # punctuation runs collapse per character
+            ("", ""),
+        ],
+    )
     def test_examples(self, text, expected):
         assert shape(text) == expected
 
@@ -140,9 +180,15 @@ class TestShape:
 
 # -------------------------------------------------------------------- similarity
 class TestSimilarity:
-    PAIRS = [("abc 123", "abc 124"), ("tj 192", "Vlp_6754"), ("ab", "ac"), ("", "x"),
-             ("catalogue entry 1234567", "catalogue entry 1234568"), ("abc", "xyz"),
-             ("#rh.140", "rh 140")]
+    PAIRS = [
+        ("abc 123", "abc 124"),
+        ("tj 192", "Vlp_6754"),
+        ("ab", "ac"),
+        ("", "x"),
+        ("catalogue entry 1234567", "catalogue entry 1234568"),
+        ("abc", "xyz"),
+        ("#rh.140", "rh 140"),
+    ]
 
     @pytest.mark.parametrize("text", ["abc 123", "#RT-0456", "", "a", "catalogue entry 1"])
     def test_identical_is_one(self, text):
@@ -173,19 +219,26 @@ class TestSimilarity:
 # ------------------------------------------------------------------- examples_in
 class TestExamplesIn:
     def test_parses_pairs_between_prose(self):
-        skill = Skill.parse(FRONT + "# Codes\n\nSome prose.\n\n## Examples\n\n"
-                            "Input: tj 192\nOutput: TJ-192\n\n"
-                            "Input:   spaced input  \nOutput:  SP-1  \n\n"
-                            "## Notes\n\nInput: #rh.140\nOutput: RH-140\n")
-        assert examples_in(skill) == [Example("tj 192", "TJ-192"), Example("spaced input", "SP-1"),
-                                      Example("#rh.140", "RH-140")]
+        skill = Skill.parse(
+            FRONT + "# Codes\n\nSome prose.\n\n## Examples\n\n"
+            "Input: tj 192\nOutput: TJ-192\n\n"
+            "Input:   spaced input  \nOutput:  SP-1  \n\n"
+            "## Notes\n\nInput: #rh.140\nOutput: RH-140\n"
+        )
+        assert examples_in(skill) == [
+            Example("tj 192", "TJ-192"),
+            Example("spaced input", "SP-1"),
+            Example("#rh.140", "RH-140"),
+        ]
 
     def test_only_well_formed_pairs(self):
-        skill = Skill.parse(FRONT + "# Codes\n\n"
-                            "Input: no output follows\n\nSomething else.\n\n"
-                            "- Input: a list item\n- Output: not an example\n\n"
-                            "The Input: mid-line\nOutput: mid\n\n"
-                            "Input: kept\nOutput: KEPT\n")
+        skill = Skill.parse(
+            FRONT + "# Codes\n\n"
+            "Input: no output follows\n\nSomething else.\n\n"
+            "- Input: a list item\n- Output: not an example\n\n"
+            "The Input: mid-line\nOutput: mid\n\n"
+            "Input: kept\nOutput: KEPT\n"
+        )
         assert examples_in(skill) == [Example("kept", "KEPT")]
 
     def test_no_examples(self):
@@ -202,10 +255,13 @@ class TestExamplesIn:
 
     def test_multi_line_input(self):
         text = format_example("Normalise this code:\ntj 192", "TJ-192")
-        skill = Skill.parse(FRONT + INTRO + "\n## Examples\n\n" + text
-                            + "\n\nInput: next\nOutput: NEXT\n")
-        assert examples_in(skill) == [Example("Normalise this code:\ntj 192", "TJ-192"),
-                                      Example("next", "NEXT")]
+        skill = Skill.parse(
+            FRONT + INTRO + "\n## Examples\n\n" + text + "\n\nInput: next\nOutput: NEXT\n"
+        )
+        assert examples_in(skill) == [
+            Example("Normalise this code:\ntj 192", "TJ-192"),
+            Example("next", "NEXT"),
+        ]
         assert examples_in(skill)[0].text == text
 
 
@@ -231,33 +287,62 @@ class TestAdd:
         assert len(propose(tasks, rollouts, budget=1).edits) == 1
 
     def test_content_is_the_rendered_prompt_not_the_raw_input(self, tmp_path):
-        tasks = load_tasks(tmp_path, [{"id": "a", "input": "tj 192", "expected": "TJ-192"}],
-                           prompt="Normalise this product code: {input}")
+        tasks = load_tasks(
+            tmp_path,
+            [{"id": "a", "input": "tj 192", "expected": "TJ-192"}],
+            prompt="Normalise this product code: {input}",
+        )
         p = propose(tasks, [Rollout("k", "a", "train", 0, "h", True, 0.0, False)])
         assert [e.content for e in p.edits] == [
-            "Input: Normalise this product code: tj 192\nOutput: TJ-192"]
+            "Input: Normalise this product code: tj 192\nOutput: TJ-192"
+        ]
 
     def test_json_expected_is_written_as_json(self, tmp_path):
-        tasks = load_tasks(tmp_path, [
-            {"id": "j", "input": "tj 192", "expected": {"code": "TJ-192", "ok": True},
-             "scorer": "json"},
-            {"id": "n", "input": "how many", "expected": 42, "scorer": "number"},
-        ])
-        p = propose(tasks, [Rollout("k1", "j", "train", 0, "h", True, 0.0, False),
-                            Rollout("k2", "n", "train", 0, "h", True, 0.0, False)])
+        tasks = load_tasks(
+            tmp_path,
+            [
+                {
+                    "id": "j",
+                    "input": "tj 192",
+                    "expected": {"code": "TJ-192", "ok": True},
+                    "scorer": "json",
+                },
+                {"id": "n", "input": "how many", "expected": 42, "scorer": "number"},
+            ],
+        )
+        p = propose(
+            tasks,
+            [
+                Rollout("k1", "j", "train", 0, "h", True, 0.0, False),
+                Rollout("k2", "n", "train", 0, "h", True, 0.0, False),
+            ],
+        )
         assert [e.content for e in p.edits] == [
-            'Input: tj 192\nOutput: {"code": "TJ-192", "ok": true}', "Input: how many\nOutput: 42"]
+            'Input: tj 192\nOutput: {"code": "TJ-192", "ok": true}',
+            "Input: how many\nOutput: 42",
+        ]
         answer = examples_in(apply_edits(skill_with(), p.edits)[0])[0].output
         assert json.loads(answer) == {"code": "TJ-192", "ok": True}
 
     def test_task_without_expected_is_skipped(self, tmp_path):
-        tasks = load_tasks(tmp_path, [
-            {"id": "r", "input": "tj 192",
-             "scorer": {"type": "regex", "pattern": "^[A-Z]+-[0-9]+$"}},
-            {"id": "e", "input": "Vlp_6754", "expected": "VLP-6754"},
-        ])
-        p = propose(tasks, [Rollout("k1", "r", "train", 0, "h", True, 0.0, False),
-                            Rollout("k2", "e", "train", 0, "h", True, 0.0, False)])
+        tasks = load_tasks(
+            tmp_path,
+            [
+                {
+                    "id": "r",
+                    "input": "tj 192",
+                    "scorer": {"type": "regex", "pattern": "^[A-Z]+-[0-9]+$"},
+                },
+                {"id": "e", "input": "Vlp_6754", "expected": "VLP-6754"},
+            ],
+        )
+        p = propose(
+            tasks,
+            [
+                Rollout("k1", "r", "train", 0, "h", True, 0.0, False),
+                Rollout("k2", "e", "train", 0, "h", True, 0.0, False),
+            ],
+        )
         assert evidence(p) == ["e"]
 
     def test_repeated_samples_of_one_task_give_one_example(self, tasks):
@@ -272,7 +357,8 @@ class TestAdd:
             "# Codes\n\nRewrite the product code you are given.\n\n"
             "## Examples\n\n"
             "Input: tj 192\nOutput: TJ-192\n\n"
-            "Input: Vlp_6754\nOutput: VLP-6754\n")
+            "Input: Vlp_6754\nOutput: VLP-6754\n"
+        )
         new_task = tasks[tid("#rh.140")]
         messages = ChatHarness(ScriptedModel([])).messages(candidate, new_task)
         assert completion_prompt(messages) == (
@@ -280,7 +366,8 @@ class TestAdd:
             "## Examples\n\n"
             "Input: tj 192\nOutput: TJ-192\n\n"
             "Input: Vlp_6754\nOutput: VLP-6754\n\n"
-            "Input: #rh.140\nOutput:")
+            "Input: #rh.140\nOutput:"
+        )
 
         # a later step appends to the same section, keeping the pattern
         p2 = propose(tasks, [fail("#rh.140")], skill=candidate)
@@ -294,7 +381,8 @@ class TestAdd:
             "Input: tj 192\nOutput: TJ-192\n\n"
             "Input: Vlp_6754\nOutput: VLP-6754\n\n"
             "Input: #rh.140\nOutput: RH-140\n\n"
-            "Input: uxl685\nOutput:")
+            "Input: uxl685\nOutput:"
+        )
 
     def test_adds_go_into_an_existing_examples_section(self, tasks):
         skill = skill_with("tj 192", after="## Notes\n\n- Reply with the code only.\n")
@@ -306,7 +394,8 @@ class TestAdd:
             "## Examples\n\n"
             "Input: tj 192\nOutput: TJ-192\n\n"
             "Input: Vlp_6754\nOutput: VLP-6754\n\n"
-            "## Notes\n\n- Reply with the code only.\n")
+            "## Notes\n\n- Reply with the code only.\n"
+        )
 
 
 # ------------------------------------------------------------ propose: no edits
@@ -339,7 +428,8 @@ class TestChoice:
         never_near = ExemplarOptimizer(near=1.01)
         assert propose(tasks, [fail("tj 192")], skill=skill, optimizer=never_near).edits == []
         assert evidence(propose(tasks, [fail("TJ 192")], skill=skill, optimizer=never_near)) == [
-            "tj-192-caps"]
+            "tj-192-caps"
+        ]
 
     def test_near_duplicate_of_an_existing_example_is_skipped(self, tasks):
         a, b = "catalogue entry 1234567", "catalogue entry 1234568"
@@ -395,7 +485,8 @@ class TestFullSection:
             "# Codes\n\nRewrite the product code you are given.\n\n"
             "## Examples\n\n"
             "Input: uxl685\nOutput: UXL-685\n\n"
-            "Input: Vlp_6754\nOutput: VLP-6754\n")
+            "Input: Vlp_6754\nOutput: VLP-6754\n"
+        )
         assert len(examples_in(after)) == 2
 
     def test_the_target_depends_on_the_failure(self, tasks):
@@ -409,7 +500,9 @@ class TestFullSection:
         opt = ExemplarOptimizer(max_examples=3)
         p = propose(tasks, [fail("#rh.140"), fail("uxl685")], skill=skill, optimizer=opt)
         assert [(e.op, e.anchor, e.content) for e in p.edits] == [
-            ("add", None, ex("#rh.140")), ("replace", ex("uxl684"), ex("uxl685"))]
+            ("add", None, ex("#rh.140")),
+            ("replace", ex("uxl684"), ex("uxl685")),
+        ]
         after, report = apply_edits(skill, p.edits)
         assert report.summary() == "2 applied, 0 skipped"
         assert [e.input for e in examples_in(after)] == ["uxl685", "tj 192", "#rh.140"]
@@ -418,16 +511,23 @@ class TestFullSection:
         skill = skill_with("uxl684", "Vlp_6754")
         opt = ExemplarOptimizer(max_examples=2)
         p = propose(tasks, [fail("uxl685"), fail("Vxz_1234")], skill=skill, optimizer=opt)
-        assert [(e.op, e.anchor) for e in p.edits] == [("replace", ex("uxl684")),
-                                                       ("replace", ex("Vlp_6754"))]
+        assert [(e.op, e.anchor) for e in p.edits] == [
+            ("replace", ex("uxl684")),
+            ("replace", ex("Vlp_6754")),
+        ]
         after, report = apply_edits(skill, p.edits)
         assert all(r.applied for r in report.results)
         assert [e.input for e in examples_in(after)] == ["uxl685", "Vxz_1234"]
 
     def test_more_picks_than_examples_to_replace(self, tasks):
         opt = ExemplarOptimizer(max_examples=1)
-        p = propose(tasks, [fail("tj 192"), fail("Vlp_6754"), fail("#rh.140")],
-                    skill=skill_with("uxl684"), optimizer=opt, budget=3)
+        p = propose(
+            tasks,
+            [fail("tj 192"), fail("Vlp_6754"), fail("#rh.140")],
+            skill=skill_with("uxl684"),
+            optimizer=opt,
+            budget=3,
+        )
         assert [e.op for e in p.edits] == ["replace"]
         assert len(examples_in(apply_edits(skill_with("uxl684"), p.edits)[0])) == 1
 
@@ -449,7 +549,8 @@ class TestDedupe:
             "# Codes\n\nRewrite the product code you are given.\n\n"
             "## Examples\n\n"
             "Input: catalogue entry 1234567\nOutput: CE-1234567\n\n"
-            "Input: tj 192\nOutput: TJ-192\n")
+            "Input: tj 192\nOutput: TJ-192\n"
+        )
 
     def test_only_with_budget_left_over(self, tasks):
         skill = skill_with(self.A, self.B)
@@ -465,7 +566,9 @@ class TestDedupe:
         skill = skill_with(self.A, self.B, self.C)
         assert [e.anchor for e in propose(tasks, [], skill=skill, budget=1).edits] == [ex(self.B)]
         assert [e.anchor for e in propose(tasks, [], skill=skill, budget=5).edits] == [
-            ex(self.B), ex(self.C)]
+            ex(self.B),
+            ex(self.C),
+        ]
 
 
 # ----------------------------------------------------------------------- memory
@@ -475,8 +578,7 @@ class TestMemory:
         rejected_add(memory, "tj 192")
         rollouts = [fail("tj 192"), fail("Vlp_6754")]
         assert evidence(propose(tasks, rollouts, memory=memory, budget=1)) == ["vlp-6754"]
-        assert evidence(propose(tasks, rollouts, memory=memory, budget=2)) == [
-            "vlp-6754", "tj-192"]
+        assert evidence(propose(tasks, rollouts, memory=memory, budget=2)) == ["vlp-6754", "tj-192"]
         # without the rejection, batch order decides
         assert evidence(propose(tasks, rollouts, budget=1)) == ["tj-192"]
 
@@ -499,8 +601,12 @@ class TestMemory:
     def test_a_rejected_replace_counts_its_new_example(self, tasks):
         memory = Memory()
         for step in (1, 2):
-            memory.reject(step, [Edit("replace", anchor=ex("uxl684"), content=ex("tj 192"),
-                                      source="exemplars")], -0.1, "worse")
+            memory.reject(
+                step,
+                [Edit("replace", anchor=ex("uxl684"), content=ex("tj 192"), source="exemplars")],
+                -0.1,
+                "worse",
+            )
         assert propose(tasks, [fail("tj 192")], memory=memory).edits == []
         # the replaced example was not what the candidate held
         assert evidence(propose(tasks, [fail("uxl684")], memory=memory)) == ["uxl684"]
@@ -508,16 +614,16 @@ class TestMemory:
     def test_a_rejected_delete_does_not_count(self, tasks):
         memory = Memory()
         for step in (1, 2):
-            memory.reject(step, [Edit("delete", anchor=ex("tj 192"), source="exemplars")],
-                          -0.1, "worse")
+            memory.reject(
+                step, [Edit("delete", anchor=ex("tj 192"), source="exemplars")], -0.1, "worse"
+            )
         assert evidence(propose(tasks, [fail("tj 192")], memory=memory)) == ["tj-192"]
 
     def test_rejection_outranked_by_shape_novelty(self, tasks):
         memory = Memory()
         rejected_add(memory, "#rh.140")
         skill = skill_with("tj 192")  # 'a 9' is covered, '#a.9' is not
-        p = propose(tasks, [fail("mw 80"), fail("#rh.140")], skill=skill, memory=memory,
-                    budget=1)
+        p = propose(tasks, [fail("mw 80"), fail("#rh.140")], skill=skill, memory=memory, budget=1)
         assert evidence(p) == ["rh-140"]
 
     def test_not_applied_edits_do_not_count_as_rejections(self, tasks):
@@ -531,9 +637,11 @@ class TestMemory:
 class TestMultiLinePrompts:
     @pytest.fixture
     def ml_tasks(self, tmp_path):
-        return load_tasks(tmp_path, [{"id": tid(i), "input": i, "expected": e}
-                                     for i, e in ITEMS.items()],
-                          prompt="Normalise this product code:\n{input}")
+        return load_tasks(
+            tmp_path,
+            [{"id": tid(i), "input": i, "expected": e} for i, e in ITEMS.items()],
+            prompt="Normalise this product code:\n{input}",
+        )
 
     def test_an_added_example_is_recognised_next_step(self, ml_tasks):
         p = propose(ml_tasks, [fail("tj 192")])
@@ -544,15 +652,15 @@ class TestMultiLinePrompts:
 
     def test_they_count_towards_the_cap(self, ml_tasks):
         opt = ExemplarOptimizer(max_examples=1)
-        skill, _ = apply_edits(skill_with(), propose(ml_tasks, [fail("tj 192")],
-                                                     optimizer=opt).edits)
+        skill, _ = apply_edits(
+            skill_with(), propose(ml_tasks, [fail("tj 192")], optimizer=opt).edits
+        )
         [e] = propose(ml_tasks, [fail("Vlp_6754")], skill=skill, optimizer=opt).edits
         assert e.op == "replace"
         assert e.anchor == "Input: Normalise this product code:\ntj 192\nOutput: TJ-192"
         after, report = apply_edits(skill, [e])
         assert report.results[0].applied
-        assert [x.input for x in examples_in(after)] == [
-            "Normalise this product code:\nVlp_6754"]
+        assert [x.input for x in examples_in(after)] == ["Normalise this product code:\nVlp_6754"]
 
 
 # --------------------------------------------------------------- no model calls
@@ -570,8 +678,12 @@ class TestOffline:
         assert isinstance(api.build_optimizer("exemplars", Settings()), ExemplarOptimizer)
 
     def test_proposal_survives_a_checkpoint(self, tasks):
-        p = propose(tasks, [fail("tj 192")], skill=skill_with("uxl684"),
-                    optimizer=ExemplarOptimizer(max_examples=1))
+        p = propose(
+            tasks,
+            [fail("tj 192")],
+            skill=skill_with("uxl684"),
+            optimizer=ExemplarOptimizer(max_examples=1),
+        )
         again = Proposal.from_dict(json.loads(json.dumps(p.to_dict())))
         assert again.edits == p.edits and again.edits[0].op == "replace"
 
@@ -600,8 +712,9 @@ def e2e(isolated):
     for s, inputs in E2E.items():
         for text, split in zip(inputs, SPLITS):
             assert shape(text) == s
-            items.append({"id": tid(text), "input": text, "expected": canonical(text),
-                          "split": split})
+            items.append(
+                {"id": tid(text), "input": text, "expected": canonical(text), "split": split}
+            )
             table[text] = canonical(text)
     suite = write_suite(isolated / "tasks" / "codes.yaml", items)
     skill = write_skill(isolated / "skills", "codes", body=INTRO)
@@ -620,8 +733,14 @@ def e2e(isolated):
 
 
 def test_train_end_to_end_with_exemplars(e2e):
-    flags = {"target": "scripted/exemplar-target", "optimizer": "exemplars", "epochs": 2,
-             "batch_size": 8, "slow_update": True, "concurrency": 2}
+    flags = {
+        "target": "scripted/exemplar-target",
+        "optimizer": "exemplars",
+        "epochs": 2,
+        "batch_size": 8,
+        "slow_update": True,
+        "concurrency": 2,
+    }
     result = api.train(e2e["skill"], e2e["suite"], flags=flags)
     s = result.summary
     assert s["status"] == "finished"
@@ -649,5 +768,7 @@ def test_train_end_to_end_with_exemplars(e2e):
     assert all(x.output == canonical(x.input) for x in shown)
     assert len({shape(x.input) for x in shown}) == len(shown)  # one example per shape
     # the target was only ever asked tasks; no optimizer prompt reached it
-    assert all(c.messages[-1]["content"] in {t for v in E2E.values() for t in v}
-               for c in e2e["model"].calls)
+    assert all(
+        c.messages[-1]["content"] in {t for v in E2E.values() for t in v}
+        for c in e2e["model"].calls
+    )

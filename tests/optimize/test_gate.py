@@ -13,9 +13,10 @@ from skillopt.optimize.gate import GATES, Decision, decide, paired_p_value
 
 
 def outcomes(values: dict[str, float | None], threshold: float = 0.5) -> dict[str, TaskOutcome]:
-    return {t: TaskOutcome(t, v, None if v is None else v >= threshold, 1,
-                           0 if v is None else 1)
-            for t, v in values.items()}
+    return {
+        t: TaskOutcome(t, v, None if v is None else v >= threshold, 1, 0 if v is None else 1)
+        for t, v in values.items()
+    }
 
 
 # ------------------------------------------------------------------------ p-value
@@ -52,7 +53,7 @@ class TestPairedPValue:
 
     def test_binomial_tail_exact(self):
         deltas = [1.0] * 60 + [-1.0] * 40
-        expected = sum(math.comb(100, k) for k in range(60, 101)) / 2 ** 100
+        expected = sum(math.comb(100, k) for k in range(60, 101)) / 2**100
         assert paired_p_value(deltas) == pytest.approx(expected, rel=1e-9)
         assert 0.02 < expected < 0.03  # sanity: about 0.028
 
@@ -71,8 +72,11 @@ class TestPairedPValue:
         mc = random.Random(99)
         observed = sum(deltas)
         trials = 20_000
-        hits = sum(1 for _ in range(trials)
-                   if sum(x if mc.random() < 0.5 else -x for x in deltas) >= observed)
+        hits = sum(
+            1
+            for _ in range(trials)
+            if sum(x if mc.random() < 0.5 else -x for x in deltas) >= observed
+        )
         assert 0.05 < p < 0.95  # a non-trivial case
         assert p == pytest.approx(hits / trials, abs=0.02)
 
@@ -124,7 +128,7 @@ class TestDecide:
 
     def test_margin_needs_delta_above_min_delta(self):
         inc = outcomes({t: 0.0 for t in "abcdefghij"})
-        one = outcomes({**{t: 0.0 for t in "abcdefghij"}, "a": 1.0})   # +0.1
+        one = outcomes({**{t: 0.0 for t in "abcdefghij"}, "a": 1.0})  # +0.1
         two = outcomes({**{t: 0.0 for t in "abcdefghij"}, "a": 1.0, "b": 1.0})  # +0.2
         low = decide(inc, one, mode="margin", min_delta=0.1)
         assert not low.accepted

@@ -28,9 +28,13 @@ def test_reject_skip_note_record_plain_data():
     assert m.rejected[0]["edit"] == E1.to_dict()
     assert m.rejected[0]["delta"] == -0.125
     assert m.rejected[2]["delta"] is None
-    assert m.not_applied == [{"step": 2, "edit": Edit("replace", anchor="missing words",
-                                                       content="x").to_dict(),
-                              "reason": "anchor_not_found"}]
+    assert m.not_applied == [
+        {
+            "step": 2,
+            "edit": Edit("replace", anchor="missing words", content="x").to_dict(),
+            "reason": "anchor_not_found",
+        }
+    ]
     assert m.meta_notes == [{"epoch": 1, "notes": "- adds under Rules helped"}]
 
 
@@ -45,8 +49,12 @@ def test_round_trip_through_json():
 def test_from_dict_none_and_empty():
     assert Memory.from_dict(None) == Memory()
     assert Memory.from_dict({}) == Memory()
-    assert Memory.from_dict({"rejected": [{"step": 1, "edit": E2.to_dict(), "delta": 0.0,
-                                           "reason": "tie"}]}).rejected[0]["reason"] == "tie"
+    assert (
+        Memory.from_dict(
+            {"rejected": [{"step": 1, "edit": E2.to_dict(), "delta": 0.0, "reason": "tie"}]}
+        ).rejected[0]["reason"]
+        == "tie"
+    )
 
 
 def test_from_dict_copies_lists():

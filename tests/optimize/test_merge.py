@@ -23,8 +23,10 @@ def accounted(proposals: list[list[Edit]], result) -> None:
             continue
         # kept or dropped as the merged copy (support and evidence added up)
         fields = (e.op, e.anchor, e.section, e.content)
-        assert any((k.op, k.anchor, k.section, k.content) == fields
-                   for k in result.kept + [d for d, _ in result.dropped]), e
+        assert any(
+            (k.op, k.anchor, k.section, k.content) == fields
+            for k in result.kept + [d for d, _ in result.dropped]
+        ), e
 
 
 class TestDuplicates:
@@ -66,9 +68,11 @@ class TestDuplicates:
         assert len(r.kept) == 2
 
     def test_duplicate_of_success_and_failure_ranks_as_failure(self):
-        proposals = [[add("s", anchor="b", source="successes", support=3)],
-                     [add("f", anchor="a", source="failures", support=2)],
-                     [add("S", anchor="B", source="failures")]]
+        proposals = [
+            [add("s", anchor="b", source="successes", support=3)],
+            [add("f", anchor="a", source="failures", support=2)],
+            [add("S", anchor="B", source="failures")],
+        ]
         r = merge_edits(proposals, budget=4)
         assert [e.content for e in r.kept] == ["s", "f"]
         assert r.kept[0].source == "failures"
@@ -77,20 +81,29 @@ class TestDuplicates:
 
 class TestRanking:
     def test_failures_before_successes_regardless_of_support(self):
-        proposals = [[add("succ", anchor="a", source="successes", support=9)],
-                     [add("fail", anchor="b", source="failures", support=1)]]
+        proposals = [
+            [add("succ", anchor="a", source="successes", support=9)],
+            [add("fail", anchor="b", source="failures", support=1)],
+        ]
         r = merge_edits(proposals, budget=4)
         assert [e.content for e in r.kept] == ["fail", "succ"]
 
     def test_then_by_support(self):
-        proposals = [[add("low", anchor="a"), add("high", anchor="b", support=3),
-                      add("mid", anchor="c", support=2)]]
+        proposals = [
+            [
+                add("low", anchor="a"),
+                add("high", anchor="b", support=3),
+                add("mid", anchor="c", support=2),
+            ]
+        ]
         r = merge_edits(proposals, budget=4)
         assert [e.content for e in r.kept] == ["high", "mid", "low"]
 
     def test_budget_keeps_failure_edit_over_high_support_success(self):
-        proposals = [[add("succ", anchor="a", source="successes", support=5)],
-                     [add("fail", anchor="b")]]
+        proposals = [
+            [add("succ", anchor="a", source="successes", support=5)],
+            [add("fail", anchor="b")],
+        ]
         r = merge_edits(proposals, budget=1)
         assert [e.content for e in r.kept] == ["fail"]
         assert r.dropped[0][0].content == "succ"
@@ -104,16 +117,20 @@ class TestRanking:
         assert r.dropped == []
 
     def test_stable_within_a_source_and_support(self):
-        proposals = [[add("s1", anchor="p", source="successes"), add("f1", anchor="q")],
-                     [add("s2", anchor="r", source="successes"), add("f2", anchor="s")]]
+        proposals = [
+            [add("s1", anchor="p", source="successes"), add("f1", anchor="q")],
+            [add("s2", anchor="r", source="successes"), add("f2", anchor="s")],
+        ]
         r = merge_edits(proposals, budget=10)
         assert [e.content for e in r.kept] == ["f1", "f2", "s1", "s2"]
 
 
 class TestConflicts:
     def test_two_deletes_of_overlapping_text(self):
-        proposals = [[Edit("delete", anchor="the old rule", support=2)],
-                     [Edit("delete", anchor="old rule")]]
+        proposals = [
+            [Edit("delete", anchor="the old rule", support=2)],
+            [Edit("delete", anchor="old rule")],
+        ]
         r = merge_edits(proposals, budget=4)
         assert [e.anchor for e in r.kept] == ["the old rule"]
         dropped, reason = r.dropped[0]
@@ -123,40 +140,46 @@ class TestConflicts:
         accounted(proposals, r)
 
     def test_replace_and_delete_same_anchor_modulo_case(self):
-        proposals = [[Edit("replace", anchor="Old Rule", content="new rule")],
-                     [Edit("delete", anchor="old  rule")]]
+        proposals = [
+            [Edit("replace", anchor="Old Rule", content="new rule")],
+            [Edit("delete", anchor="old  rule")],
+        ]
         r = merge_edits(proposals, budget=4)
         assert [e.op for e in r.kept] == ["replace"]
         assert r.dropped[0][0].op == "delete"
         assert r.dropped[0][1].startswith("conflicts")
 
     def test_two_replaces_same_anchor_lower_ranked_dropped(self):
-        proposals = [[Edit("replace", anchor="x rule", content="A", source="successes",
-                           support=5)],
-                     [Edit("replace", anchor="x rule", content="B")]]
+        proposals = [
+            [Edit("replace", anchor="x rule", content="A", source="successes", support=5)],
+            [Edit("replace", anchor="x rule", content="B")],
+        ]
         r = merge_edits(proposals, budget=4)
         assert [e.content for e in r.kept] == ["B"]
         assert r.dropped[0][0].content == "A"
         assert r.dropped[0][1].startswith("conflicts")
 
     def test_larger_anchor_ranked_lower_is_dropped(self):
-        proposals = [[Edit("replace", anchor="rule", content="A", support=3)],
-                     [Edit("delete", anchor="the whole rule text")]]
+        proposals = [
+            [Edit("replace", anchor="rule", content="A", support=3)],
+            [Edit("delete", anchor="the whole rule text")],
+        ]
         r = merge_edits(proposals, budget=4)
         assert [e.op for e in r.kept] == ["replace"]
         assert r.dropped[0][1].startswith("conflicts")
 
     def test_add_after_anchor_another_edit_replaces(self):
-        proposals = [[Edit("replace", anchor="- one", content="- uno", support=2)],
-                     [add("- extra", anchor="- one")]]
+        proposals = [
+            [Edit("replace", anchor="- one", content="- uno", support=2)],
+            [add("- extra", anchor="- one")],
+        ]
         r = merge_edits(proposals, budget=4)
         assert [e.op for e in r.kept] == ["replace"]
         assert r.dropped[0][0].op == "add"
         assert r.dropped[0][1].startswith("conflicts")
 
     def test_higher_ranked_add_beats_replace_of_its_anchor(self):
-        proposals = [[add("- extra", anchor="- one", support=2)],
-                     [Edit("delete", anchor="- one")]]
+        proposals = [[add("- extra", anchor="- one", support=2)], [Edit("delete", anchor="- one")]]
         r = merge_edits(proposals, budget=4)
         assert [e.op for e in r.kept] == ["add"]
         assert r.dropped[0][1].startswith("conflicts")
@@ -173,8 +196,10 @@ class TestConflicts:
         assert len(r.kept) == 3
 
     def test_unrelated_anchors_both_kept(self):
-        proposals = [[Edit("delete", anchor="alpha")], [Edit("replace", anchor="beta",
-                                                             content="gamma")]]
+        proposals = [
+            [Edit("delete", anchor="alpha")],
+            [Edit("replace", anchor="beta", content="gamma")],
+        ]
         r = merge_edits(proposals, budget=4)
         assert len(r.kept) == 2
 
@@ -196,17 +221,24 @@ class TestBudget:
         assert all("budget" in why for _, why in r.dropped)
 
     def test_conflict_does_not_use_budget(self):
-        proposals = [[Edit("delete", anchor="rule one", support=3),
-                      Edit("delete", anchor="rule one here", support=2),
-                      add("x", anchor="other")]]
+        proposals = [
+            [
+                Edit("delete", anchor="rule one", support=3),
+                Edit("delete", anchor="rule one here", support=2),
+                add("x", anchor="other"),
+            ]
+        ]
         r = merge_edits(proposals, budget=2)
         assert [e.anchor for e in r.kept] == ["rule one", "other"]
         assert r.dropped[0][1].startswith("conflicts")
 
     def test_nothing_vanishes_in_a_mixed_batch(self):
         proposals = [
-            [add("- a", anchor="- one"), Edit("delete", anchor="- one"),
-             Edit("replace", anchor="Intro", content="Hi", source="successes")],
+            [
+                add("- a", anchor="- one"),
+                Edit("delete", anchor="- one"),
+                Edit("replace", anchor="Intro", content="Hi", source="successes"),
+            ],
             [add("- A", anchor="- ONE"), add("tail"), Edit("delete", anchor="intro text")],
             [],
             [add("x", section="New"), add("y", section="New"), add("z")],
@@ -220,8 +252,10 @@ class TestBudget:
         assert any("budget" in w for w in reasons)
 
     def test_merged_duplicate_dropped_for_budget_carries_its_support(self):
-        proposals = [[add("a", anchor="a", support=3)],
-                     [add("b", anchor="b"), add("b", anchor="b")]]
+        proposals = [
+            [add("a", anchor="a", support=3)],
+            [add("b", anchor="b"), add("b", anchor="b")],
+        ]
         r = merge_edits(proposals, budget=1)
         assert [e.content for e in r.kept] == ["a"]
         over = [e for e, why in r.dropped if "budget" in why]

@@ -25,12 +25,18 @@ from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.suite.loader import load_suite
 
-SKILL_TEXT = ("---\nname: codes\ndescription: Normalise product codes.\n---\n"
-              "# Codes\n\n## Rules\n\n- Uppercase the letters.\n")
+SKILL_TEXT = (
+    "---\nname: codes\ndescription: Normalise product codes.\n---\n"
+    "# Codes\n\n## Rules\n\n- Uppercase the letters.\n"
+)
 
-ONE_EDIT = {"op": "add", "anchor": "- Uppercase the letters.",
-            "content": "- Put a hyphen between letters and digits.",
-            "rationale": "the hyphen was missing", "evidence": ["pc-1"]}
+ONE_EDIT = {
+    "op": "add",
+    "anchor": "- Uppercase the letters.",
+    "content": "- Put a hyphen between letters and digits.",
+    "rationale": "the hyphen was missing",
+    "evidence": ["pc-1"],
+}
 GOOD = json.dumps({"edits": [ONE_EDIT]})
 
 
@@ -38,10 +44,16 @@ GOOD = json.dumps({"edits": [ONE_EDIT]})
 class TestParseEdits:
     def test_clean_reply(self):
         edits = parse_edits(GOOD, "failures")
-        assert edits == [Edit("add", anchor="- Uppercase the letters.",
-                              content="- Put a hyphen between letters and digits.",
-                              rationale="the hyphen was missing", evidence=("pc-1",),
-                              source="failures")]
+        assert edits == [
+            Edit(
+                "add",
+                anchor="- Uppercase the letters.",
+                content="- Put a hyphen between letters and digits.",
+                rationale="the hyphen was missing",
+                evidence=("pc-1",),
+                source="failures",
+            )
+        ]
 
     def test_json_fence(self):
         reply = "Here you go:\n```json\n" + GOOD + "\n```\nGood luck."
@@ -64,8 +76,9 @@ class TestParseEdits:
         assert parse_edits('{"edits": []}', "successes") == []
 
     def test_nulls_and_blank_strings_become_none(self):
-        reply = json.dumps({"edits": [{"op": "add", "anchor": "", "section": None,
-                                       "content": "x"}]})
+        reply = json.dumps(
+            {"edits": [{"op": "add", "anchor": "", "section": None, "content": "x"}]}
+        )
         [e] = parse_edits(reply, "failures")
         assert e.anchor is None and e.section is None
         assert e.rationale == "" and e.evidence == ()
@@ -74,12 +87,15 @@ class TestParseEdits:
         reply = json.dumps({"edits": [{**ONE_EDIT, "confidence": 0.9}], "thoughts": "x"})
         assert len(parse_edits(reply, "failures")) == 1
 
-    @pytest.mark.parametrize("reply", [
-        '{"edits": [{"op": "add", ',
-        "no json here at all",
-        "",
-        "{'edits': [{'op': 'add', 'content': 'x'}]}",  # a Python repr, not JSON
-    ])
+    @pytest.mark.parametrize(
+        "reply",
+        [
+            '{"edits": [{"op": "add", ',
+            "no json here at all",
+            "",
+            "{'edits': [{'op': 'add', 'content': 'x'}]}",  # a Python repr, not JSON
+        ],
+    )
     def test_malformed_json(self, reply):
         with pytest.raises(ValueError, match="no JSON"):
             parse_edits(reply, "failures")
@@ -118,27 +134,52 @@ class TestParseEdits:
 # ------------------------------------------------------------------- fixtures
 @pytest.fixture
 def tasks(tmp_path):
-    path = write_suite(tmp_path / "codes.yaml", [
-        {"id": "pc-1", "input": "abc 123", "expected": "ABC-123", "split": "train"},
-        {"id": "pc-2", "input": "xy42", "expected": "XY-42", "split": "train"},
-    ], prompt="Normalise this product code: {input}")
+    path = write_suite(
+        tmp_path / "codes.yaml",
+        [
+            {"id": "pc-1", "input": "abc 123", "expected": "ABC-123", "split": "train"},
+            {"id": "pc-2", "input": "xy42", "expected": "XY-42", "split": "train"},
+        ],
+        prompt="Normalise this product code: {input}",
+    )
     return {t.id: t for t in load_suite(path).tasks}
 
 
 def rollout(task_id: str, answer: str | None, score: float, feedback: str, **kw) -> Rollout:
-    return Rollout(key=f"k-{task_id}", task_id=task_id, split="train", sample=0,
-                   skill_hash="h", scored=True, score=score, passed=score >= 1.0,
-                   feedback=feedback, answer=answer, **kw)
+    return Rollout(
+        key=f"k-{task_id}",
+        task_id=task_id,
+        split="train",
+        sample=0,
+        skill_hash="h",
+        scored=True,
+        score=score,
+        passed=score >= 1.0,
+        feedback=feedback,
+        answer=answer,
+        **kw,
+    )
 
 
-def request(tasks, *, memory: Memory | None = None, rollouts=None, kind="failures",
-            budget=3) -> ProposalRequest:
-    rollouts = rollouts if rollouts is not None else [
-        rollout("pc-1", "ABC123", 0.0, "expected 'ABC-123', got 'ABC123'"),
-        rollout("pc-2", "xy-42", 0.0, "expected 'XY-42', got 'xy-42'"),
-    ]
-    return ProposalRequest(skill=Skill.parse(SKILL_TEXT), kind=kind, rollouts=rollouts,
-                           tasks=tasks, budget=budget, memory=memory or Memory())
+def request(
+    tasks, *, memory: Memory | None = None, rollouts=None, kind="failures", budget=3
+) -> ProposalRequest:
+    rollouts = (
+        rollouts
+        if rollouts is not None
+        else [
+            rollout("pc-1", "ABC123", 0.0, "expected 'ABC-123', got 'ABC123'"),
+            rollout("pc-2", "xy-42", 0.0, "expected 'XY-42', got 'xy-42'"),
+        ]
+    )
+    return ProposalRequest(
+        skill=Skill.parse(SKILL_TEXT),
+        kind=kind,
+        rollouts=rollouts,
+        tasks=tasks,
+        budget=budget,
+        memory=memory or Memory(),
+    )
 
 
 def user_prompt(model: ScriptedModel, call: int = 0) -> str:
@@ -219,8 +260,12 @@ class TestPropose:
 
     def test_prompt_contains_everything_the_optimizer_needs(self, tasks):
         memory = Memory()
-        memory.reject(1, [Edit("delete", anchor="- Uppercase the letters.")], -0.25,
-                      "worse on validation (-0.250)")
+        memory.reject(
+            1,
+            [Edit("delete", anchor="- Uppercase the letters.")],
+            -0.25,
+            "worse on validation (-0.250)",
+        )
         memory.skip(1, Edit("add", anchor="no such line", content="x"), "anchor_not_found")
         memory.note(0, "deletions hurt")
         model = ScriptedModel([GOOD])
@@ -230,8 +275,9 @@ class TestPropose:
         assert skill.body in prompt
         assert "name: codes" not in prompt  # the body only, not the frontmatter
         for task_id, answer, feedback in [
-                ("pc-1", "ABC123", "expected 'ABC-123', got 'ABC123'"),
-                ("pc-2", "xy-42", "expected 'XY-42', got 'xy-42'")]:
+            ("pc-1", "ABC123", "expected 'ABC-123', got 'ABC123'"),
+            ("pc-2", "xy-42", "expected 'XY-42', got 'xy-42'"),
+        ]:
             task = tasks[task_id]
             assert f"## Task {task_id}" in prompt
             assert task.prompt in prompt
@@ -250,8 +296,7 @@ class TestPropose:
     def test_huge_answer_is_truncated_with_marker(self, tasks):
         huge = "Z" * (FIELD_LIMIT + 4321)
         model = ScriptedModel([GOOD])
-        LLMOptimizer(model).propose(request(tasks, rollouts=[
-            rollout("pc-1", huge, 0.0, "wrong")]))
+        LLMOptimizer(model).propose(request(tasks, rollouts=[rollout("pc-1", huge, 0.0, "wrong")]))
         prompt = user_prompt(model)
         assert "…[truncated 4321 characters]" in prompt
         assert "Z" * FIELD_LIMIT in prompt
@@ -288,10 +333,19 @@ class TestPropose:
 
 class TestRenderTrajectories:
     def test_missing_answer_and_steps(self, tasks):
-        r = rollout("pc-1", None, 0.0, "no answer",
-                    trajectory={"steps": [{"type": "tool", "command": "ls", "output": "a.txt"},
-                                          {"type": "call", "tool": "read", "input": {"p": 1}}]
-                                + [{"type": "note", "text": f"n{i}"} for i in range(25)]})
+        r = rollout(
+            "pc-1",
+            None,
+            0.0,
+            "no answer",
+            trajectory={
+                "steps": [
+                    {"type": "tool", "command": "ls", "output": "a.txt"},
+                    {"type": "call", "tool": "read", "input": {"p": 1}},
+                ]
+                + [{"type": "note", "text": f"n{i}"} for i in range(25)]
+            },
+        )
         text = render_trajectories([r], tasks)
         assert "Score: 0.00 (fail)" in text
         assert "tool: `ls` → a.txt" in text
@@ -310,9 +364,9 @@ class TestTextReplies:
         s = Skill.parse(SKILL_TEXT)
         memory = Memory()
         memory.reject(2, [Edit("delete", anchor="rule nine")], -0.1, "worse")
-        r = LLMOptimizer(model).slow_update(s, Skill.parse(SKILL_TEXT.replace("Uppercase",
-                                                                              "Capitalise")),
-                                            "pc-1 improved", memory)
+        r = LLMOptimizer(model).slow_update(
+            s, Skill.parse(SKILL_TEXT.replace("Uppercase", "Capitalise")), "pc-1 improved", memory
+        )
         assert r.text == "- keep hyphens\n- uppercase"
         assert r.skipped is None and r.calls == 1
         prompt = user_prompt(model)

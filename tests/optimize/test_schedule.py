@@ -10,8 +10,10 @@ from skillopt.optimize.schedule import SCHEDULES, edit_budget
 
 
 def sequence(schedule: str, total: int, max_edits: int = 4, min_edits: int = 2) -> list[int]:
-    return [edit_budget(i, total, max_edits=max_edits, min_edits=min_edits, schedule=schedule)
-            for i in range(total)]
+    return [
+        edit_budget(i, total, max_edits=max_edits, min_edits=min_edits, schedule=schedule)
+        for i in range(total)
+    ]
 
 
 def test_schedules_listed():
@@ -29,8 +31,9 @@ def test_constant_is_max(total):
 
 
 @pytest.mark.parametrize("schedule", ["linear", "cosine"])
-@pytest.mark.parametrize("total, hi, lo", [(2, 4, 2), (5, 4, 2), (8, 4, 2), (10, 8, 1),
-                                           (30, 5, 1), (7, 3, 3)])
+@pytest.mark.parametrize(
+    "total, hi, lo", [(2, 4, 2), (5, 4, 2), (8, 4, 2), (10, 8, 1), (30, 5, 1), (7, 3, 3)]
+)
 def test_decay_endpoints_monotone_and_bounded(schedule, total, hi, lo):
     seq = sequence(schedule, total, hi, lo)
     assert seq[0] == hi

@@ -20,7 +20,9 @@ from typer.testing import CliRunner
 from skillopt.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(os.environ.get("SKILLOPT_REALCLI_DIR") or ROOT / ".ci" / "clis" / "node_modules" / ".bin")
+BIN = Path(
+    os.environ.get("SKILLOPT_REALCLI_DIR") or ROOT / ".ci" / "clis" / "node_modules" / ".bin"
+)
 
 # planted in the user's HOME: none may reach a request
 CLAUDE_MD_MARKER = "USER-CLAUDE-MD-MARKER-7431"
@@ -39,8 +41,10 @@ def pytest_collection_modifyitems(items):
 def real_cli(name: str) -> Path:
     path = BIN / name
     if not os.access(path, os.X_OK):
-        message = (f"the real `{name}` is not installed at {path}: run `npm install --prefix "
-                   ".ci/clis @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0`")
+        message = (
+            f"the real `{name}` is not installed at {path}: run `npm install --prefix "
+            ".ci/clis @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0`"
+        )
         if os.environ.get("SKILLOPT_REQUIRE_REALCLI") == "1":
             pytest.fail(message)
         pytest.skip(message)
@@ -55,8 +59,12 @@ def home(isolated) -> Path:
     claude.mkdir()
     (claude / "CLAUDE.md").write_text(f"Always say {CLAUDE_MD_MARKER}.\n")
     for root in (claude / "skills", home / ".agents" / "skills", home / ".codex" / "skills"):
-        write_skill(root, PERSONAL_SKILL, body=f"# Notes\n\nSay {PERSONAL_MARKER}.\n",
-                    description=f"Personal notes {PERSONAL_MARKER}. Use for every task.")
+        write_skill(
+            root,
+            PERSONAL_SKILL,
+            body=f"# Notes\n\nSay {PERSONAL_MARKER}.\n",
+            description=f"Personal notes {PERSONAL_MARKER}. Use for every task.",
+        )
     (home / ".codex" / "AGENTS.md").write_text(f"Always say {AGENTS_MD_MARKER}.\n")
     (home / ".claude.json").write_text('{"numStartups": 3}\n')
     return home
@@ -74,12 +82,18 @@ def snapshot(root: Path) -> dict[str, str]:
 @pytest.fixture
 def caps(isolated):
     """A skill that makes the agent answer in capitals, and a suite scoring that."""
-    skill = write_skill(isolated / "skills", "caps", body="# Caps\n\nAnswer in CAPITALS.\n",
-                        description="Answers word tasks in capitals. Use for every word task.")
+    skill = write_skill(
+        isolated / "skills",
+        "caps",
+        body="# Caps\n\nAnswer in CAPITALS.\n",
+        description="Answers word tasks in capitals. Use for every word task.",
+    )
 
     def suite(n: int, name: str = "caps") -> Path:
-        items = [{"id": f"w{i}", "input": f"word-{i}", "expected": f"WORD-{i}",
-                  "split": "test"} for i in range(n)]
+        items = [
+            {"id": f"w{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": "test"}
+            for i in range(n)
+        ]
         return write_suite(isolated / "tasks" / f"{name}.yaml", items)
 
     return skill, suite

@@ -75,8 +75,9 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(claude, caps
     api = claude()
     skill, suite = caps
     before = snapshot(home)
-    res, _ = run(skill, "--tasks", suite(3), "--compare-no-skill", "--concurrency", "3",
-                 "--json", "out.json")
+    res, _ = run(
+        skill, "--tasks", suite(3), "--compare-no-skill", "--concurrency", "3", "--json", "out.json"
+    )
     assert res.exit_code == 0, res.output
     assert "Δ test: +1.000" in res.stdout, res.output  # 3/3 with the skill, 0/3 without
     assert "skill invoked in 3/3 traced rollouts" in res.stdout, res.output
@@ -95,8 +96,9 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(claude, caps
     assert api.side_requests() == []
     # nothing written under HOME: no transcript, no ~/.claude.json counter, no telemetry
     after = snapshot(home)
-    assert after == before, {k: (before.get(k), after.get(k)) for k in {*before, *after}
-                             if before.get(k) != after.get(k)}
+    assert after == before, {
+        k: (before.get(k), after.get(k)) for k in {*before, *after} if before.get(k) != after.get(k)
+    }
     # usage and cost read back: what the fake sent, priced by the CLI
     data = json.loads(open("out.json").read())
     skill_row = next(r for r in data["results"] if r["variant"] == "skill")
@@ -109,7 +111,8 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(claude, caps
 
 
 def test_without_isolation_the_users_setup_leaks_which_is_why_it_is_the_default(
-        claude, caps, home, isolated):
+    claude, caps, home, isolated
+):
     (isolated / "skillopt.yaml").write_text("agent:\n  isolate: false\n")
     api = claude()
     skill, suite = caps
@@ -180,8 +183,7 @@ def test_a_hung_endpoint_times_out_and_stops_after_five(claude, caps, isolated):
 def test_a_skill_the_cli_did_not_discover_is_an_error_not_a_score(claude, caps, isolated):
     # with slash commands disabled the CLI loads no skill at all: as if skillopt had
     # installed it where the CLI does not look
-    (isolated / "skillopt.yaml").write_text(
-        "claude_code:\n  args: [--disable-slash-commands]\n")
+    (isolated / "skillopt.yaml").write_text("claude_code:\n  args: [--disable-slash-commands]\n")
     api = claude()
     skill, suite = caps
     res, _ = run(skill, "--tasks", suite(3), "--concurrency", "1")
@@ -209,9 +211,25 @@ def test_training_with_the_real_cli_learns_and_leaves_home_alone(claude, caps, h
     items = [{"id": f"w{i}", "input": f"word-{i}", "expected": f"WORD-{i}"} for i in range(12)]
     tasks = write_suite(isolated / "tasks" / "twelve.yaml", items)
     before = snapshot(home)
-    res = CliRunner().invoke(app, ["train", str(skill), "--tasks", str(tasks), "--harness",
-                                   "claude-code", "--optimizer", "exemplars", "--epochs", "1",
-                                   "--batch-size", "4", "--concurrency", "4"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            str(skill),
+            "--tasks",
+            str(tasks),
+            "--harness",
+            "claude-code",
+            "--optimizer",
+            "exemplars",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4",
+            "--concurrency",
+            "4",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "validation 0.000 → 1.000" in res.stdout
     assert snapshot(home) == before

@@ -50,7 +50,8 @@ KEY = "FAKE_PROVIDER_KEY"
 def caps_model(body: dict):
     """Read caps's SKILL.md first; then answer in capitals once it has been read."""
     loaded = "caps" in skills_injected(body) or any(
-        "Answer in CAPITALS" in o.get("output", "") for o in function_outputs(body))
+        "Answer in CAPITALS" in o.get("output", "") for o in function_outputs(body)
+    )
     path = user_skills(body).get("caps")
     if path is not None and not loaded and not function_outputs(body):  # one try only
         return shell(f"cat {shlex.quote(str(path))}")
@@ -90,8 +91,9 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(codex, caps,
     api = codex()
     skill, suite = caps
     before = snapshot(home)
-    res, _ = run(skill, "--tasks", suite(3), "--compare-no-skill", "--concurrency", "3",
-                 "--json", "out.json")
+    res, _ = run(
+        skill, "--tasks", suite(3), "--compare-no-skill", "--concurrency", "3", "--json", "out.json"
+    )
     assert res.exit_code == 0, res.output
     assert "Δ test: +1.000" in res.stdout, res.output  # 3/3 with the skill, 0/3 without
     assert "skill invoked in 3/3 traced rollouts" in res.stdout, res.output
@@ -109,8 +111,9 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(codex, caps,
     # the user's home, their CODEX_HOME included, is byte for byte as it was: no
     # sessions, no state databases, no installation id
     after = snapshot(home)
-    assert after == before, {k: (before.get(k), after.get(k)) for k in {*before, *after}
-                             if before.get(k) != after.get(k)}
+    assert after == before, {
+        k: (before.get(k), after.get(k)) for k in {*before, *after} if before.get(k) != after.get(k)
+    }
     data = json.loads(Path("out.json").read_text())
     skill_row = next(r for r in data["results"] if r["variant"] == "skill")
     assert skill_row["tokens"] == 3 * 2 * (100 + 20)  # two responses of the fake each
@@ -119,7 +122,8 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(codex, caps,
 
 
 def test_without_isolation_the_users_setup_leaks_which_is_why_it_is_the_default(
-        codex, caps, isolated):
+    codex, caps, isolated
+):
     (isolated / "skillopt.yaml").write_text("agent:\n  isolate: false\n")
     api = codex()
     skill, suite = caps
@@ -155,8 +159,7 @@ def test_the_provider_and_model_are_in_the_fingerprint(codex, caps, home):
     assert len(fresh) == 2 and {b["model"] for b in fresh} == {"fake-model-2"}
 
 
-def test_a_missing_provider_key_is_an_auth_failure_that_stops_the_run(codex, caps,
-                                                                     monkeypatch):
+def test_a_missing_provider_key_is_an_auth_failure_that_stops_the_run(codex, caps, monkeypatch):
     api = codex()
     monkeypatch.delenv(KEY)
     skill, suite = caps
@@ -182,8 +185,10 @@ def test_a_rejected_key_is_an_auth_failure_that_stops_the_run(codex, caps):
 def test_a_server_failing_every_call_stops_after_five(codex, caps):
     # the user's provider table may set codex's own retries; with its defaults each
     # task would make 30 requests over about 24 s before failing
-    codex(responder=lambda body: error(500, "upstream down"),
-          provider_options={"request_max_retries": 0, "stream_max_retries": 0})
+    codex(
+        responder=lambda body: error(500, "upstream down"),
+        provider_options={"request_max_retries": 0, "stream_max_retries": 0},
+    )
     skill, suite = caps
     res, took = run(skill, "--tasks", suite(7), "--concurrency", "1")
     assert res.exit_code == 2
@@ -209,8 +214,9 @@ def test_a_broken_sandbox_is_its_own_failure_not_a_score(codex, caps, isolated, 
     wrapper = tmp_path / "codex-no-userns"
     wrapper.write_text(
         "#!/bin/sh\n"
-        f'exec unshare --user --map-root-user sh -c \'echo 0 > '
-        f'/proc/sys/user/max_user_namespaces && exec "$0" "$@"\' {shlex.quote(str(real))} "$@"\n')
+        f"exec unshare --user --map-root-user sh -c 'echo 0 > "
+        f'/proc/sys/user/max_user_namespaces && exec "$0" "$@"\' {shlex.quote(str(real))} "$@"\n'
+    )
     wrapper.chmod(0o755)
     (isolated / "skillopt.yaml").write_text(f"codex:\n  binary: {wrapper}\n")
     api = codex()
@@ -242,9 +248,25 @@ def test_training_with_the_real_cli_learns_and_leaves_home_alone(codex, caps, ho
     items = [{"id": f"w{i}", "input": f"word-{i}", "expected": f"WORD-{i}"} for i in range(12)]
     tasks = write_suite(isolated / "tasks" / "twelve.yaml", items)
     before = snapshot(home)
-    res = CliRunner().invoke(app, ["train", str(skill), "--tasks", str(tasks), "--harness",
-                                   "codex", "--optimizer", "exemplars", "--epochs", "1",
-                                   "--batch-size", "4", "--concurrency", "4"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            str(skill),
+            "--tasks",
+            str(tasks),
+            "--harness",
+            "codex",
+            "--optimizer",
+            "exemplars",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4",
+            "--concurrency",
+            "4",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "validation 0.000 → 1.000" in res.stdout
     assert snapshot(home) == before

@@ -27,20 +27,29 @@ def skill(isolated):
     return d
 
 
-@pytest.mark.parametrize("target, scope, rel", [
-    ("claude-code", "project", "proj/.claude/skills/caps"),
-    ("codex", "project", "proj/.agents/skills/caps"),
-    ("agents", "project", "proj/.agents/skills/caps"),
-    ("claude-code", "user", "home/.claude/skills/caps"),
-    ("codex", "user", "home/.agents/skills/caps"),
-    ("agents", "user", "home/.agents/skills/caps"),
-])
-def test_export_layout_is_where_each_agent_reads(skill, isolated, tmp_path, target, scope,
-                                                 rel):
+@pytest.mark.parametrize(
+    "target, scope, rel",
+    [
+        ("claude-code", "project", "proj/.claude/skills/caps"),
+        ("codex", "project", "proj/.agents/skills/caps"),
+        ("agents", "project", "proj/.agents/skills/caps"),
+        ("claude-code", "user", "home/.claude/skills/caps"),
+        ("codex", "user", "home/.agents/skills/caps"),
+        ("agents", "user", "home/.agents/skills/caps"),
+    ],
+)
+def test_export_layout_is_where_each_agent_reads(skill, isolated, tmp_path, target, scope, rel):
     proj = tmp_path / "proj"
     proj.mkdir()
-    res = invoke("export", skill, "--to", target, "--scope", scope,
-                 *(["--dest", proj] if scope == "project" else []))
+    res = invoke(
+        "export",
+        skill,
+        "--to",
+        target,
+        "--scope",
+        scope,
+        *(["--dest", proj] if scope == "project" else []),
+    )
     assert res.exit_code == 0, res.output
     out = tmp_path / rel
     assert (out / "SKILL.md").read_text() == (skill / "SKILL.md").read_text()
@@ -52,8 +61,7 @@ def test_user_scope_agents_md_is_codex_home(tmp_path, monkeypatch):
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     assert destination("agents-md", "x", scope="user") == tmp_path / "codex" / "AGENTS.md"
     monkeypatch.delenv("CODEX_HOME")
-    assert destination("agents-md", "x", scope="user") == tmp_path / "home" / ".codex" / \
-        "AGENTS.md"
+    assert destination("agents-md", "x", scope="user") == tmp_path / "home" / ".codex" / "AGENTS.md"
 
 
 def test_project_scope_defaults_to_the_current_directory(skill, isolated):
@@ -66,12 +74,17 @@ def test_re_export_is_unchanged_and_a_different_skill_needs_force(skill, isolate
     assert invoke("export", skill, "--to", "agents").exit_code == 0
     again = invoke("export", skill, "--to", "agents")
     assert again.exit_code == 0 and "unchanged" in again.stderr
-    (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text().replace(
-        "Answer in capitals.", "Answer in CAPITALS, always."))
+    (skill / "SKILL.md").write_text(
+        (skill / "SKILL.md")
+        .read_text()
+        .replace("Answer in capitals.", "Answer in CAPITALS, always.")
+    )
     refused = invoke("export", skill, "--to", "agents")
     assert refused.exit_code == 1
-    assert "-Answer in capitals." in refused.stdout and "+Answer in CAPITALS, always." \
-        in refused.stdout  # the diff is shown
+    assert (
+        "-Answer in capitals." in refused.stdout
+        and "+Answer in CAPITALS, always." in refused.stdout
+    )  # the diff is shown
     assert "+++ b/.agents/skills/caps/SKILL.md" in refused.stdout  # relative to the cwd
     assert "pass --force" in refused.stderr
     dest = isolated / ".agents" / "skills" / "caps"
@@ -94,8 +107,9 @@ def test_agents_md_section_is_replaced_in_place(skill, isolated):
     assert first.rstrip().endswith(end_marker("caps"))
     assert "---" not in first.split(begin_marker("caps"))[1]  # no frontmatter
     agents_md.write_text(first + "\n## Later section\n\nKeep me.\n")
-    (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text().replace(
-        "Answer in capitals.", "Answer in lower case."))
+    (skill / "SKILL.md").write_text(
+        (skill / "SKILL.md").read_text().replace("Answer in capitals.", "Answer in lower case.")
+    )
     assert invoke("export", skill, "--to", "agents-md").exit_code == 1  # differs: refused
     res = invoke("export", skill, "--to", "agents-md", "--force")
     assert res.exit_code == 0, res.output
@@ -139,7 +153,7 @@ def test_unknown_target_and_source(skill):
 
 # ---------------------------------------------------------------------- from a run / adopt
 @pytest.fixture
-def trained(world, models):  # noqa: F811
+def trained(world, models):
     from train.world import HELPFUL, ScriptedOptimizer, edits_reply, flags
 
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))

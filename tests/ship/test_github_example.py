@@ -50,11 +50,18 @@ def test_install_step_needs_a_pinned_requirement_and_checks_what_it_got(tmp_path
     assert 'pip install "$SKILLOPT_REQUIREMENT"' in lines
     assert not any(line.split("#")[0].strip() == "pip install skillopt" for line in lines)
     assert lines.index('pip install "$SKILLOPT_REQUIREMENT"') < next(
-        i for i, line in enumerate(lines) if line.startswith("skillopt validate --help"))
+        i for i, line in enumerate(lines) if line.startswith("skillopt validate --help")
+    )
     # unset, the step stops before pip with a message naming the variable
     env = {"PATH": os.environ["PATH"], "SKILLOPT_REQUIREMENT": ""}
-    proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "::error::set the repository variable SKILLOPT_REQUIREMENT" in proc.stdout
 
@@ -73,26 +80,41 @@ def test_validate_script_runs_as_written(isolated, tmp_path, monkeypatch):
     git(isolated, "init", "-q", "-b", "main")
     skill = write_skill(isolated / "skills", "caps", body=GOOD)
     write_skill(isolated / "skills", "no-suite", body=GOOD)  # skipped: no tasks/no-suite.yaml
-    items = [{"id": f"w{i}", "input": f"word{i}", "expected": f"WORD{i}", "split": "test"}
-             for i in range(3)]
+    items = [
+        {"id": f"w{i}", "input": f"word{i}", "expected": f"WORD{i}", "split": "test"}
+        for i in range(3)
+    ]
     write_suite(isolated / "tasks" / "caps.yaml", items)
     git(isolated, "add", "-A")
     git(isolated, "commit", "-qm", "base")
     git(isolated, "remote", "add", "origin", str(origin))
     git(isolated, "push", "-q", "origin", "main")
     git(isolated, "fetch", "-q", "origin")
-    (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text().replace(
-        "Answer in capitals.", "Echo the input."))  # the pull request breaks the skill
+    (skill / "SKILL.md").write_text(
+        (skill / "SKILL.md").read_text().replace("Answer in capitals.", "Echo the input.")
+    )  # the pull request breaks the skill
 
     script = next(s["run"] for s in steps() if s.get("name") == "Validate skills")
     summary = tmp_path / "step-summary.md"
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(ROOT / "tests"), "BASE_REF": "main",
-           "GITHUB_STEP_SUMMARY": str(summary), "MIN_SCORE": "0.8", "MAX_REGRESSIONS": "0",
-           "SKILLOPT_TARGET": "scripted/scripted_targets:follows_skill"}
-    proc = subprocess.run(["bash", "-e", "-c", script], cwd=isolated, env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT / "tests"),
+        "BASE_REF": "main",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "MIN_SCORE": "0.8",
+        "MAX_REGRESSIONS": "0",
+        "SKILLOPT_TARGET": "scripted/scripted_targets:follows_skill",
+    }
+    proc = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=isolated,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the regression fails the job
     assert "pass→fail 3" in proc.stdout
     assert (isolated / "reports" / "caps.junit.xml").is_file()
@@ -101,11 +123,18 @@ def test_validate_script_runs_as_written(isolated, tmp_path, monkeypatch):
     assert "## skillopt validate: `caps` ❌ failed" in text and "baseline (`origin/main`)" in text
     assert (isolated / "reports" / "comment.md").read_text() == text
 
-    (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text().replace(
-        "Echo the input.", "Answer in capitals."))  # fixed: the job passes
+    (skill / "SKILL.md").write_text(
+        (skill / "SKILL.md").read_text().replace("Echo the input.", "Answer in capitals.")
+    )  # fixed: the job passes
     summary.unlink()
-    proc = subprocess.run(["bash", "-e", "-c", script], cwd=isolated, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=isolated,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "✅ passed" in summary.read_text()
     assert (isolated / "reports" / "comment.md").read_text() == summary.read_text()

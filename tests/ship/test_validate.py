@@ -29,15 +29,19 @@ def valid_junit(path) -> JUnitXml:
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite in root.iter("testsuite"):
         cases = suite.findall("testcase")
-        counts = {"tests": len(cases),
-                  "failures": sum(c.find("failure") is not None for c in cases),
-                  "errors": sum(c.find("error") is not None for c in cases),
-                  "skipped": sum(c.find("skipped") is not None for c in cases)}
+        counts = {
+            "tests": len(cases),
+            "failures": sum(c.find("failure") is not None for c in cases),
+            "errors": sum(c.find("error") is not None for c in cases),
+            "skipped": sum(c.find("skipped") is not None for c in cases),
+        }
         assert {k: int(suite.get(k)) for k in counts} == counts, suite.get("name")
         for k in totals:
             totals[k] += counts[k]
     assert {k: int(root.get(k)) for k in totals} == totals
     return JUnitXml.fromfile(str(path))
+
+
 FOLLOW = "scripted/scripted_targets:follows_skill"
 GOOD = "# Caps\n\nAnswer in capitals.\n"
 BAD = "# Caps\n\nEcho the input.\n"
@@ -48,10 +52,20 @@ def invoke(*args):
 
 
 def git(cwd, *args):
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME":
-                        "t", "GIT_COMMITTER_EMAIL": "t@e", "HOME": str(cwd),
-                        "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@e",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@e",
+            "HOME": str(cwd),
+            "PATH": "/usr/bin:/bin",
+        },
+    )
 
 
 @pytest.fixture
@@ -62,8 +76,11 @@ def repo(isolated):
     (skill / "reference.md").write_text("notes\n")
     items = [{"id": f"w{i}", "input": f"word{i}", "expected": f"WORD{i}"} for i in range(4)]
     items.append({"id": "same", "input": "SAME", "expected": "SAME"})
-    suite = write_suite(isolated / "tasks" / "caps.yaml", items,
-                        split={"seed": 1, "train": 0.0, "val": 0.0, "test": 1.0})
+    suite = write_suite(
+        isolated / "tasks" / "caps.yaml",
+        items,
+        split={"seed": 1, "train": 0.0, "val": 0.0, "test": 1.0},
+    )
     git(isolated, "add", "-A")
     git(isolated, "commit", "-qm", "good skill")
     return skill, suite
@@ -71,8 +88,9 @@ def repo(isolated):
 
 def set_body(skill, body):
     text = (skill / "SKILL.md").read_text()
-    (skill / "SKILL.md").write_text(text.split("---\n", 2)[0] + "---\n" + text.split(
-        "---\n", 2)[1] + "---\n" + body)
+    (skill / "SKILL.md").write_text(
+        text.split("---\n", 2)[0] + "---\n" + text.split("---\n", 2)[1] + "---\n" + body
+    )
 
 
 def test_pass_with_min_score(repo):
@@ -94,9 +112,22 @@ def test_below_min_score_exits_1(repo):
 def test_regression_against_main_exits_1_with_flips_and_diff(repo, isolated):
     skill, suite = repo
     set_body(skill, BAD)
-    res = invoke("validate", skill, "--tasks", suite, "-t", FOLLOW, "--baseline", "main",
-                 "--max-regressions", "1", "--summary", isolated / "out" / "summary.md",
-                 "--junit", isolated / "out" / "report.junit.xml")
+    res = invoke(
+        "validate",
+        skill,
+        "--tasks",
+        suite,
+        "-t",
+        FOLLOW,
+        "--baseline",
+        "main",
+        "--max-regressions",
+        "1",
+        "--summary",
+        isolated / "out" / "summary.md",
+        "--junit",
+        isolated / "out" / "report.junit.xml",
+    )
     assert res.exit_code == 1, res.output
     assert "baseline: mean 1.000" in res.stdout
     assert "Δ -0.800 (n=5) · fail→pass 0 · pass→fail 4: w0, w1, w2, w3" in res.stdout
@@ -131,8 +162,20 @@ def test_improvement_over_main_passes(repo):
     set_body(skill, BAD)
     git(skill.parent.parent, "commit", "-qam", "worse")
     set_body(skill, GOOD + "\nBe brief.\n")
-    res = invoke("validate", skill, "--tasks", suite, "-t", FOLLOW, "--baseline", "main",
-                 "--max-regressions", "0", "--format", "json")
+    res = invoke(
+        "validate",
+        skill,
+        "--tasks",
+        suite,
+        "-t",
+        FOLLOW,
+        "--baseline",
+        "main",
+        "--max-regressions",
+        "0",
+        "--format",
+        "json",
+    )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["passed"] is True
@@ -145,8 +188,18 @@ def test_improvement_over_main_passes(repo):
 def test_baseline_at_a_path(repo, isolated):
     skill, suite = repo
     old = write_skill(isolated / "old", "caps", body=BAD)
-    res = invoke("validate", skill, "--tasks", suite, "-t", FOLLOW, "--baseline", old,
-                 "--max-regressions", "0")
+    res = invoke(
+        "validate",
+        skill,
+        "--tasks",
+        suite,
+        "-t",
+        FOLLOW,
+        "--baseline",
+        old,
+        "--max-regressions",
+        "0",
+    )
     assert res.exit_code == 0, res.output
     assert "fail→pass 4" in res.stdout
 
@@ -154,8 +207,18 @@ def test_baseline_at_a_path(repo, isolated):
 def test_a_new_skill_has_no_baseline_at_the_ref(repo, isolated):
     _, suite = repo
     new = write_skill(isolated / "skills", "fresh", body=GOOD)
-    res = invoke("validate", new, "--tasks", suite, "-t", FOLLOW, "--baseline", "main",
-                 "--max-regressions", "0")
+    res = invoke(
+        "validate",
+        new,
+        "--tasks",
+        suite,
+        "-t",
+        FOLLOW,
+        "--baseline",
+        "main",
+        "--max-regressions",
+        "0",
+    )
     assert res.exit_code == 0, res.output
     assert "the skill does not exist at main (new skill)" in res.stdout
 
@@ -169,18 +232,22 @@ def test_unknown_ref_exits_2_naming_it(repo):
 
 def test_baseline_ref_outside_a_repository_exits_2(isolated):
     skill = write_skill(isolated / "skills", "caps", body=GOOD)
-    suite = write_suite(isolated / "tasks" / "s.yaml", [
-        {"id": "a", "input": "x", "expected": "X", "split": "test"}])
+    suite = write_suite(
+        isolated / "tasks" / "s.yaml", [{"id": "a", "input": "x", "expected": "X", "split": "test"}]
+    )
     res = invoke("validate", skill, "--tasks", suite, "-t", FOLLOW, "--baseline", "main")
     assert res.exit_code == 2 and "not inside a git repository" in res.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--min-score", "1.5"], "--min-score: must be between 0 and 1"),
-    (["--max-regressions", "0"], "--max-regressions needs --baseline"),
-    (["--split", "val"], "split 'val' is empty"),
-    (["--format", "xml"], "choose text or json"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--min-score", "1.5"], "--min-score: must be between 0 and 1"),
+        (["--max-regressions", "0"], "--max-regressions needs --baseline"),
+        (["--split", "val"], "split 'val' is empty"),
+        (["--format", "xml"], "choose text or json"),
+    ],
+)
 def test_usage_errors_exit_2(repo, args, message):
     skill, suite = repo
     res = invoke("validate", skill, "--tasks", suite, "-t", FOLLOW, *args)
@@ -200,10 +267,22 @@ def test_lint_errors_fail_before_any_model_call(isolated, tmp_path):
     register_model("scripted/counting", model)
     try:
         bad = write_skill(isolated / "skills", "Bad_Name", body=GOOD)
-        suite = write_suite(isolated / "tasks" / "s.yaml", [
-            {"id": "a", "input": "x", "expected": "X", "split": "test"}])
-        res = invoke("validate", bad, "--tasks", suite, "-t", "scripted/counting",
-                     "--junit", tmp_path / "j.xml", "--summary", tmp_path / "s.md")
+        suite = write_suite(
+            isolated / "tasks" / "s.yaml",
+            [{"id": "a", "input": "x", "expected": "X", "split": "test"}],
+        )
+        res = invoke(
+            "validate",
+            bad,
+            "--tasks",
+            suite,
+            "-t",
+            "scripted/counting",
+            "--junit",
+            tmp_path / "j.xml",
+            "--summary",
+            tmp_path / "s.md",
+        )
     finally:
         unregister_model("scripted/counting")
     assert res.exit_code == 1
@@ -217,12 +296,25 @@ def test_lint_errors_fail_before_any_model_call(isolated, tmp_path):
 
 def test_unscored_tasks_are_skipped_not_failed(isolated, tmp_path):
     skill = write_skill(isolated / "skills", "caps", body=GOOD)
-    suite = write_suite(isolated / "tasks" / "s.yaml", [
-        {"id": "ok", "input": "fine", "expected": "FINE", "split": "test"},
-        {"id": "down", "input": "boom", "expected": "BOOM", "split": "test"}])
-    res = invoke("validate", skill, "--tasks", suite, "-t",
-                 "scripted/scripted_targets:follows_skill_but_boom_fails", "--min-score", "1",
-                 "--junit", tmp_path / "j.xml")
+    suite = write_suite(
+        isolated / "tasks" / "s.yaml",
+        [
+            {"id": "ok", "input": "fine", "expected": "FINE", "split": "test"},
+            {"id": "down", "input": "boom", "expected": "BOOM", "split": "test"},
+        ],
+    )
+    res = invoke(
+        "validate",
+        skill,
+        "--tasks",
+        suite,
+        "-t",
+        "scripted/scripted_targets:follows_skill_but_boom_fails",
+        "--min-score",
+        "1",
+        "--junit",
+        tmp_path / "j.xml",
+    )
     assert res.exit_code == 0, res.output  # the unscored task is not a zero
     assert "unscored 1" in res.stdout
     cases = {c.name: c for s in valid_junit(tmp_path / "j.xml") for c in s}
@@ -233,18 +325,36 @@ def test_unscored_tasks_are_skipped_not_failed(isolated, tmp_path):
 
 def test_nothing_scored_fails(isolated):
     skill = write_skill(isolated / "skills", "caps", body=GOOD)
-    suite = write_suite(isolated / "tasks" / "s.yaml", [
-        {"id": "down", "input": "boom", "expected": "BOOM", "split": "test"}])
-    res = invoke("validate", skill, "--tasks", suite, "-t",
-                 "scripted/scripted_targets:follows_skill_but_boom_fails")
+    suite = write_suite(
+        isolated / "tasks" / "s.yaml",
+        [{"id": "down", "input": "boom", "expected": "BOOM", "split": "test"}],
+    )
+    res = invoke(
+        "validate",
+        skill,
+        "--tasks",
+        suite,
+        "-t",
+        "scripted/scripted_targets:follows_skill_but_boom_fails",
+    )
     assert res.exit_code == 1 and "FAIL scored: none of 1 tasks could be scored" in res.stdout
 
 
 def test_baseline_rollouts_come_from_the_store_the_second_time(repo, isolated):
     skill, suite = repo
     set_body(skill, BAD)
-    args = ["validate", skill, "--tasks", suite, "-t", FOLLOW, "--baseline", "main",
-            "--format", "json"]
+    args = [
+        "validate",
+        skill,
+        "--tasks",
+        suite,
+        "-t",
+        FOLLOW,
+        "--baseline",
+        "main",
+        "--format",
+        "json",
+    ]
     first = json.loads(invoke(*args).stdout)
     second = json.loads(invoke(*args).stdout)
     assert first["baseline"]["cached"] == 0 and second["baseline"]["cached"] == 5
@@ -254,10 +364,11 @@ def test_baseline_rollouts_come_from_the_store_the_second_time(repo, isolated):
 def test_junit_stays_valid_with_markup_and_control_characters_in_answers(isolated, tmp_path):
     skill = write_skill(isolated / "skills", "caps", body=BAD)
     weird = 'a <b> & "c" ]]> \x1b[31m \x00 é'
-    suite = write_suite(isolated / "tasks" / "s.yaml", [
-        {"id": "weird", "input": weird, "expected": "X", "split": "test"}])
-    res = invoke("validate", skill, "--tasks", suite, "-t", FOLLOW, "--junit",
-                 tmp_path / "j.xml")
+    suite = write_suite(
+        isolated / "tasks" / "s.yaml",
+        [{"id": "weird", "input": weird, "expected": "X", "split": "test"}],
+    )
+    res = invoke("validate", skill, "--tasks", suite, "-t", FOLLOW, "--junit", tmp_path / "j.xml")
     assert res.exit_code == 0, res.output
     (case,) = [c for s in valid_junit(tmp_path / "j.xml") for c in s if c.name == "weird"]
     (fail,) = case.result
@@ -281,17 +392,34 @@ def test_the_schema_rejects_what_consumers_reject(tmp_path):
         assert not JUNIT_XSD.is_valid(text), text
 
 
-def test_through_claude_code_the_summary_says_whether_the_skill_was_invoked(agents, repo,
-                                                                            isolated):
+def test_through_claude_code_the_summary_says_whether_the_skill_was_invoked(agents, repo, isolated):
     skill, suite = repo
-    res = invoke("validate", skill, "--tasks", suite, "--harness", "claude-code",
-                 "--baseline", "main", "--summary", isolated / "s.md")
+    res = invoke(
+        "validate",
+        skill,
+        "--tasks",
+        suite,
+        "--harness",
+        "claude-code",
+        "--baseline",
+        "main",
+        "--summary",
+        isolated / "s.md",
+    )
     assert res.exit_code == 0, res.output
     assert "skill invoked 5/5 (main)" in res.stdout  # the baseline line
     assert "| skill invoked | 5/5 | 5/5 | |" in (isolated / "s.md").read_text()
     agents.configure("claude", invoke=False)  # the agent stops loading the skill
     set_body(skill, GOOD + "\nBe brief.\n")
-    res = invoke("validate", skill, "--tasks", suite, "--harness", "claude-code",
-                 "--summary", isolated / "s.md")
+    res = invoke(
+        "validate",
+        skill,
+        "--tasks",
+        suite,
+        "--harness",
+        "claude-code",
+        "--summary",
+        isolated / "s.md",
+    )
     assert "skill invoked 0/5" in res.stdout
     assert "| skill invoked | 0/5 |" in (isolated / "s.md").read_text()

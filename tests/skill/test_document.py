@@ -24,11 +24,11 @@ ROUND_TRIP = {
     "dots_close": "---\nname: demo\ndescription: A demo.\n...\n# Demo\n",
     "trailing_ws": "---   \nname: demo   \ndescription: A demo.  \n---  \n# Demo   \n\n  \n",
     "unicode": "---\nname: demo\ndescription: Résumé — naïve 日本語 ✓ emoji 🚀\n---\n"
-               "# Überschrift\n\nΑλφα βήτα 🚀\n",
+    "# Überschrift\n\nΑλφα βήτα 🚀\n",
     "comments_quoting": "---\n# leading comment\nname: 'demo'   # trailing comment\n"
-                        "description: \"A \\\"quoted\\\" demo: with colon\"\n"
-                        "metadata:\n  author:   \"someone\"\n  version: '1.0'\n"
-                        "allowed-tools: >-\n  Bash Read\n---\n# Body\n",
+    'description: "A \\"quoted\\" demo: with colon"\n'
+    "metadata:\n  author:   \"someone\"\n  version: '1.0'\n"
+    "allowed-tools: >-\n  Bash Read\n---\n# Body\n",
     "no_trailing_newline": "---\nname: demo\ndescription: A demo.\n---\n# Demo\n\nlast line",
     "fence_at_eof": "---\nname: demo\ndescription: A demo.\n---",
     "empty_frontmatter": "---\n---\nbody\n",
@@ -144,8 +144,10 @@ def test_closing_fence_at_end_of_file_without_newline():
     assert skill.frontmatter == {"name": "demo", "description": "A demo."}
 
 
-@pytest.mark.parametrize("key", ["no_frontmatter", "no_frontmatter_bom", "unclosed_frontmatter",
-                                 "empty", "only_newlines"])
+@pytest.mark.parametrize(
+    "key",
+    ["no_frontmatter", "no_frontmatter_bom", "unclosed_frontmatter", "empty", "only_newlines"],
+)
 def test_no_frontmatter_means_whole_text_is_body(key):
     text = ROUND_TRIP[key]
     skill = Skill.parse(text)
@@ -155,8 +157,16 @@ def test_no_frontmatter_means_whole_text_is_body(key):
     assert skill.frontmatter_error is None
 
 
-@pytest.mark.parametrize("text", ["----\nname: x\n---\n", " ---\nname: x\n---\n",
-                                  "\n---\nname: x\n---\n", "---", "--- x\nname: y\n---\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "----\nname: x\n---\n",
+        " ---\nname: x\n---\n",
+        "\n---\nname: x\n---\n",
+        "---",
+        "--- x\nname: y\n---\n",
+    ],
+)
 def test_first_line_must_be_exactly_a_fence(text):
     skill = Skill.parse(text)
     assert skill.frontmatter_text == ""
@@ -188,8 +198,9 @@ def test_parse_never_raises_on_bad_yaml():
     assert skill.body == "body\n"
 
 
-@pytest.mark.parametrize("inner, kind", [("- a\n- b\n", "list"), ("just a string\n", "str"),
-                                         ("42\n", "int")])
+@pytest.mark.parametrize(
+    "inner, kind", [("- a\n- b\n", "list"), ("just a string\n", "str"), ("42\n", "int")]
+)
 def test_non_mapping_frontmatter_is_an_error(inner, kind):
     skill = Skill.parse(f"---\n{inner}---\nbody\n")
     assert skill.frontmatter == {}
@@ -204,14 +215,18 @@ def _bad_yaml_text(bad_line: int, *, newline: str = "\n", bom: bool = False) -> 
 
 
 @pytest.mark.parametrize("bad_line", [2, 3, 7])
-@pytest.mark.parametrize("newline, bom", [("\n", False), ("\r\n", False), ("\n", True),
-                                          ("\r\n", True)], ids=["lf", "crlf", "bom", "bom-crlf"])
+@pytest.mark.parametrize(
+    "newline, bom",
+    [("\n", False), ("\r\n", False), ("\n", True), ("\r\n", True)],
+    ids=["lf", "crlf", "bom", "bom-crlf"],
+)
 def test_yaml_error_line_is_the_line_of_the_file(bad_line, newline, bom):
     text = _bad_yaml_text(bad_line, newline=newline, bom=bom)
     assert text.split(newline)[bad_line - 1] == "description: bad: colon"
     skill = Skill.parse(text)
     assert skill.frontmatter_error == (
-        f"invalid YAML at line {bad_line}: mapping values are not allowed here")
+        f"invalid YAML at line {bad_line}: mapping values are not allowed here"
+    )
 
 
 def test_yaml_control_character_is_an_error_not_an_exception():
@@ -258,14 +273,16 @@ def test_is_empty():
 # -- with_body ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", ["plain", "crlf", "bom", "comments_quoting", "trailing_ws",
-                                 "dots_close", "fence_at_eof"])
+@pytest.mark.parametrize(
+    "key", ["plain", "crlf", "bom", "comments_quoting", "trailing_ws", "dots_close", "fence_at_eof"]
+)
 def test_with_body_keeps_frontmatter_bytes(key):
     original = Skill.parse(ROUND_TRIP[key])
     edited = original.with_body("# New body\n\nNew instructions.\n")
     assert edited.frontmatter_text == original.frontmatter_text
-    assert edited.text.encode("utf-8") == (original.frontmatter_text.encode("utf-8")
-                                           + b"# New body\n\nNew instructions.\n")
+    assert edited.text.encode("utf-8") == (
+        original.frontmatter_text.encode("utf-8") + b"# New body\n\nNew instructions.\n"
+    )
     assert edited.frontmatter == original.frontmatter
     assert edited.body == "# New body\n\nNew instructions.\n"
     # immutable: the original is untouched
@@ -303,15 +320,15 @@ def test_sections_titles_levels_and_offsets():
     body = "intro line\n# One\ntext 1\n## Two\n### Three ###\ntext 3\n\n#### Four\n"
     skill = Skill.parse(body)
     secs = skill.sections()
-    assert [(s.title, s.level) for s in secs] == [("One", 1), ("Two", 2), ("Three", 3),
-                                                  ("Four", 4)]
-    assert secs[0] == Section("One", 1, body.index("# One"), body.index("text 1"),
-                              body.index("## Two"))
+    assert [(s.title, s.level) for s in secs] == [("One", 1), ("Two", 2), ("Three", 3), ("Four", 4)]
+    assert secs[0] == Section(
+        "One", 1, body.index("# One"), body.index("text 1"), body.index("## Two")
+    )
     for sec, nxt in zip(secs, [*secs[1:], None]):
-        line = body[sec.start:sec.body_start]
+        line = body[sec.start : sec.body_start]
         assert line.endswith("\n") and line.lstrip().startswith("#" * sec.level + " ")
         assert sec.end == (nxt.start if nxt else len(body))
-    assert body[secs[2].body_start:secs[2].end] == "text 3\n\n"
+    assert body[secs[2].body_start : secs[2].end] == "text 3\n\n"
     assert secs[-1].body_start == secs[-1].end == len(body)
 
 
@@ -320,7 +337,7 @@ def test_sections_use_body_offsets_not_file_offsets():
     skill = Skill.parse(text)
     (sec,) = skill.sections()
     assert sec.start == 0
-    assert skill.body[sec.start:sec.body_start] == "# Head\n"
+    assert skill.body[sec.start : sec.body_start] == "# Head\n"
     assert sec.end == len(skill.body)
 
 
@@ -328,8 +345,8 @@ def test_sections_with_crlf_offsets():
     body = "# A\r\nx\r\n## B\r\ny\r\n"
     secs = Skill.parse(body).sections()
     assert [(s.title, s.level) for s in secs] == [("A", 1), ("B", 2)]
-    assert body[secs[0].start:secs[0].body_start] == "# A\r\n"
-    assert body[secs[1].start:secs[1].body_start] == "## B\r\n"
+    assert body[secs[0].start : secs[0].body_start] == "# A\r\n"
+    assert body[secs[1].start : secs[1].body_start] == "## B\r\n"
     assert secs[0].end == secs[1].start == body.index("## B")
 
 
@@ -340,9 +357,18 @@ def test_sections_last_heading_without_newline():
     assert sec.start == 5 and sec.body_start == sec.end == len(body)
 
 
-@pytest.mark.parametrize("fence, close", [("```", "```"), ("~~~", "~~~"), ("````", "`````"),
-                                         ("~~~~~", "~~~~~"), ("```python", "```"),
-                                         ("~~~ yaml", "~~~  "), ("  ```", "```")])
+@pytest.mark.parametrize(
+    "fence, close",
+    [
+        ("```", "```"),
+        ("~~~", "~~~"),
+        ("````", "`````"),
+        ("~~~~~", "~~~~~"),
+        ("```python", "```"),
+        ("~~~ yaml", "~~~  "),
+        ("  ```", "```"),
+    ],
+)
 def test_sections_ignore_headings_inside_fenced_code(fence, close):
     body = f"# Real\n{fence}\n# not a heading\n## nor this\n{close}\n## After\n"
     assert _titles(body) == [("Real", 1), ("After", 2)]
@@ -380,8 +406,10 @@ def test_sections_indented_fence_up_to_three_spaces():
 
 
 def test_sections_what_is_not_a_heading():
-    body = ("#hashtag\n    # indented code\n####### seven\n\\# escaped\ntext # mid\n"
-            "   ### three-space indent ok\n")
+    body = (
+        "#hashtag\n    # indented code\n####### seven\n\\# escaped\ntext # mid\n"
+        "   ### three-space indent ok\n"
+    )
     assert _titles(body) == [("three-space indent ok", 3)]
 
 

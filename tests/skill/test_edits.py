@@ -18,20 +18,7 @@ from skillopt.skill.edits import (
 )
 
 FM = "---\nname: demo\ndescription: Normalise product codes. Use for catalogue work.\n---\n"
-BODY = (
-    "# Demo\n"
-    "\n"
-    "Intro paragraph.\n"
-    "\n"
-    "## Rules\n"
-    "\n"
-    "- one\n"
-    "- two\n"
-    "\n"
-    "## Examples\n"
-    "\n"
-    "Example text.\n"
-)
+BODY = "# Demo\n\nIntro paragraph.\n\n## Rules\n\n- one\n- two\n\n## Examples\n\nExample text.\n"
 PROTECTED = (
     "<!-- skillopt:protected guidance -->\n"
     "## Lessons from training\n"
@@ -149,8 +136,9 @@ class TestAdd:
         assert body == "## S\n\nText.\n"
 
     def test_anchor_wins_over_section(self):
-        body, res = apply_one(Edit("add", anchor="Intro paragraph.", section="Examples",
-                                   content="Placed."))
+        body, res = apply_one(
+            Edit("add", anchor="Intro paragraph.", section="Examples", content="Placed.")
+        )
         assert res.applied
         assert "Intro paragraph.\n\nPlaced.\n\n## Rules" in body
 
@@ -174,15 +162,17 @@ class TestReplaceDelete:
         assert body.endswith("## Examples\n\nBetter.\n")
 
     def test_replace_with_identical_text_is_noop(self):
-        body, res = apply_one(Edit("replace", anchor="Intro paragraph.",
-                                   content="Intro paragraph."))
+        body, res = apply_one(
+            Edit("replace", anchor="Intro paragraph.", content="Intro paragraph.")
+        )
         assert res.status == "noop"
         assert not res.applied
         assert body == BODY
 
     def test_replace_normalised_match_with_same_text_is_noop(self):
-        body, res = apply_one(Edit("replace", anchor="intro   PARAGRAPH.",
-                                   content="Intro paragraph."))
+        body, res = apply_one(
+            Edit("replace", anchor="intro   PARAGRAPH.", content="Intro paragraph.")
+        )
         assert res.status == "noop"
         assert body == BODY
 
@@ -261,11 +251,12 @@ class TestAnchors:
         state, span = find_anchor(text, "this text")
         assert state == "found"
         assert span is not None
-        assert text[span[0]:span[1]] == "THIS   text"
+        assert text[span[0] : span[1]] == "THIS   text"
 
     def test_ambiguous_exact(self):
-        body, res = apply_one(Edit("delete", anchor="Demo\n\nIntro"),
-                              body="Demo\n\nIntro\n\nDemo\n\nIntro\n")
+        body, res = apply_one(
+            Edit("delete", anchor="Demo\n\nIntro"), body="Demo\n\nIntro\n\nDemo\n\nIntro\n"
+        )
         assert res.status == "ambiguous_anchor"
         assert body == "Demo\n\nIntro\n\nDemo\n\nIntro\n"
 
@@ -308,13 +299,16 @@ class TestAnchors:
         assert res.status == "anchor_not_found"
         assert body == BODY
 
-    @pytest.mark.parametrize("text, anchor, expected", [
-        ("abc", "b", ("found", (1, 2))),
-        ("abcb", "b", ("ambiguous", None)),
-        ("abc", "z", ("missing", None)),
-        ("abc", "", ("missing", None)),
-        ("a  B\nc", "a b c", ("found", (0, 6))),
-    ])
+    @pytest.mark.parametrize(
+        "text, anchor, expected",
+        [
+            ("abc", "b", ("found", (1, 2))),
+            ("abcb", "b", ("ambiguous", None)),
+            ("abc", "z", ("missing", None)),
+            ("abc", "", ("missing", None)),
+            ("a  B\nc", "a b c", ("found", (0, 6))),
+        ],
+    )
     def test_find_anchor(self, text, anchor, expected):
         assert find_anchor(text, anchor) == expected
 
@@ -322,27 +316,36 @@ class TestAnchors:
 # ------------------------------------------------------------------------ frontmatter
 class TestFrontmatter:
     def test_anchor_only_in_frontmatter_is_not_found(self):
-        new, report = apply([Edit("delete", anchor="Normalise product codes"),
-                             Edit("replace", anchor="name: demo", content="name: other"),
-                             Edit("add", anchor="description:", content="x")])
+        new, report = apply(
+            [
+                Edit("delete", anchor="Normalise product codes"),
+                Edit("replace", anchor="name: demo", content="name: other"),
+                Edit("add", anchor="description:", content="x"),
+            ]
+        )
         assert [r.status for r in report.results] == ["anchor_not_found"] * 3
         assert new.text == FM + BODY
 
     def test_frontmatter_bytes_identical_after_edits(self):
-        fm = ("---\nname: demo   # odd spacing kept\ndescription: 'Demo: quoted'\n"
-              "metadata:\n  k: v\n---\n")
+        fm = (
+            "---\nname: demo   # odd spacing kept\ndescription: 'Demo: quoted'\n"
+            "metadata:\n  k: v\n---\n"
+        )
         s = Skill.parse(fm + BODY)
-        new, report = apply_edits(s, [
-            Edit("add", anchor="- two", content="- three"),
-            Edit("delete", anchor="Intro paragraph."),
-            Edit("replace", anchor="Example text.", content="Other text."),
-            Edit("add", section="New", content="Body."),
-            Edit("add", content="End."),
-        ])
+        new, report = apply_edits(
+            s,
+            [
+                Edit("add", anchor="- two", content="- three"),
+                Edit("delete", anchor="Intro paragraph."),
+                Edit("replace", anchor="Example text.", content="Other text."),
+                Edit("add", section="New", content="Body."),
+                Edit("add", content="End."),
+            ],
+        )
         assert all(r.applied for r in report.results)
         assert new.frontmatter_text == fm
         assert new.text.startswith(fm)
-        assert new.text[len(fm):] == new.body
+        assert new.text[len(fm) :] == new.body
         assert new.body != BODY
 
     def test_delete_first_body_line_does_not_reach_frontmatter(self):
@@ -372,37 +375,46 @@ class TestProtected:
         text = "a\n<!-- skillopt:protected -->\nb\n"
         assert protected_spans(text) == [(2, len(text))]
 
-    @pytest.mark.parametrize("edit", [
-        Edit("delete", anchor="Do not touch this line."),
-        Edit("replace", anchor="Do not touch this line.", content="Touched."),
-        Edit("replace", anchor="do not TOUCH this line.", content="Touched."),
-        Edit("delete", anchor="touch"),
-        Edit("add", anchor="Do not touch", content="Sneaky."),
-        Edit("delete", anchor="<!-- /skillopt:protected -->"),
-        # an anchor that straddles the opening marker
-        Edit("replace", anchor="Intro paragraph.\n\n<!-- skillopt", content="x"),
-    ])
+    @pytest.mark.parametrize(
+        "edit",
+        [
+            Edit("delete", anchor="Do not touch this line."),
+            Edit("replace", anchor="Do not touch this line.", content="Touched."),
+            Edit("replace", anchor="do not TOUCH this line.", content="Touched."),
+            Edit("delete", anchor="touch"),
+            Edit("add", anchor="Do not touch", content="Sneaky."),
+            Edit("delete", anchor="<!-- /skillopt:protected -->"),
+            # an anchor that straddles the opening marker
+            Edit("replace", anchor="Intro paragraph.\n\n<!-- skillopt", content="x"),
+        ],
+    )
     def test_edit_inside_protected_block_is_refused(self, edit):
         body, res = apply_one(edit, body=GUARDED)
         assert res.status == "protected"
         assert body == GUARDED
 
-    @pytest.mark.parametrize("content", [
-        "<!-- skillopt:protected -->\nmine",
-        "text <!-- /skillopt:protected -->",
-        "<!--skillopt:protected guidance-->",
-    ])
+    @pytest.mark.parametrize(
+        "content",
+        [
+            "<!-- skillopt:protected -->\nmine",
+            "text <!-- /skillopt:protected -->",
+            "<!--skillopt:protected guidance-->",
+        ],
+    )
     def test_content_with_markers_is_refused(self, content):
-        for edit in (Edit("add", content=content),
-                     Edit("add", anchor="- one", content=content),
-                     Edit("replace", anchor="Intro paragraph.", content=content)):
+        for edit in (
+            Edit("add", content=content),
+            Edit("add", anchor="- one", content=content),
+            Edit("replace", anchor="Intro paragraph.", content=content),
+        ):
             body, res = apply_one(edit, body=GUARDED)
             assert res.status == "protected", edit
             assert body == GUARDED
 
     def test_edits_around_a_protected_block_still_apply(self):
-        body, res = apply_one(Edit("add", anchor="Intro paragraph.", content="More intro."),
-                              body=GUARDED)
+        body, res = apply_one(
+            Edit("add", anchor="Intro paragraph.", content="More intro."), body=GUARDED
+        )
         assert res.applied
         assert "Intro paragraph.\n\nMore intro.\n\n<!-- skillopt:protected note -->" in body
         start, end = protected_spans(GUARDED)[0]
@@ -430,8 +442,7 @@ class TestProtected:
 
     def test_add_under_section_inside_protected_block_is_refused(self):
         text = BODY + "\n" + PROTECTED
-        body, res = apply_one(Edit("add", section="Lessons from training", content="x"),
-                              body=text)
+        body, res = apply_one(Edit("add", section="Lessons from training", content="x"), body=text)
         assert res.status == "protected"
         assert body == text
 
@@ -444,17 +455,20 @@ class TestProtected:
 
 # ---------------------------------------------------------------------------- invalid
 class TestInvalid:
-    @pytest.mark.parametrize("edit, detail", [
-        (Edit("insert", anchor="- one", content="x"), "unknown op"),
-        (Edit("ADD", content="x"), "unknown op"),
-        (Edit("add", anchor="- one"), "needs content"),
-        (Edit("add", content="  \n "), "needs content"),
-        (Edit("replace", anchor="- one"), "needs content"),
-        (Edit("replace", anchor="- one", content=""), "needs content"),
-        (Edit("delete"), "needs an anchor"),
-        (Edit("delete", anchor=""), "needs an anchor"),
-        (Edit("replace", content="x"), "needs an anchor"),
-    ])
+    @pytest.mark.parametrize(
+        "edit, detail",
+        [
+            (Edit("insert", anchor="- one", content="x"), "unknown op"),
+            (Edit("ADD", content="x"), "unknown op"),
+            (Edit("add", anchor="- one"), "needs content"),
+            (Edit("add", content="  \n "), "needs content"),
+            (Edit("replace", anchor="- one"), "needs content"),
+            (Edit("replace", anchor="- one", content=""), "needs content"),
+            (Edit("delete"), "needs an anchor"),
+            (Edit("delete", anchor=""), "needs an anchor"),
+            (Edit("replace", content="x"), "needs an anchor"),
+        ],
+    )
     def test_invalid(self, edit, detail):
         body, res = apply_one(edit)
         assert res.status == "invalid"
@@ -479,8 +493,14 @@ class TestReport:
         new, report = apply_edits(s, edits)
         assert [r.edit for r in report.results] == edits
         assert [r.status for r in report.results] == [
-            "applied", "anchor_not_found", "ambiguous_anchor", "invalid", "noop",
-            "protected", "applied"]
+            "applied",
+            "anchor_not_found",
+            "ambiguous_anchor",
+            "invalid",
+            "noop",
+            "protected",
+            "applied",
+        ]
         assert len(report.applied) == 2
         assert len(report.not_applied) == 5
         assert report.summary() == "2 applied, 5 skipped"
@@ -491,27 +511,36 @@ class TestReport:
 
     def test_report_to_list(self):
         _, report = apply([Edit("delete", anchor="nope", evidence=("t1",))])
-        assert report.to_list() == [{
-            "edit": Edit("delete", anchor="nope", evidence=("t1",)).to_dict(),
-            "status": "anchor_not_found",
-            "detail": "the anchor is not in the skill (exactly or normalised)"}]
+        assert report.to_list() == [
+            {
+                "edit": Edit("delete", anchor="nope", evidence=("t1",)).to_dict(),
+                "status": "anchor_not_found",
+                "detail": "the anchor is not in the skill (exactly or normalised)",
+            }
+        ]
 
     def test_later_edit_can_anchor_on_text_an_earlier_one_added(self):
-        new, report = apply([Edit("add", section="Rules", content="- three"),
-                             Edit("add", anchor="- three", content="- four")])
+        new, report = apply(
+            [
+                Edit("add", section="Rules", content="- three"),
+                Edit("add", anchor="- three", content="- four"),
+            ]
+        )
         assert [r.status for r in report.results] == ["applied", "applied"]
         assert "- one\n- two\n- three\n- four\n\n## Examples" in new.body
 
     def test_later_edit_whose_anchor_was_deleted_is_not_found(self):
-        new, report = apply([Edit("delete", anchor="- one"),
-                             Edit("add", anchor="- one", content="- x")])
+        new, report = apply(
+            [Edit("delete", anchor="- one"), Edit("add", anchor="- one", content="- x")]
+        )
         assert [r.status for r in report.results] == ["applied", "anchor_not_found"]
         assert "- x" not in new.body
 
     def test_edit_made_unique_by_an_earlier_delete(self):
         text = "alpha\nbeta\nalpha\n"
-        new, report = apply([Edit("delete", anchor="alpha"),
-                             Edit("delete", anchor="beta\nalpha")], body=text)
+        new, report = apply(
+            [Edit("delete", anchor="alpha"), Edit("delete", anchor="beta\nalpha")], body=text
+        )
         assert report.results[0].status == "ambiguous_anchor"
         assert report.results[1].status == "applied"
         assert new.body == "alpha\n"
@@ -564,8 +593,16 @@ class TestGuidance:
 # ----------------------------------------------------------------------- Edit itself
 class TestEdit:
     def test_round_trip(self):
-        e = Edit("replace", anchor="a", section="S", content="b", rationale="why",
-                 evidence=("t1", "t2"), source="successes", support=3)
+        e = Edit(
+            "replace",
+            anchor="a",
+            section="S",
+            content="b",
+            rationale="why",
+            evidence=("t1", "t2"),
+            source="successes",
+            support=3,
+        )
         d = e.to_dict()
         assert d["evidence"] == ["t1", "t2"]
         assert Edit.from_dict(d) == e
@@ -575,15 +612,26 @@ class TestEdit:
         assert Edit.from_dict(e.to_dict()) == e
 
     def test_from_dict_ignores_unknown_and_null(self):
-        e = Edit.from_dict({"op": "delete", "anchor": "a", "section": None, "evidence": None,
-                            "extra": 1, "support": None})
+        e = Edit.from_dict(
+            {
+                "op": "delete",
+                "anchor": "a",
+                "section": None,
+                "evidence": None,
+                "extra": 1,
+                "support": None,
+            }
+        )
         assert e == Edit("delete", anchor="a")
         assert Edit.from_dict({"op": "add", "content": "x", "evidence": [1, "t"]}).evidence == (
-            "1", "t")
+            "1",
+            "t",
+        )
 
     def test_describe_add(self):
-        assert Edit("add", anchor="- one", content="- two").describe() == \
-            "add after '- one': '- two'"
+        assert (
+            Edit("add", anchor="- one", content="- two").describe() == "add after '- one': '- two'"
+        )
         assert Edit("add", section="Rules", content="x").describe() == "add under 'Rules': 'x'"
         assert Edit("add", content="x").describe() == "add at the end: 'x'"
 

@@ -92,8 +92,9 @@ def test_valid_names(tmp_path, name):
     assert lint_skill(write_skill(tmp_path, name=name)) == []
 
 
-@pytest.mark.parametrize("name", ["Demo", "-demo", "demo-", "de--mo", "de_mo", "de.mo",
-                                  "démo", "DEMO", "pdf tools"])
+@pytest.mark.parametrize(
+    "name", ["Demo", "-demo", "demo-", "de--mo", "de_mo", "de.mo", "démo", "DEMO", "pdf tools"]
+)
 def test_name_pattern_violations(tmp_path, name):
     # the directory has the same name, so only the pattern rule can fire
     skill_dir = write_raw(tmp_path, fm(name=f"'{name}'", description="ok"), name=name)
@@ -143,8 +144,10 @@ def test_name_missing(tmp_path):
     assert "required" in problem.message
 
 
-@pytest.mark.parametrize("raw, kind", [("123", "int"), ("[a, b]", "list"), ("{a: b}", "dict"),
-                                       ("true", "bool"), ("~", "NoneType")])
+@pytest.mark.parametrize(
+    "raw, kind",
+    [("123", "int"), ("[a, b]", "list"), ("{a: b}", "dict"), ("true", "bool"), ("~", "NoneType")],
+)
 def test_name_not_a_string(tmp_path, raw, kind):
     probs = lint_skill(write_raw(tmp_path, fm(name=raw, description="ok")))
     problem = only(probs)
@@ -219,14 +222,16 @@ def test_compatibility_length(tmp_path):
 
 @pytest.mark.parametrize("raw", ["[linux]", "3", "''"])
 def test_compatibility_not_a_nonempty_string(tmp_path, raw):
-    problem = only(lint_skill(write_raw(tmp_path, fm(name="demo", description="ok",
-                                                     compatibility=raw))))
+    problem = only(
+        lint_skill(write_raw(tmp_path, fm(name="demo", description="ok", compatibility=raw)))
+    )
     assert (problem.field, problem.severity) == ("compatibility", "error")
 
 
 def test_license_must_be_a_string(tmp_path):
-    problem = only(lint_skill(write_raw(tmp_path, fm(name="demo", description="ok",
-                                                     license="[MIT]"))))
+    problem = only(
+        lint_skill(write_raw(tmp_path, fm(name="demo", description="ok", license="[MIT]")))
+    )
     assert (problem.field, problem.severity) == ("license", "error")
     assert "must be a string, got list" in problem.message
 
@@ -241,15 +246,16 @@ def test_metadata_string_map_ok(tmp_path):
 
 @pytest.mark.parametrize("raw, kind", [("[a, b]", "list"), ("just text", "str"), ("5", "int")])
 def test_metadata_not_a_mapping(tmp_path, raw, kind):
-    problem = only(lint_skill(write_raw(tmp_path, fm(name="demo", description="ok",
-                                                     metadata=raw))))
+    problem = only(lint_skill(write_raw(tmp_path, fm(name="demo", description="ok", metadata=raw))))
     assert (problem.field, problem.severity, problem.line) == ("metadata", "error", 4)
     assert f"got {kind}" in problem.message
 
 
 @pytest.mark.parametrize("value", ["1.0", "3", "true", "[a]", "{x: y}", "~"])
 def test_metadata_values_must_be_strings(tmp_path, value):
-    text = f"---\nname: demo\ndescription: ok\nmetadata:\n  author: me\n  version: {value}\n---\nb\n"
+    text = (
+        f"---\nname: demo\ndescription: ok\nmetadata:\n  author: me\n  version: {value}\n---\nb\n"
+    )
     problem = only(lint_skill(write_raw(tmp_path, text)))
     assert (problem.field, problem.severity) == ("metadata", "error")
     assert "'version'" in problem.message
@@ -290,8 +296,16 @@ def test_allowed_tools_other_types_are_errors(tmp_path, raw):
 # -- other keys -------------------------------------------------------------------------
 
 
-CLAUDE_ONLY = ["when_to_use", "argument-hint", "disable-model-invocation", "model", "hooks",
-               "user-invocable", "context", "agent"]
+CLAUDE_ONLY = [
+    "when_to_use",
+    "argument-hint",
+    "disable-model-invocation",
+    "model",
+    "hooks",
+    "user-invocable",
+    "context",
+    "agent",
+]
 
 
 @pytest.mark.parametrize("key", CLAUDE_ONLY)
@@ -306,8 +320,10 @@ def test_claude_only_keys_warn_and_fail_with_strict(tmp_path, key):
     assert strict.message == problem.message
 
 
-@pytest.mark.parametrize("key", ["version", "tags", "author", "Name", "description_long",
-                                 "allowed_tools", "allowedTools"])
+@pytest.mark.parametrize(
+    "key",
+    ["version", "tags", "author", "Name", "description_long", "allowed_tools", "allowedTools"],
+)
 def test_unknown_keys_are_errors(tmp_path, key):
     text = f"---\nname: demo\ndescription: ok\n\n{key}: x\n---\n# Body\n"
     skill_dir = write_raw(tmp_path, text)
@@ -327,8 +343,10 @@ def test_non_string_keys_do_not_crash(tmp_path):
 
 
 def test_several_problems_are_all_reported_in_file_order(tmp_path):
-    text = ("---\nname: Bad_Name\ndescription: 'has <html>'\nmodel: opus\nfoo: bar\n"
-            "allowed-tools: [Bash]\n---\n# Body\n")
+    text = (
+        "---\nname: Bad_Name\ndescription: 'has <html>'\nmodel: opus\nfoo: bar\n"
+        "allowed-tools: [Bash]\n---\n# Body\n"
+    )
     probs = lint_skill(write_raw(tmp_path, text, name="Bad_Name"))
     got = [(p.field, p.severity, p.line) for p in probs]
     assert ("name", "error", 2) in got
@@ -340,8 +358,10 @@ def test_several_problems_are_all_reported_in_file_order(tmp_path):
 
 
 def test_strict_turns_every_warning_into_an_error(tmp_path):
-    text = ("---\nname: demo\ndescription: ok\nwhen_to_use: always\n---\n"
-            "See [the guide](missing.md).\n")  # also a broken link
+    text = (
+        "---\nname: demo\ndescription: ok\nwhen_to_use: always\n---\n"
+        "See [the guide](missing.md).\n"
+    )  # also a broken link
     skill_dir = write_raw(tmp_path, text)
     normal = lint_skill(skill_dir)
     assert sorted(fields(normal)) == ["body", "when_to_use"]
@@ -349,7 +369,8 @@ def test_strict_turns_every_warning_into_an_error(tmp_path):
     strict = lint_skill(skill_dir, strict=True)
     assert warnings(strict) == []
     assert [(p.field, p.message, p.line) for p in strict] == [
-        (p.field, p.message, p.line) for p in normal]
+        (p.field, p.message, p.line) for p in normal
+    ]
 
 
 # -- broken files: exactly one clear problem -------------------------------------------
@@ -383,8 +404,9 @@ def test_empty_file(tmp_path):
     assert problem.field == "frontmatter" and "missing" in problem.message
 
 
-@pytest.mark.parametrize("text", ["---\nname: demo\ndescription: ok\n# Body\n",
-                                  "\ufeff---\nname: demo\n", "---"])
+@pytest.mark.parametrize(
+    "text", ["---\nname: demo\ndescription: ok\n# Body\n", "\ufeff---\nname: demo\n", "---"]
+)
 def test_unclosed_frontmatter(tmp_path, text):
     problem = only(lint_skill(write_raw(tmp_path, text)))
     assert (problem.field, problem.severity, problem.line) == ("frontmatter", "error", 1)
@@ -394,8 +416,15 @@ def test_unclosed_frontmatter(tmp_path, text):
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 @pytest.mark.parametrize("bad_line", [2, 4, 6])
 def test_invalid_yaml_reports_file_line(tmp_path, bad_line, newline):
-    lines = ["---", "name: demo", "description: ok", "license: MIT", "compatibility: any",
-             "---", "# Body"]
+    lines = [
+        "---",
+        "name: demo",
+        "description: ok",
+        "license: MIT",
+        "compatibility: any",
+        "---",
+        "# Body",
+    ]
     lines.insert(bad_line - 1, "oops: a: b")
     text = newline.join(lines) + newline
     skill_dir = write_raw(tmp_path, text)
@@ -417,16 +446,19 @@ def test_yaml_control_character(tmp_path):
     assert problem.field == "frontmatter" and "invalid YAML" in problem.message
 
 
-@pytest.mark.parametrize("inner, kind", [("- name\n- description\n", "list"),
-                                         ("just words\n", "str"), ("7\n", "int")])
+@pytest.mark.parametrize(
+    "inner, kind", [("- name\n- description\n", "list"), ("just words\n", "str"), ("7\n", "int")]
+)
 def test_non_mapping_frontmatter(tmp_path, inner, kind):
     problem = only(lint_skill(write_raw(tmp_path, f"---\n{inner}---\n# Body\n")))
     assert (problem.field, problem.severity) == ("frontmatter", "error")
     assert f"mapping of keys, got {kind}" in problem.message
 
 
-@pytest.mark.parametrize("data, byte", [(b"---\nname: demo\ndescription: caf\xe9\n---\n", 31),
-                                        (b"\xff\xfe-\x00-\x00-\x00", 0)])
+@pytest.mark.parametrize(
+    "data, byte",
+    [(b"---\nname: demo\ndescription: caf\xe9\n---\n", 31), (b"\xff\xfe-\x00-\x00-\x00", 0)],
+)
 def test_non_utf8_file(tmp_path, data, byte):
     skill_dir = write_raw(tmp_path, data)
     problem = only(lint_skill(skill_dir))
@@ -470,12 +502,13 @@ def test_broken_relative_link_is_a_warning_with_line(tmp_path):
     assert (problem.field, problem.severity) == ("body", "warning")
     assert "'references/missing.md'" in problem.message
     text = (skill_dir / "SKILL.md").read_text()
-    assert problem.line == text[:text.index("[ref]")].count("\n") + 1 == 7
+    assert problem.line == text[: text.index("[ref]")].count("\n") + 1 == 7
 
 
 def test_external_and_anchor_links_are_not_checked(tmp_path):
-    body = ("# Demo\n[a](https://example.com/x) [b](mailto:me@example.com) [c](#demo) "
-            "[d](/abs/path)\n")
+    body = (
+        "# Demo\n[a](https://example.com/x) [b](mailto:me@example.com) [c](#demo) [d](/abs/path)\n"
+    )
     assert lint_skill(write_skill(tmp_path, body=body)) == []
 
 

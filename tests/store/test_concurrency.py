@@ -37,8 +37,16 @@ def suite(tmp_path):
 
 
 def rollout(key: str, scored: bool = True) -> Rollout:
-    return Rollout(key=key, task_id="t", split="test", sample=0, skill_hash="h", scored=scored,
-                   score=1.0 if scored else None, error=None if scored else "down")
+    return Rollout(
+        key=key,
+        task_id="t",
+        split="test",
+        sample=0,
+        skill_hash="h",
+        scored=scored,
+        score=1.0 if scored else None,
+        error=None if scored else "down",
+    )
 
 
 def claim_rows(store: RolloutStore) -> list[tuple]:
@@ -90,7 +98,8 @@ def held_by_another(tmp_path, skill, suite, *, ttl=30.0):
     """The suite's rollouts as another owner would store them, and that owner's store
     holding a claim on each."""
     done = RolloutEngine(ChatHarness(ScriptedModel(upper)), RolloutStore(":memory:")).run(
-        skill, suite.tasks)
+        skill, suite.tasks
+    )
     other = RolloutStore(tmp_path / "s.sqlite", lease_ttl=ttl)
     assert other.claim_many([r.key for r in done], "other") == {r.key for r in done}
     return done, other
@@ -109,16 +118,25 @@ def test_waits_for_a_result_another_owner_is_paying_for(tmp_path, skill, suite, 
     store = RolloutStore(tmp_path / "s.sqlite")
     model = ScriptedModel(upper)
     start = time.monotonic()
-    out = RolloutEngine(ChatHarness(model), store, concurrency=concurrency,
-                        run_id="run-1").run(skill, suite.tasks)
+    out = RolloutEngine(ChatHarness(model), store, concurrency=concurrency, run_id="run-1").run(
+        skill, suite.tasks
+    )
     timer.join()
     assert time.monotonic() - start >= 0.3  # it waited for the holder...
     assert model.call_count == 0  # ...instead of paying again
     assert [r.task_id for r in out] == [t.id for t in suite.tasks]
     assert all(r.cached and r.scored for r in out)
     assert store.spend("run-1")["target"] == {
-        "rollouts": 0, "cached": 4, "unscored": 0, "calls": 0, "input_tokens": 0,
-        "output_tokens": 0, "cost": None, "cost_complete": True, "rows": 1}
+        "rollouts": 0,
+        "cached": 4,
+        "unscored": 0,
+        "calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost": None,
+        "cost_complete": True,
+        "rows": 1,
+    }
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
@@ -129,8 +147,7 @@ def test_runs_what_the_holder_gave_up_or_let_expire(tmp_path, skill, suite, conc
     timer = later(0.1, lambda: (other.put(_unscored(done[0]), {}), other.put(done[1], {})))
     store = RolloutStore(tmp_path / "s.sqlite")
     model = ScriptedModel(upper)
-    out = RolloutEngine(ChatHarness(model), store, concurrency=concurrency).run(
-        skill, suite.tasks)
+    out = RolloutEngine(ChatHarness(model), store, concurrency=concurrency).run(skill, suite.tasks)
     timer.join()
     assert model.call_count == 3
     assert [r.cached for r in out] == [False, True, False, False]
@@ -139,9 +156,16 @@ def test_runs_what_the_holder_gave_up_or_let_expire(tmp_path, skill, suite, conc
 
 
 def _unscored(r: Rollout) -> Rollout:
-    return Rollout(key=r.key, task_id=r.task_id, split=r.split, sample=r.sample,
-                   skill_hash=r.skill_hash, scored=False, error="provider down",
-                   error_kind="server")
+    return Rollout(
+        key=r.key,
+        task_id=r.task_id,
+        split=r.split,
+        sample=r.sample,
+        skill_hash=r.skill_hash,
+        scored=False,
+        error="provider down",
+        error_kind="server",
+    )
 
 
 def test_a_long_rollout_keeps_its_claim(tmp_path, skill, suite):
@@ -172,25 +196,25 @@ def test_a_failed_run_releases_its_claims(tmp_path, skill, suite, concurrency):
         return upper(messages)
 
     store = RolloutStore(tmp_path / "s.sqlite")
-    engine = RolloutEngine(ChatHarness(ScriptedModel(interrupted)), store,
-                           concurrency=concurrency)
+    engine = RolloutEngine(ChatHarness(ScriptedModel(interrupted)), store, concurrency=concurrency)
     with pytest.raises(KeyboardInterrupt):
         engine.run(skill, suite.tasks)
     engine.close()
     assert claim_rows(store) == []  # free for another process
     rest = ScriptedModel(upper)
-    out = RolloutEngine(ChatHarness(rest), RolloutStore(tmp_path / "s.sqlite"),
-                        concurrency=concurrency).run(skill, suite.tasks)
+    out = RolloutEngine(
+        ChatHarness(rest), RolloutStore(tmp_path / "s.sqlite"), concurrency=concurrency
+    ).run(skill, suite.tasks)
     assert all(r.passed for r in out) and rest.call_count == 4 - sum(r.cached for r in out)
 
 
-def test_a_task_given_twice_is_served_twice_when_another_owner_holds_it(tmp_path, skill,
-                                                                         suite):
+def test_a_task_given_twice_is_served_twice_when_another_owner_holds_it(tmp_path, skill, suite):
     done, other = held_by_another(tmp_path, skill, suite)
     timer = later(0.2, lambda: other.put(done[0], {}))
     model = ScriptedModel(upper)
-    out = RolloutEngine(ChatHarness(model), RolloutStore(tmp_path / "s.sqlite"),
-                        concurrency=2).run(skill, [suite.tasks[0], suite.tasks[0]])
+    out = RolloutEngine(ChatHarness(model), RolloutStore(tmp_path / "s.sqlite"), concurrency=2).run(
+        skill, [suite.tasks[0], suite.tasks[0]]
+    )
     timer.join()
     assert model.call_count == 0 and [r.task_id for r in out] == ["t0", "t0"]
     assert all(r.cached for r in out)

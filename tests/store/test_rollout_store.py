@@ -42,11 +42,26 @@ def test_blank_database_migrates_to_current_schema(tmp_path):
     names = [r[0] for r in db.execute("SELECT name FROM migrations ORDER BY name")]
     assert names == [m.__name__ for m in MIGRATIONS]
     cols = {r[1] for r in db.execute("PRAGMA table_info(rollouts)")}
-    assert {"key", "fingerprint", "skill_hash", "task_id", "sample", "status", "score",
-            "passed", "feedback", "answer", "error", "trajectory", "input_tokens",
-            "output_tokens", "cost", "latency_s", "attempts"} <= cols
-    assert {r[1] for r in db.execute("PRAGMA table_info(skills)")} == {"hash", "text",
-                                                                       "created_at"}
+    assert {
+        "key",
+        "fingerprint",
+        "skill_hash",
+        "task_id",
+        "sample",
+        "status",
+        "score",
+        "passed",
+        "feedback",
+        "answer",
+        "error",
+        "trajectory",
+        "input_tokens",
+        "output_tokens",
+        "cost",
+        "latency_s",
+        "attempts",
+    } <= cols
+    assert {r[1] for r in db.execute("PRAGMA table_info(skills)")} == {"hash", "text", "created_at"}
     assert migrate(db) == []  # nothing left to apply
 
 
@@ -107,8 +122,7 @@ def test_every_fingerprint_component_misses(tmp_path, skill):
 
     def task_content(key, value):
         def change(suite, store):
-            items = [{"id": f"t{i}", "input": f"word{i}", "expected": f"WORD{i}"}
-                     for i in range(3)]
+            items = [{"id": f"t{i}", "input": f"word{i}", "expected": f"WORD{i}"} for i in range(3)]
             items[0][key] = value
             fields = {}
             if key == "prompt":
@@ -117,15 +131,16 @@ def test_every_fingerprint_component_misses(tmp_path, skill):
             new = load_suite(write_suite(tmp_path / "suite2.yaml", items, **fields))
             m = ScriptedModel(upper)
             return m, lambda: engine_for(m, store).run(skill, new.tasks)
+
         return change
 
     def scorer(spec):
         def change(suite, store):
-            items = [{"id": f"t{i}", "input": f"word{i}", "expected": f"WORD{i}"}
-                     for i in range(3)]
+            items = [{"id": f"t{i}", "input": f"word{i}", "expected": f"WORD{i}"} for i in range(3)]
             new = load_suite(write_suite(tmp_path / "suite3.yaml", items, scorer=spec))
             m = ScriptedModel(upper)
             return m, lambda: engine_for(m, store).run(skill, new.tasks)
+
         return change
 
     assert _calls_after(same, tmp_path, skill) == 0
@@ -182,11 +197,15 @@ def test_infrastructure_failures_are_unscored_and_retried(tmp_path, skill):
 
 
 def test_scorer_failure_is_unscored_not_zero(tmp_path, skill):
-    (tmp_path / "badscore.py").write_text("def score(answer, expected, task):\n"
-                                          "    raise RuntimeError('scorer bug')\n")
+    (tmp_path / "badscore.py").write_text(
+        "def score(answer, expected, task):\n    raise RuntimeError('scorer bug')\n"
+    )
     items = [{"id": "a", "input": "x", "expected": "X"}]
-    suite = load_suite(write_suite(tmp_path / "py.yaml", items,
-                                   scorer={"type": "python", "function": "badscore:score"}))
+    suite = load_suite(
+        write_suite(
+            tmp_path / "py.yaml", items, scorer={"type": "python", "function": "badscore:score"}
+        )
+    )
     [r] = engine_for(ScriptedModel(upper), RolloutStore(":memory:")).run(skill, suite.tasks)
     assert not r.scored and r.error_kind == "scorer" and "scorer bug" in r.error
 
@@ -231,7 +250,8 @@ def test_concurrency_runs_tasks_at_once_and_keeps_order(tmp_path, skill):
         return upper(messages)
 
     out = engine_for(ScriptedModel(slow), RolloutStore(":memory:"), concurrency=4).run(
-        skill, suite.tasks)
+        skill, suite.tasks
+    )
     assert state["peak"] == 4
     assert [r.task_id for r in out] == [t.id for t in suite.tasks]
     assert all(r.passed for r in out)
@@ -244,6 +264,7 @@ def test_observer_errors_do_not_break_the_run(tmp_path, skill):
     def bad_observer(event):
         raise RuntimeError("observer bug")
 
-    out = engine_for(ScriptedModel(upper), RolloutStore(":memory:"),
-                     observers=[bad_observer, seen.append]).run(skill, suite.tasks)
+    out = engine_for(
+        ScriptedModel(upper), RolloutStore(":memory:"), observers=[bad_observer, seen.append]
+    ).run(skill, suite.tasks)
     assert len(out) == 3 and [e.done for e in seen] == [1, 2, 3]

@@ -25,11 +25,21 @@ def test_blank_database_gets_claims_and_spend(tmp_path):
     names = [r[0] for r in db.execute("SELECT name FROM migrations ORDER BY name")]
     assert names == [m.__name__ for m in MIGRATIONS]
     assert {"m003_claims", "m004_spend"} <= set(names)
-    assert {r[1] for r in db.execute("PRAGMA table_info(claims)")} == {"key", "owner",
-                                                                       "expires"}
+    assert {r[1] for r in db.execute("PRAGMA table_info(claims)")} == {"key", "owner", "expires"}
     assert {r[1] for r in db.execute("PRAGMA table_info(spend)")} == {
-        "id", "run_id", "role", "kind", "key", "rollouts", "scored", "calls", "input_tokens",
-        "output_tokens", "cost", "at"}
+        "id",
+        "run_id",
+        "role",
+        "kind",
+        "key",
+        "rollouts",
+        "scored",
+        "calls",
+        "input_tokens",
+        "output_tokens",
+        "cost",
+        "at",
+    }
     assert [r[2] for r in db.execute("PRAGMA index_info(spend_run)")] == ["run_id"]
     assert migrate(db) == []
 
@@ -78,20 +88,31 @@ def test_rollouts_and_hits_are_counted_per_run(tmp_path, setup):
 
     # the same run again: three hits, and the unscored one is paid for a second time
     RolloutEngine(ChatHarness(ScriptedModel(upper, cost=0.01)), store, run_id="r1").run(
-        skill, suite.tasks)
+        skill, suite.tasks
+    )
     spent = store.spend("r1")["target"]
     assert spent["rollouts"] == 5 and spent["cached"] == 3 and spent["unscored"] == 1
     assert spent["calls"] == 5 and spent["cost"] == pytest.approx(0.04)
 
     RolloutEngine(ChatHarness(ScriptedModel(upper, cost=0.01)), store, run_id="r2").run(
-        skill, suite.tasks[:2])
+        skill, suite.tasks[:2]
+    )
     assert store.spend("r2")["target"] == {
-        "rollouts": 0, "cached": 2, "unscored": 0, "calls": 0, "input_tokens": 0,
-        "output_tokens": 0, "cost": None, "cost_complete": True, "rows": 1}
+        "rollouts": 0,
+        "cached": 2,
+        "unscored": 0,
+        "calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost": None,
+        "cost_complete": True,
+        "rows": 1,
+    }
 
     rows = store._db.execute("SELECT COUNT(*) FROM spend").fetchone()[0]
     RolloutEngine(ChatHarness(ScriptedModel(upper)), store).run(
-        skill.with_body("Other.\n"), suite.tasks)
+        skill.with_body("Other.\n"), suite.tasks
+    )
     assert store._db.execute("SELECT COUNT(*) FROM spend").fetchone()[0] == rows  # plain eval
 
 
@@ -102,22 +123,42 @@ def test_optimizer_calls_are_recorded(tmp_path):
     store.record_call("r1", "judge", "score", 1, 10, 1, 0.0001)
     store.record_call("r2", "optimizer", "propose", 1, 999, 999, 9.0)
     spent = store.spend("r1")
-    assert spent["optimizer"] == {"calls": 3, "input_tokens": 150, "output_tokens": 25,
-                                  "cost": pytest.approx(0.002), "cost_complete": False,
-                                  "rows": 2}
+    assert spent["optimizer"] == {
+        "calls": 3,
+        "input_tokens": 150,
+        "output_tokens": 25,
+        "cost": pytest.approx(0.002),
+        "cost_complete": False,
+        "rows": 2,
+    }
     assert spent["judge"]["cost_complete"] is True and spent["judge"]["rows"] == 1
     assert spent["target"]["rows"] == 0 and spent["target"]["cost"] is None
     assert store.spend("nothing")["optimizer"] == {
-        "calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None,
-        "cost_complete": True, "rows": 0}
+        "calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost": None,
+        "cost_complete": True,
+        "rows": 0,
+    }
 
 
 def test_a_rollout_row_and_its_spend_row_are_one_transaction(tmp_path):
     store = RolloutStore(tmp_path / "s.sqlite")
-    store._db.execute("CREATE TRIGGER no_spend BEFORE INSERT ON spend "
-                      "BEGIN SELECT RAISE(ABORT, 'ledger full'); END")
-    r = Rollout(key="k", task_id="t", split="test", sample=0, skill_hash="h", scored=True,
-                score=1.0, model_calls=1)
+    store._db.execute(
+        "CREATE TRIGGER no_spend BEFORE INSERT ON spend "
+        "BEGIN SELECT RAISE(ABORT, 'ledger full'); END"
+    )
+    r = Rollout(
+        key="k",
+        task_id="t",
+        split="test",
+        sample=0,
+        skill_hash="h",
+        scored=True,
+        score=1.0,
+        model_calls=1,
+    )
     assert store.claim_many(["k"], "me") == {"k"}
     with pytest.raises(sqlite3.IntegrityError):
         store.put(r, {}, run_id="r1")
@@ -128,10 +169,20 @@ def test_a_rollout_row_and_its_spend_row_are_one_transaction(tmp_path):
 def test_text_that_sqlite_cannot_encode_is_stored_safely(tmp_path, monkeypatch):
     monkeypatch.setenv("ACME_API_KEY", "sk-acme-0123456789")
     store = RolloutStore(tmp_path / "s.sqlite")
-    r = Rollout(key="k", task_id="t", split="test", sample=0, skill_hash="h", scored=True,
-                score=0.0, passed=False, answer="\ud800", feedback="nul\x00here",
-                error=None, trajectory={"messages": [{"content": "bad \udfff, key "
-                                                                 "sk-acme-0123456789"}]})
+    r = Rollout(
+        key="k",
+        task_id="t",
+        split="test",
+        sample=0,
+        skill_hash="h",
+        scored=True,
+        score=0.0,
+        passed=False,
+        answer="\ud800",
+        feedback="nul\x00here",
+        error=None,
+        trajectory={"messages": [{"content": "bad \udfff, key sk-acme-0123456789"}]},
+    )
     store.put(r, {"task": {"input": "\ud83d"}}, run_id="r1")
     got = store.get("k")
     assert got.answer == "\ufffd" and got.feedback == "nul\ufffdhere"
@@ -141,7 +192,15 @@ def test_text_that_sqlite_cannot_encode_is_stored_safely(tmp_path, monkeypatch):
     assert store.spend("r1")["target"]["rollouts"] == 1
 
     # a secret alone, in one field of an otherwise clean row, is blanked too
-    leaky = Rollout(key="k2", task_id="t", split="test", sample=0, skill_hash="h",
-                    scored=False, error="401 for key sk-acme-0123456789", answer="fine")
+    leaky = Rollout(
+        key="k2",
+        task_id="t",
+        split="test",
+        sample=0,
+        skill_hash="h",
+        scored=False,
+        error="401 for key sk-acme-0123456789",
+        answer="fine",
+    )
     store.put(leaky, {})
     assert store.get("k2", include_unscored=True).error == "401 for key ***"

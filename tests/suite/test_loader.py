@@ -40,7 +40,9 @@ ITEMS = [
 
 # ---------------------------------------------------------------------- happy paths
 def test_inline_items_load_into_tasks(tmp_path):
-    path = write(tmp_path / "math.yaml", """\
+    path = write(
+        tmp_path / "math.yaml",
+        """\
         name: arithmetic
         description: Small sums.
         judge: openai/gpt-4o-mini
@@ -54,7 +56,8 @@ def test_inline_items_load_into_tasks(tmp_path):
             input: 3+3?
             expected: "6"
             files: {notes.txt: "hello"}
-        """)
+        """,
+    )
     suite = load_suite(path)
     assert isinstance(suite, Suite)
     assert suite.name == "arithmetic"
@@ -78,10 +81,13 @@ def test_inline_items_load_into_tasks(tmp_path):
 
 def test_name_defaults_to_file_stem(tmp_path):
     path = tmp_path / "capitals.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         items:
           - {id: x, input: Capital of France, expected: Paris}
-        """), encoding="utf-8")
+        """),
+        encoding="utf-8",
+    )
     assert load_suite(path).name == "capitals"
 
 
@@ -97,13 +103,19 @@ def test_write_suite_helper_roundtrip(tmp_path):
 def test_referenced_jsonl_items(tmp_path):
     (tmp_path / "data").mkdir()
     data = tmp_path / "data" / "rows.jsonl"
-    data.write_text('{"id": "r1", "input": "one", "expected": "1"}\n'
-                    "\n"
-                    '{"id": "r2", "input": "two", "expected": "2"}\n', encoding="utf-8")
-    path = write(tmp_path / "suite.yaml", """\
+    data.write_text(
+        '{"id": "r1", "input": "one", "expected": "1"}\n'
+        "\n"
+        '{"id": "r2", "input": "two", "expected": "2"}\n',
+        encoding="utf-8",
+    )
+    path = write(
+        tmp_path / "suite.yaml",
+        """\
         name: numbers
         items: data/rows.jsonl
-        """)
+        """,
+    )
     suite = load_suite(path)
     assert [t.id for t in suite.tasks] == ["r1", "r2"]
     assert [t.expected for t in suite.tasks] == ["1", "2"]
@@ -113,10 +125,13 @@ def test_referenced_jsonl_items(tmp_path):
 
 
 def test_jsonl_given_directly_as_the_suite(tmp_path):
-    path = write_jsonl(tmp_path / "trivia-qa.jsonl", [
-        {"id": 1, "input": "Capital of France?", "expected": "Paris"},
-        {"id": 2, "input": "Capital of Italy?", "expected": "Rome"},
-    ])
+    path = write_jsonl(
+        tmp_path / "trivia-qa.jsonl",
+        [
+            {"id": 1, "input": "Capital of France?", "expected": "Paris"},
+            {"id": 2, "input": "Capital of Italy?", "expected": "Rome"},
+        ],
+    )
     suite = load_suite(path)
     assert suite.name == "trivia-qa"
     assert [t.id for t in suite.tasks] == ["1", "2"]
@@ -126,10 +141,13 @@ def test_jsonl_given_directly_as_the_suite(tmp_path):
 
 
 def test_integer_ids_become_strings(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [
-        {"id": 7, "input": "q", "expected": "a"},
-        {"id": "8", "input": "q", "expected": "a"},
-    ])
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [
+            {"id": 7, "input": "q", "expected": "a"},
+            {"id": "8", "input": "q", "expected": "a"},
+        ],
+    )
     suite = load_suite(path)
     assert [t.id for t in suite.tasks] == ["7", "8"]
     assert all(isinstance(t.id, str) for t in suite.tasks)
@@ -137,11 +155,15 @@ def test_integer_ids_become_strings(tmp_path):
 
 
 def test_item_scorer_overrides_suite_scorer(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [
-        {"id": "a", "input": "q", "expected": "x"},
-        {"id": "b", "input": "q", "expected": ["x", "y"], "scorer": "contains"},
-        {"id": "c", "input": "q", "scorer": {"type": "regex", "pattern": "^ok$"}},
-    ], scorer={"type": "exact", "ignore_case": True})
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [
+            {"id": "a", "input": "q", "expected": "x"},
+            {"id": "b", "input": "q", "expected": ["x", "y"], "scorer": "contains"},
+            {"id": "c", "input": "q", "scorer": {"type": "regex", "pattern": "^ok$"}},
+        ],
+        scorer={"type": "exact", "ignore_case": True},
+    )
     a, b, c = load_suite(path).tasks
     assert isinstance(a.scorer, Exact) and a.scorer.params.ignore_case is True
     assert isinstance(b.scorer, Contains)
@@ -149,16 +171,26 @@ def test_item_scorer_overrides_suite_scorer(tmp_path):
 
 
 def test_task_content_is_what_changes_the_outcome(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": {"q": 1}, "expected": "x",
-                                              "files": {"f.txt": "hi"}}], prompt="Q{q}")
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [{"id": "a", "input": {"q": 1}, "expected": "x", "files": {"f.txt": "hi"}}],
+        prompt="Q{q}",
+    )
     task = load_suite(path).tasks[0]
-    assert task.content() == {"id": "a", "input": {"q": 1}, "expected": "x", "prompt": "Q1",
-                              "files": {"f.txt": "hi"}}
+    assert task.content() == {
+        "id": "a",
+        "input": {"q": 1},
+        "expected": "x",
+        "prompt": "Q1",
+        "files": {"f.txt": "hi"},
+    }
 
 
 def test_yaml_merge_keys_may_override_merged_fields(tmp_path):
     # regression: a key overriding one merged in by `<<` was reported as a duplicate
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - &base
             id: a
@@ -167,7 +199,8 @@ def test_yaml_merge_keys_may_override_merged_fields(tmp_path):
           - <<: *base
             id: b
             expected: y
-        """)
+        """,
+    )
     a, b = load_suite(path).tasks
     assert (a.id, a.input, a.expected) == ("a", "shared question", "x")
     assert (b.id, b.input, b.expected) == ("b", "shared question", "y")
@@ -180,9 +213,13 @@ def test_template_with_string_input(tmp_path):
 
 
 def test_template_mapping_input_exposes_keys_and_json_input(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [
-        {"id": "a", "input": {"city": "Lyon", "country": "France", "n": 3}, "expected": "x"},
-    ], prompt="{city} is in {country} ({n}) [{id}] :: {input}")
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [
+            {"id": "a", "input": {"city": "Lyon", "country": "France", "n": 3}, "expected": "x"},
+        ],
+        prompt="{city} is in {country} ({n}) [{id}] :: {input}",
+    )
     prompt = load_suite(path).tasks[0].prompt
     head, _, tail = prompt.partition(" :: ")
     assert head == "Lyon is in France (3) [a]"
@@ -190,25 +227,34 @@ def test_template_mapping_input_exposes_keys_and_json_input(tmp_path):
 
 
 def test_template_non_string_input_is_json(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": ["é", 2], "expected": "x"}],
-                       prompt="Data: {input}")
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [{"id": "a", "input": ["é", 2], "expected": "x"}],
+        prompt="Data: {input}",
+    )
     assert load_suite(path).tasks[0].prompt == 'Data: ["é", 2]'  # ensure_ascii off
 
 
 def test_template_double_braces_are_literal(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": {"k": "v"}, "expected": "x"}],
-                       prompt='Reply as {{"key": "{k}"}} not {{k}}')
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [{"id": "a", "input": {"k": "v"}, "expected": "x"}],
+        prompt='Reply as {{"key": "{k}"}} not {{k}}',
+    )
     assert load_suite(path).tasks[0].prompt == 'Reply as {"key": "v"} not {k}'
 
 
 def test_template_slot_missing_from_string_input(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         prompt: "Hello {name}"
         items:
           - id: first
             input: just text
             expected: x
-        """)
+        """,
+    )
     err = load_error(path)
     msg = str(err)
     assert f"{path}:3" in msg
@@ -219,7 +265,9 @@ def test_template_slot_missing_from_string_input(tmp_path):
 
 
 def test_template_slot_missing_from_one_mapping_input(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         prompt: "{city} in {country}"
         items:
           - id: ok
@@ -228,15 +276,17 @@ def test_template_slot_missing_from_one_mapping_input(tmp_path):
           - id: partial
             input: {city: Oslo}
             expected: x
-        """)
+        """,
+    )
     err = load_error(path)
     assert err.item == "partial"
     assert "{country}" in str(err)
     assert f"{path}:6" in str(err)
 
 
-@pytest.mark.parametrize("template", ["Broken {input", "{input!z}", "{0}", "{input.upper.x}",
-                                      "{input[key]}"])
+@pytest.mark.parametrize(
+    "template", ["Broken {input", "{input!z}", "{0}", "{input.upper.x}", "{input[key]}"]
+)
 def test_invalid_template_names_the_prompt_field(tmp_path, template):
     path = write_suite(tmp_path / "s.yaml", ITEMS, prompt=template)
     err = load_error(path)
@@ -247,10 +297,14 @@ def test_invalid_template_names_the_prompt_field(tmp_path, template):
 
 def test_template_error_that_depends_on_the_item(tmp_path):
     # regression: `{q[name]}` on a string slot raised a bare TypeError
-    path = write_suite(tmp_path / "s.yaml", [
-        {"id": "ok", "input": {"q": {"name": "Bo"}}, "expected": "x"},
-        {"id": "bad", "input": {"q": "text"}, "expected": "x"},
-    ], prompt="Hi {q[name]}")
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [
+            {"id": "ok", "input": {"q": {"name": "Bo"}}, "expected": "x"},
+            {"id": "bad", "input": {"q": "text"}, "expected": "x"},
+        ],
+        prompt="Hi {q[name]}",
+    )
     err = load_error(path)
     assert (err.item, err.field) == ("bad", "prompt")
     assert "cannot fill the prompt template" in str(err)
@@ -264,13 +318,16 @@ def test_missing_suite_file(tmp_path):
 
 
 def test_malformed_yaml_names_file_and_line(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: [unclosed
             expected: x
           - id: b
-        """)
+        """,
+    )
     err = load_error(path)
     assert str(err).startswith(f"{path}:")
     assert "invalid YAML" in str(err)
@@ -278,12 +335,15 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
 
 
 def test_malformed_yaml_indentation_reports_its_line(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: q
            expected: x
-        """)
+        """,
+    )
     err = load_error(path)
     assert "invalid YAML" in str(err)
     assert err.line == 4
@@ -347,9 +407,12 @@ def test_missing_jsonl_file(tmp_path):
 
 def test_malformed_jsonl_line_names_the_line(tmp_path):
     data = tmp_path / "rows.jsonl"
-    data.write_text('{"id": "a", "input": "q", "expected": "x"}\n'
-                    '{"id": "b", "input": "q", "expected": "x"}\n'
-                    '{"id": "c", "input": "q" "expected": "x"}\n', encoding="utf-8")
+    data.write_text(
+        '{"id": "a", "input": "q", "expected": "x"}\n'
+        '{"id": "b", "input": "q", "expected": "x"}\n'
+        '{"id": "c", "input": "q" "expected": "x"}\n',
+        encoding="utf-8",
+    )
     path = write(tmp_path / "s.yaml", "items: rows.jsonl\n")
     err = load_error(path)
     assert f"{data}:3" in str(err)
@@ -366,13 +429,16 @@ def test_malformed_jsonl_given_directly(tmp_path):
 
 # ---------------------------------------------------------------------- item-level errors
 def test_non_mapping_item_in_yaml(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: q
             expected: x
           - just a string
-        """)
+        """,
+    )
     err = load_error(path)
     assert "must be a mapping" in str(err)
     assert "got str" in str(err)
@@ -390,14 +456,17 @@ def test_non_mapping_item_in_jsonl(tmp_path):
 
 
 def test_missing_input(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: q
             expected: x
           - id: no-input
             expected: x
-        """)
+        """,
+    )
     err = load_error(path)
     assert (err.item, err.field, err.line) == ("no-input", "input", 5)
     assert "required" in str(err)
@@ -412,8 +481,10 @@ def test_null_input(tmp_path):
 
 
 def test_missing_id(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "q", "expected": "x"},
-                                             {"input": "q", "expected": "x"}])
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [{"id": "a", "input": "q", "expected": "x"}, {"input": "q", "expected": "x"}],
+    )
     err = load_error(path)
     assert err.field == "id"
     assert err.item == "#2"
@@ -428,7 +499,9 @@ def test_blank_id(tmp_path):
 
 
 def test_missing_expected_for_exact(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         scorer: exact
         items:
           - id: a
@@ -436,7 +509,8 @@ def test_missing_expected_for_exact(tmp_path):
             expected: x
           - id: b
             input: q
-        """)
+        """,
+    )
     err = load_error(path)
     assert (err.item, err.field, err.line) == ("b", "expected", 6)
     assert "required by scorer 'exact'" in str(err)
@@ -444,21 +518,26 @@ def test_missing_expected_for_exact(tmp_path):
 
 
 def test_missing_expected_is_fine_when_the_scorer_does_not_need_it(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "q"}],
-                       scorer={"type": "regex", "pattern": "ok"})
+    path = write_suite(
+        tmp_path / "s.yaml", [{"id": "a", "input": "q"}], scorer={"type": "regex", "pattern": "ok"}
+    )
     assert load_suite(path).tasks[0].expected is None
 
 
 def test_missing_expected_in_jsonl_names_the_line(tmp_path):
-    data = write_jsonl(tmp_path / "rows.jsonl", [{"id": "a", "input": "q", "expected": "x"},
-                                                 {"id": "b", "input": "q"}])
+    data = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [{"id": "a", "input": "q", "expected": "x"}, {"id": "b", "input": "q"}],
+    )
     err = load_error(data)
     assert f"{data}:2" in str(err)
     assert (err.item, err.field) == ("b", "expected")
 
 
 def test_duplicate_ids_mention_the_first_occurrence(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: q
@@ -469,7 +548,8 @@ def test_duplicate_ids_mention_the_first_occurrence(tmp_path):
           - id: a
             input: q2
             expected: y
-        """)
+        """,
+    )
     err = load_error(path)
     msg = str(err)
     assert (err.item, err.field, err.line) == ("a", "id", 8)
@@ -479,27 +559,34 @@ def test_duplicate_ids_mention_the_first_occurrence(tmp_path):
 
 
 def test_duplicate_ids_in_jsonl(tmp_path):
-    data = write_jsonl(tmp_path / "rows.jsonl", [
-        {"id": "a", "input": "q", "expected": "x"},
-        {"id": "b", "input": "q", "expected": "x"},
-        {"id": "c", "input": "q", "expected": "x"},
-        {"id": "b", "input": "q", "expected": "x"},
-    ])
+    data = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [
+            {"id": "a", "input": "q", "expected": "x"},
+            {"id": "b", "input": "q", "expected": "x"},
+            {"id": "c", "input": "q", "expected": "x"},
+            {"id": "b", "input": "q", "expected": "x"},
+        ],
+    )
     err = load_error(data)
     assert f"{data}:4" in str(err)
     assert "first at line 2" in str(err)
 
 
 def test_int_and_string_ids_that_collide_are_duplicates(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": 1, "input": "q", "expected": "x"},
-                                             {"id": "1", "input": "q", "expected": "x"}])
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [{"id": 1, "input": "q", "expected": "x"}, {"id": "1", "input": "q", "expected": "x"}],
+    )
     err = load_error(path)
     assert "duplicate id" in str(err)
     assert err.item == "1"
 
 
 def test_duplicate_yaml_key_within_an_item(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: q
@@ -508,7 +595,8 @@ def test_duplicate_yaml_key_within_an_item(tmp_path):
             input: q
             expected: x
             expected: y
-        """)
+        """,
+    )
     err = load_error(path)
     msg = str(err)
     assert msg.startswith(f"{path}:8")
@@ -518,33 +606,41 @@ def test_duplicate_yaml_key_within_an_item(tmp_path):
 
 
 def test_duplicate_top_level_key(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         prompt: "{input}"
         prompt: "again {input}"
         items:
           - {id: a, input: q, expected: x}
-        """)
+        """,
+    )
     err = load_error(path)
     assert "duplicate key 'prompt'" in str(err)
     assert err.line == 2
 
 
 def test_unhashable_yaml_key_is_an_input_error(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: q
             expected: x
             ? [1, 2]
             : z
-        """)
+        """,
+    )
     err = load_error(path)
     assert "invalid YAML" in str(err)
     assert str(path) in str(err)
 
 
 def test_unknown_item_field(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: q
@@ -552,7 +648,8 @@ def test_unknown_item_field(tmp_path):
           - id: typo
             input: q
             expectd: x
-        """)
+        """,
+    )
     err = load_error(path)
     msg = str(err)
     assert (err.item, err.field, err.line) == ("typo", "expectd", 5)
@@ -561,16 +658,18 @@ def test_unknown_item_field(tmp_path):
 
 
 def test_invalid_split_pin(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "q", "expected": "x",
-                                              "split": "dev"}])
+    path = write_suite(
+        tmp_path / "s.yaml", [{"id": "a", "input": "q", "expected": "x", "split": "dev"}]
+    )
     err = load_error(path)
     assert (err.item, err.field) == ("a", "split")
     assert "train" in str(err)
 
 
 def test_metadata_must_be_a_mapping(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "q", "expected": "x",
-                                              "metadata": ["x"]}])
+    path = write_suite(
+        tmp_path / "s.yaml", [{"id": "a", "input": "q", "expected": "x", "metadata": ["x"]}]
+    )
     err = load_error(path)
     assert (err.item, err.field) == ("a", "metadata")
 
@@ -587,7 +686,9 @@ def test_unknown_suite_scorer(tmp_path):
 
 
 def test_unknown_item_scorer(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: q
@@ -596,7 +697,8 @@ def test_unknown_item_scorer(tmp_path):
             input: q
             expected: x
             scorer: fuzzy
-        """)
+        """,
+    )
     err = load_error(path)
     assert (err.item, err.field, err.line) == ("b", "scorer", 5)
     assert "unknown scorer 'fuzzy'" in str(err)
@@ -611,9 +713,17 @@ def test_unknown_scorer_parameter(tmp_path):
 
 
 def test_unknown_item_scorer_parameter(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [
-        {"id": "a", "input": "q", "expected": "4", "scorer": {"type": "number", "tolerence": 1}},
-    ])
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [
+            {
+                "id": "a",
+                "input": "q",
+                "expected": "4",
+                "scorer": {"type": "number", "tolerence": 1},
+            },
+        ],
+    )
     err = load_error(path)
     assert (err.item, err.field) == ("a", "scorer")
     assert "'tolerence'" in str(err)
@@ -634,8 +744,11 @@ def test_scorer_mapping_without_type(tmp_path):
 
 
 def test_invalid_regex_parameter(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "q"}],
-                       scorer={"type": "regex", "pattern": "(unclosed"})
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [{"id": "a", "input": "q"}],
+        scorer={"type": "regex", "pattern": "(unclosed"},
+    )
     err = load_error(path)
     assert err.field == "scorer"
     assert "invalid pattern" in str(err)
@@ -643,27 +756,37 @@ def test_invalid_regex_parameter(tmp_path):
 
 
 def test_invalid_regex_as_expected(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "q", "expected": "ok"},
-                                             {"id": "b", "input": "q", "expected": "[a-"}],
-                       scorer="regex")
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [{"id": "a", "input": "q", "expected": "ok"}, {"id": "b", "input": "q", "expected": "[a-"}],
+        scorer="regex",
+    )
     err = load_error(path)
     assert (err.item, err.field) == ("b", "expected")
     assert "not a valid regular expression" in str(err)
 
 
-@pytest.mark.parametrize(("function", "needle"), [
-    ("no_such_module_xyz:check", "cannot import module 'no_such_module_xyz'"),
-    ("checks_mod:missing", "has no function 'missing'"),
-    ("checks_mod", "module:function"),
-    ("broken_mod:check", "SyntaxError"),
-])
+@pytest.mark.parametrize(
+    ("function", "needle"),
+    [
+        ("no_such_module_xyz:check", "cannot import module 'no_such_module_xyz'"),
+        ("checks_mod:missing", "has no function 'missing'"),
+        ("checks_mod", "module:function"),
+        ("broken_mod:check", "SyntaxError"),
+    ],
+)
 def test_python_scorer_that_cannot_be_imported(tmp_path, function, needle):
-    (tmp_path / "checks_mod.py").write_text("def check(a, e, t):\n    return True\n",
-                                            encoding="utf-8")
-    (tmp_path / "broken_mod.py").write_text("def check(a, e, t)\n    return True\n",
-                                            encoding="utf-8")
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "q"}],
-                       scorer={"type": "python", "function": function})
+    (tmp_path / "checks_mod.py").write_text(
+        "def check(a, e, t):\n    return True\n", encoding="utf-8"
+    )
+    (tmp_path / "broken_mod.py").write_text(
+        "def check(a, e, t)\n    return True\n", encoding="utf-8"
+    )
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [{"id": "a", "input": "q"}],
+        scorer={"type": "python", "function": function},
+    )
     err = load_error(path)
     assert err.field == "scorer"
     assert needle in str(err)
@@ -671,7 +794,9 @@ def test_python_scorer_that_cannot_be_imported(tmp_path, function, needle):
 
 
 def test_python_item_scorer_that_cannot_be_imported(tmp_path):
-    path = write(tmp_path / "s.yaml", """\
+    path = write(
+        tmp_path / "s.yaml",
+        """\
         items:
           - id: a
             input: q
@@ -679,22 +804,27 @@ def test_python_item_scorer_that_cannot_be_imported(tmp_path):
           - id: b
             input: q
             scorer: {type: python, function: "nowhere_mod_abc:f"}
-        """)
+        """,
+    )
     err = load_error(path)
     assert (err.item, err.field, err.line) == ("b", "scorer", 5)
     assert "cannot import module" in str(err)
 
 
-@pytest.mark.parametrize(("scorer", "expected", "needle"), [
-    ("number", "many", "needs a number"),
-    ("number", True, "needs a number"),
-    ({"type": "choice", "choices": ["yes", "no"]}, "maybe", "not one of"),
-    ("json", "{not json", "needs a JSON value"),
-    ("contains", [{"a": 1}], "list of strings"),
-])
+@pytest.mark.parametrize(
+    ("scorer", "expected", "needle"),
+    [
+        ("number", "many", "needs a number"),
+        ("number", True, "needs a number"),
+        ({"type": "choice", "choices": ["yes", "no"]}, "maybe", "not one of"),
+        ("json", "{not json", "needs a JSON value"),
+        ("contains", [{"a": 1}], "list of strings"),
+    ],
+)
 def test_expected_invalid_for_the_scorer(tmp_path, scorer, expected, needle):
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "q", "expected": expected}],
-                       scorer=scorer)
+    path = write_suite(
+        tmp_path / "s.yaml", [{"id": "a", "input": "q", "expected": expected}], scorer=scorer
+    )
     err = load_error(path)
     assert (err.item, err.field) == ("a", "expected")
     assert needle in str(err)

@@ -36,10 +36,16 @@ def _restore_imports(monkeypatch, tmp_path):
             del sys.modules[name]
 
 
-def make_task(scorer, expected=None, *, metadata=None, prompt="What is the answer?",
-              task_id="t1"):
-    return Task(id=task_id, input=prompt, expected=expected, prompt=prompt, split="train",
-                scorer=scorer, metadata=metadata or {})
+def make_task(scorer, expected=None, *, metadata=None, prompt="What is the answer?", task_id="t1"):
+    return Task(
+        id=task_id,
+        input=prompt,
+        expected=expected,
+        prompt=prompt,
+        split="train",
+        scorer=scorer,
+        metadata=metadata or {},
+    )
 
 
 def score(spec, expected, answer, *, ctx=None, base_dir=Path("."), **task_kw) -> Score:
@@ -58,21 +64,34 @@ def check(spec, expected):
 
 # ---------------------------------------------------------------------- registry, specs
 def test_all_scorers_are_registered():
-    assert set(SCORERS) == {"exact", "normalized", "contains", "regex", "number", "choice",
-                            "json", "python", "command", "judge"}
+    assert set(SCORERS) == {
+        "exact",
+        "normalized",
+        "contains",
+        "regex",
+        "number",
+        "choice",
+        "json",
+        "python",
+        "command",
+        "judge",
+    }
 
 
-@pytest.mark.parametrize(("spec", "needle"), [
-    ("exat", "unknown scorer 'exat'"),
-    ({"type": "exact", "strp": True}, "parameter 'strp'"),
-    ({"type": "number", "tolerance": "big"}, "parameter 'tolerance'"),
-    ({"pattern": "x"}, "needs a 'type'"),
-    ({"type": "judge"}, "parameter 'rubric'"),
-    ({"type": "command"}, "parameter 'run'"),
-    ({"type": "python"}, "parameter 'function'"),
-    ({"type": "regex", "pattern": "(("}, "invalid pattern"),
-    (42, "must be a name or a mapping"),
-])
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("exat", "unknown scorer 'exat'"),
+        ({"type": "exact", "strp": True}, "parameter 'strp'"),
+        ({"type": "number", "tolerance": "big"}, "parameter 'tolerance'"),
+        ({"pattern": "x"}, "needs a 'type'"),
+        ({"type": "judge"}, "parameter 'rubric'"),
+        ({"type": "command"}, "parameter 'run'"),
+        ({"type": "python"}, "parameter 'function'"),
+        ({"type": "regex", "pattern": "(("}, "invalid pattern"),
+        (42, "must be a name or a mapping"),
+    ],
+)
 def test_build_scorer_errors(spec, needle):
     with pytest.raises(ValueError) as info:
         build_scorer(spec, Path("."))
@@ -81,29 +100,31 @@ def test_build_scorer_errors(spec, needle):
 
 def test_spec_is_canonical():
     exact = build_scorer("exact", Path(".")).spec
-    assert exact == {"type": "exact", "v": 1, "threshold": 1.0, "strip": True,
-                     "ignore_case": False}
+    assert exact == {"type": "exact", "v": 1, "threshold": 1.0, "strip": True, "ignore_case": False}
     # defaults spelled out or left implicit give the same spec
     assert build_scorer({"type": "exact"}, Path(".")).spec == exact
     assert build_scorer({"type": "exact", "strip": True}, Path(".")).spec == exact
     json.dumps(exact, sort_keys=True)  # usable in a cache key
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ("exact", {"type": "exact", "ignore_case": True}),
-    ("exact", {"type": "exact", "strip": False}),
-    ("exact", "normalized"),
-    ({"type": "regex", "pattern": "a"}, {"type": "regex", "pattern": "b"}),
-    ({"type": "regex", "pattern": "a"}, {"type": "regex", "pattern": "a", "fullmatch": True}),
-    ("number", {"type": "number", "tolerance": 0.5}),
-    ({"type": "number", "tolerance": 0.5}, {"type": "number", "relative": 0.5}),
-    ("contains", {"type": "contains", "threshold": 0.5}),
-    ("choice", {"type": "choice", "choices": ["a", "b"]}),
-    ({"type": "command", "run": "true"}, {"type": "command", "run": "false"}),
-    ({"type": "command", "run": "true"}, {"type": "command", "run": "true", "timeout": 5}),
-    ({"type": "judge", "rubric": "be kind"}, {"type": "judge", "rubric": "be strict"}),
-    ({"type": "judge", "rubric": "r"}, {"type": "judge", "rubric": "r", "model": "m/x"}),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("exact", {"type": "exact", "ignore_case": True}),
+        ("exact", {"type": "exact", "strip": False}),
+        ("exact", "normalized"),
+        ({"type": "regex", "pattern": "a"}, {"type": "regex", "pattern": "b"}),
+        ({"type": "regex", "pattern": "a"}, {"type": "regex", "pattern": "a", "fullmatch": True}),
+        ("number", {"type": "number", "tolerance": 0.5}),
+        ({"type": "number", "tolerance": 0.5}, {"type": "number", "relative": 0.5}),
+        ("contains", {"type": "contains", "threshold": 0.5}),
+        ("choice", {"type": "choice", "choices": ["a", "b"]}),
+        ({"type": "command", "run": "true"}, {"type": "command", "run": "false"}),
+        ({"type": "command", "run": "true"}, {"type": "command", "run": "true", "timeout": 5}),
+        ({"type": "judge", "rubric": "be kind"}, {"type": "judge", "rubric": "be strict"}),
+        ({"type": "judge", "rubric": "r"}, {"type": "judge", "rubric": "r", "model": "m/x"}),
+    ],
+)
 def test_spec_differs_when_parameters_differ(a, b):
     sa, sb = build_scorer(a, Path(".")).spec, build_scorer(b, Path(".")).spec
     assert sa != sb
@@ -128,11 +149,14 @@ def test_exact_case_hint():
     assert s.feedback == "expected 'Paris', got 'paris' (differs only in letter case)"
 
 
-@pytest.mark.parametrize(("expected", "answer", "hint"), [
-    ("New York", "NewYork", "differs only in whitespace"),
-    ("Hello, world", "hello world!", "differs only in case, spacing or punctuation"),
-    ("Paris", "The answer is Paris.", "the expected text appears inside a longer answer"),
-])
+@pytest.mark.parametrize(
+    ("expected", "answer", "hint"),
+    [
+        ("New York", "NewYork", "differs only in whitespace"),
+        ("Hello, world", "hello world!", "differs only in case, spacing or punctuation"),
+        ("Paris", "The answer is Paris.", "the expected text appears inside a longer answer"),
+    ],
+)
 def test_exact_hints(expected, answer, hint):
     s = score("exact", expected, answer)
     assert not s.passed
@@ -219,8 +243,9 @@ def test_contains_threshold():
 
 def test_contains_case():
     assert not score("contains", "Paris", "paris!").passed
-    assert score({"type": "contains", "ignore_case": True}, ["Paris", "FRANCE"],
-                 "paris, france").passed
+    assert score(
+        {"type": "contains", "ignore_case": True}, ["Paris", "FRANCE"], "paris, france"
+    ).passed
 
 
 def test_contains_numbers_as_needles():
@@ -272,20 +297,23 @@ def test_regex_check_item():
 
 
 # ---------------------------------------------------------------------- number
-@pytest.mark.parametrize(("text", "number"), [
-    ("42", 42.0),
-    ("The answer is 42.", 42.0),
-    ("about 1,234,567 people", 1234567.0),
-    ("-5 degrees", -5.0),
-    ("\u22125 degrees", -5.0),  # unicode minus
-    ("pi is 3.14159", 3.14159),
-    ("roughly .5", 0.5),
-    ("1e3 items", 1000.0),
-    ("first 7 then 9", 7.0),
-    ("well-known: 8", 8.0),
-    ("no digits here", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("42", 42.0),
+        ("The answer is 42.", 42.0),
+        ("about 1,234,567 people", 1234567.0),
+        ("-5 degrees", -5.0),
+        ("\u22125 degrees", -5.0),  # unicode minus
+        ("pi is 3.14159", 3.14159),
+        ("roughly .5", 0.5),
+        ("1e3 items", 1000.0),
+        ("first 7 then 9", 7.0),
+        ("well-known: 8", 8.0),
+        ("no digits here", None),
+        ("", None),
+    ],
+)
 def test_extract_number(text, number):
     got = extract_number(text)
     assert got == (pytest.approx(number) if number is not None else None)
@@ -399,10 +427,18 @@ def test_choice_metadata_overrides_scorer_choices():
 
 
 def test_choice_in_a_loaded_suite(tmp_path):
-    path = write_suite(tmp_path / "s.yaml", [
-        {"id": "a", "input": "Colour?", "expected": "red",
-         "metadata": {"choices": ["red", "green"]}},
-    ], scorer="choice")
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [
+            {
+                "id": "a",
+                "input": "Colour?",
+                "expected": "red",
+                "metadata": {"choices": ["red", "green"]},
+            },
+        ],
+        scorer="choice",
+    )
     task = load_suite(path).tasks[0]
     assert task.scorer(task, "The answer: red").passed
     assert task.scorer(task, "green").feedback == "chose 'green', expected 'red'"
@@ -427,11 +463,16 @@ def test_json_extra_fields_are_fine():
 
 def test_json_nested_objects_and_lists():
     expected = {"user": {"name": "Ada", "langs": ["en", "fr"]}, "tags": [{"k": 1}, {"k": 2}]}
-    answer = json.dumps({"user": {"name": "Ada", "langs": ["en", "fr"], "id": 9},
-                         "tags": [{"k": 1, "extra": True}, {"k": 2}]})
+    answer = json.dumps(
+        {
+            "user": {"name": "Ada", "langs": ["en", "fr"], "id": 9},
+            "tags": [{"k": 1, "extra": True}, {"k": 2}],
+        }
+    )
     assert score("json", expected, answer).passed
-    wrong = json.dumps({"user": {"name": "Ada", "langs": ["en", "de"]},
-                        "tags": [{"k": 1}, {"k": 2}]})
+    wrong = json.dumps(
+        {"user": {"name": "Ada", "langs": ["en", "de"]}, "tags": [{"k": 1}, {"k": 2}]}
+    )
     s = score("json", expected, wrong)
     assert not s.passed
     assert s.value == pytest.approx(4 / 5)
@@ -516,13 +557,13 @@ def test_json_check_item():
 
 def test_parse_json_answer():
     assert parse_json_answer('  {"a": 1}  ') == {"a": 1}
-    assert parse_json_answer('text [1, 2] more') == [1, 2]
+    assert parse_json_answer("text [1, 2] more") == [1, 2]
     with pytest.raises(ValueError):
         parse_json_answer("nothing here")
 
 
 # ---------------------------------------------------------------------- python
-GRADING = '''\
+GRADING = """\
 from skillopt.suite.scorers import Score
 
 
@@ -556,7 +597,7 @@ def returns_text(answer, expected, task):
 
 def dict_without_value(answer, expected, task):
     return {"feedback": "?"}
-'''
+"""
 
 
 def python_scorer(tmp_path, function, threshold=None, module="grading", source=GRADING):
@@ -570,9 +611,13 @@ def python_scorer(tmp_path, function, threshold=None, module="grading", source=G
 def test_python_scorer_from_a_loaded_suite(tmp_path, monkeypatch):
     (tmp_path / "suite").mkdir()
     (tmp_path / "suite" / "grading.py").write_text(GRADING, encoding="utf-8")
-    path = write_suite(tmp_path / "suite" / "s.yaml", [
-        {"id": "a", "input": "q", "expected": "42"},
-    ], scorer={"type": "python", "function": "grading:as_bool"})
+    path = write_suite(
+        tmp_path / "suite" / "s.yaml",
+        [
+            {"id": "a", "input": "q", "expected": "42"},
+        ],
+        scorer={"type": "python", "function": "grading:as_bool"},
+    )
     monkeypatch.chdir(tmp_path)  # imported from the suite's directory, not the cwd
     task = load_suite(path).tasks[0]
     assert task.scorer.spec["function"] == "grading:as_bool"
@@ -631,12 +676,14 @@ def test_python_spec_has_a_source_hash_that_follows_the_file(tmp_path):
     again = python_scorer(tmp_path, "as_bool")
     assert first.spec == again.spec
     assert len(first.spec["source"]) == 16
-    edited = GRADING.replace("answer.strip() == expected",
-                             "answer.strip().lower() == str(expected).lower()  # edited")
+    edited = GRADING.replace(
+        "answer.strip() == expected", "answer.strip().lower() == str(expected).lower()  # edited"
+    )
     changed = python_scorer(tmp_path, "as_bool", source=edited)
     assert changed.spec["source"] != first.spec["source"]
-    assert {k: v for k, v in changed.spec.items() if k != "source"} == \
-        {k: v for k, v in first.spec.items() if k != "source"}
+    assert {k: v for k, v in changed.spec.items() if k != "source"} == {
+        k: v for k, v in first.spec.items() if k != "source"
+    }
     # regression: the edited file is also what runs, not the module imported before
     assert changed(make_task(changed, "PARIS"), "paris").passed
     assert not first(make_task(first, "PARIS"), "paris").passed
@@ -647,10 +694,12 @@ def test_python_same_module_name_in_two_suites(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()
-    (a / "check.py").write_text("def f(answer, expected, task):\n    return answer == 'A'\n",
-                                encoding="utf-8")
-    (b / "check.py").write_text("def f(answer, expected, task):\n    return answer == 'BB'\n",
-                                encoding="utf-8")
+    (a / "check.py").write_text(
+        "def f(answer, expected, task):\n    return answer == 'A'\n", encoding="utf-8"
+    )
+    (b / "check.py").write_text(
+        "def f(answer, expected, task):\n    return answer == 'BB'\n", encoding="utf-8"
+    )
     sa = build_scorer({"type": "python", "function": "check:f"}, a)
     sb = build_scorer({"type": "python", "function": "check:f"}, b)
     assert sa(make_task(sa), "A").passed
@@ -691,8 +740,14 @@ def test_command_exit_one_fails_with_stderr_tail():
 
 
 def test_command_long_output_keeps_the_tail():
-    s = score(command("i=0; while [ $i -lt 300 ]; do echo line-$i >&2; i=$((i+1)); done; "
-                      "echo FINAL-ERROR >&2; exit 1"), None, "x")
+    s = score(
+        command(
+            "i=0; while [ $i -lt 300 ]; do echo line-$i >&2; i=$((i+1)); done; "
+            "echo FINAL-ERROR >&2; exit 1"
+        ),
+        None,
+        "x",
+    )
     assert not s.passed
     assert s.feedback.endswith("FINAL-ERROR")
     assert "line-0\n" not in s.feedback
@@ -701,7 +756,7 @@ def test_command_long_output_keeps_the_tail():
 
 
 def test_command_json_last_line():
-    run = "echo progress...; echo '{\"score\": 0.5, \"feedback\": \"half the tests pass\"}'"
+    run = 'echo progress...; echo \'{"score": 0.5, "feedback": "half the tests pass"}\''
     s = score(command(run), None, "x")
     assert (s.value, s.passed, s.feedback) == (0.5, False, "half the tests pass")
     assert score(command(run, threshold=0.5), None, "x").passed
@@ -711,7 +766,7 @@ def test_command_json_last_line():
 
 
 def test_command_json_passed_and_clamping():
-    s = score(command("echo '{\"score\": 0.2, \"passed\": true}'"), None, "x")
+    s = score(command('echo \'{"score": 0.2, "passed": true}\''), None, "x")
     assert (s.value, s.passed) == (0.2, True)
     assert s.feedback == '{"score": 0.2, "passed": true}'  # no feedback: the output tail
     assert score(command("echo '{\"score\": 7}'"), None, "x").value == 1.0
@@ -783,8 +838,13 @@ def test_command_gets_expected_task_id_and_suite_dir(tmp_path):
     run = 'test "$(cat)" = "$SKILLOPT_EXPECTED"'
     assert score(command(run), "Paris", "Paris").passed
     assert not score(command(run), "Paris", "Lyon").passed
-    s = score(command('echo "$SKILLOPT_EXPECTED|$SKILLOPT_TASK_ID|$SKILLOPT_SUITE_DIR"'),
-              {"a": [1, 2]}, "x", base_dir=tmp_path, task_id="item-9")
+    s = score(
+        command('echo "$SKILLOPT_EXPECTED|$SKILLOPT_TASK_ID|$SKILLOPT_SUITE_DIR"'),
+        {"a": [1, 2]},
+        "x",
+        base_dir=tmp_path,
+        task_id="item-9",
+    )
     exp, task_id, suite_dir = s.feedback.split("|")
     assert json.loads(exp) == {"a": [1, 2]}
     assert (task_id, suite_dir) == ("item-9", str(tmp_path))
@@ -814,7 +874,8 @@ def test_command_binary_output_does_not_crash():
 
 
 def test_command_script_next_to_the_suite(tmp_path):
-    (tmp_path / "verify.sh").write_text(textwrap.dedent("""\
+    (tmp_path / "verify.sh").write_text(
+        textwrap.dedent("""\
         #!/bin/sh
         answer=$(cat "$SKILLOPT_ANSWER_FILE")
         if [ "$answer" = "$SKILLOPT_EXPECTED" ]; then
@@ -823,9 +884,14 @@ def test_command_script_next_to_the_suite(tmp_path):
             echo "wanted $SKILLOPT_EXPECTED, got $answer" >&2
             exit 1
         fi
-        """), encoding="utf-8")
-    path = write_suite(tmp_path / "s.yaml", [{"id": "a", "input": "q", "expected": "yes"}],
-                       scorer=command('sh "$SKILLOPT_SUITE_DIR/verify.sh"', timeout=10))
+        """),
+        encoding="utf-8",
+    )
+    path = write_suite(
+        tmp_path / "s.yaml",
+        [{"id": "a", "input": "q", "expected": "yes"}],
+        scorer=command('sh "$SKILLOPT_SUITE_DIR/verify.sh"', timeout=10),
+    )
     task = load_suite(path).tasks[0]
     good = task.scorer(task, "yes")
     assert (good.value, good.passed, good.feedback) == (1.0, True, "exactly right")
@@ -879,10 +945,13 @@ def test_judge_low_score_fails():
     assert (s.value, s.passed, s.feedback) == (0.2, False, "only two lines")
 
 
-@pytest.mark.parametrize("reply", [
-    'Here is my verdict: {"score": 0.3, "feedback": "misses the form"} Hope that helps!',
-    '```json\n{"score": 0.3, "feedback": "misses the form"}\n```',
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'Here is my verdict: {"score": 0.3, "feedback": "misses the form"} Hope that helps!',
+        '```json\n{"score": 0.3, "feedback": "misses the form"}\n```',
+    ],
+)
 def test_judge_reply_wrapped_in_prose(reply):
     scorer, model = judge(reply)
     s = scorer(make_task(scorer), "a", ScoreContext(judge=model))
@@ -891,14 +960,15 @@ def test_judge_reply_wrapped_in_prose(reply):
 
 def test_judge_reply_without_feedback_and_out_of_range():
     scorer, model = judge('{"score": 0.6}')
-    assert scorer(make_task(scorer), "a", ScoreContext(judge=model)).feedback == \
-        "judge scored 0.60"
+    assert scorer(make_task(scorer), "a", ScoreContext(judge=model)).feedback == "judge scored 0.60"
     scorer, model = judge('{"score": 3, "feedback": "wow"}')
     assert scorer(make_task(scorer), "a", ScoreContext(judge=model)).value == 1.0
 
 
-@pytest.mark.parametrize("reply", ["It is a lovely haiku, 8/10.", '{"feedback": "no score"}',
-                                   '{"score": "high"}', "[0.8]"])
+@pytest.mark.parametrize(
+    "reply",
+    ["It is a lovely haiku, 8/10.", '{"feedback": "no score"}', '{"score": "high"}', "[0.8]"],
+)
 def test_judge_garbage_reply_is_unscored(reply):
     scorer, model = judge(reply)
     with pytest.raises(ScorerError) as info:
@@ -933,9 +1003,13 @@ def test_python_scorer_leaves_sys_path_as_it_was(tmp_path):
     (suite_dir / "grading_sib.py").write_text(
         "from sibling_answers import WANT  # a sibling, imported at import time\n\n\n"
         "def check(answer, expected, task):\n    return answer.strip() == WANT\n",
-        encoding="utf-8")
-    path = write_suite(suite_dir / "s.yaml", [{"id": "a", "input": "q"}],
-                       scorer={"type": "python", "function": "grading_sib:check"})
+        encoding="utf-8",
+    )
+    path = write_suite(
+        suite_dir / "s.yaml",
+        [{"id": "a", "input": "q"}],
+        scorer={"type": "python", "function": "grading_sib:check"},
+    )
     before = list(sys.path)
     task = load_suite(path).tasks[0]
     assert sys.path == before
@@ -948,7 +1022,8 @@ def test_python_scorer_leaves_sys_path_as_it_was(tmp_path):
 def test_python_scorer_restores_sys_path_when_the_import_fails(tmp_path):
     (tmp_path / "broken.py").write_text(
         "import sys\nsys.path.insert(0, '/somewhere/else')\nraise RuntimeError('boom')\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     before = list(sys.path)
     with pytest.raises(ValueError, match="cannot import module 'broken'.*boom"):
         build_scorer({"type": "python", "function": "broken:f"}, tmp_path)
@@ -958,33 +1033,32 @@ def test_python_scorer_restores_sys_path_when_the_import_fails(tmp_path):
 def test_command_verifier_gets_a_scrubbed_environment(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", VERIFIER_SECRET)
     monkeypatch.setenv("VERIFIER_TOOL_HOME", "/opt/tool")
-    s = score(command('echo "[$OPENAI_API_KEY][$VERIFIER_TOOL_HOME][${PATH:+path}]"'),
-              None, "x")
+    s = score(command('echo "[$OPENAI_API_KEY][$VERIFIER_TOOL_HOME][${PATH:+path}]"'), None, "x")
     assert s.feedback == "[][][path]"
 
 
 def test_command_env_names_variables_to_pass(monkeypatch):
     monkeypatch.setenv("VERIFIER_TOOL_HOME", "/opt/tool")
-    s = score(command('echo "[$VERIFIER_TOOL_HOME]"', env=["VERIFIER_TOOL_HOME", "UNSET_X"]),
-              None, "x")
+    s = score(
+        command('echo "[$VERIFIER_TOOL_HOME]"', env=["VERIFIER_TOOL_HOME", "UNSET_X"]), None, "x"
+    )
     assert s.feedback == "[/opt/tool]"
 
 
 def test_command_feedback_blanks_known_secrets(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", VERIFIER_SECRET)
-    s = score(command('echo "key=$OPENAI_API_KEY" >&2; exit 1', env=["OPENAI_API_KEY"]),
-              None, "x")
+    s = score(command('echo "key=$OPENAI_API_KEY" >&2; exit 1', env=["OPENAI_API_KEY"]), None, "x")
     assert s.feedback.startswith("verifier exited 1: key=")
     assert VERIFIER_SECRET not in s.feedback
     # in the JSON line too, even spelled with JSON escapes
-    run = "echo '{\"score\": 0.5, \"feedback\": \"saw \\u0073" + VERIFIER_SECRET[1:] + "\"}'"
+    run = 'echo \'{"score": 0.5, "feedback": "saw \\u0073' + VERIFIER_SECRET[1:] + "\"}'"
     s = score(command(run), None, "x")
     assert s.value == 0.5 and s.feedback.startswith("saw ")
     assert VERIFIER_SECRET not in s.feedback
 
 
 def test_command_feedback_is_storable():
-    s = score(command("echo '{\"score\": 0, \"feedback\": \"bad \\ud800 char\"}'"), None, "x")
+    s = score(command('echo \'{"score": 0, "feedback": "bad \\ud800 char"}\''), None, "x")
     s.feedback.encode("utf-8")  # a lone surrogate is replaced, not kept
     assert s.feedback.startswith("bad ")
 
@@ -993,8 +1067,14 @@ def test_command_verifier_cannot_see_us():
     from skillopt.harness import process
 
     # the patterns are split so that the command line holding them does not match
-    s = score(command("grep -ac py''test /proc/$PPID/cmdline; grep -ac ns_last''_pid "
-                      "/proc/$PPID/cmdline; ls /proc | grep -c '^[0-9]'"), None, "x")
+    s = score(
+        command(
+            "grep -ac py''test /proc/$PPID/cmdline; grep -ac ns_last''_pid "
+            "/proc/$PPID/cmdline; ls /proc | grep -c '^[0-9]'"
+        ),
+        None,
+        "x",
+    )
     ours, init, count = s.feedback.splitlines()
     if process.pid_namespace_available():  # its parent is the namespace's init
         assert ours == "0" and int(init) >= 1

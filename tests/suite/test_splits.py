@@ -18,8 +18,10 @@ from skillopt.suite.loader import SplitSpec, assign_split
 
 
 def write_items(path: Path, ids: list[str]) -> Path:
-    path.write_text("".join(json.dumps({"id": i, "input": f"q {i}", "expected": "x"}) + "\n"
-                            for i in ids), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"id": i, "input": f"q {i}", "expected": "x"}) + "\n" for i in ids),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -82,13 +84,16 @@ def test_deterministic_across_loads(tmp_path):
 
 def test_deterministic_across_processes_and_hash_seeds():
     # sha256, not Python's per-process salted hash()
-    code = ("import json; from skillopt.suite.loader import SplitSpec, assign_split; "
-            f"print(json.dumps([assign_split(i, SplitSpec(seed=5)) for i in {IDS[:200]!r}]))")
+    code = (
+        "import json; from skillopt.suite.loader import SplitSpec, assign_split; "
+        f"print(json.dumps([assign_split(i, SplitSpec(seed=5)) for i in {IDS[:200]!r}]))"
+    )
     outs = []
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env=env, check=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        )
         outs.append(json.loads(proc.stdout))
     here = [assign_split(i, SplitSpec(seed=5)) for i in IDS[:200]]
     assert outs[0] == outs[1] == here
@@ -162,11 +167,14 @@ def test_integer_ids_split_like_their_string_form(tmp_path):
     assert got == {str(n): assign_split(str(n), SplitSpec()) for n in range(100)}
 
 
-@pytest.mark.parametrize("split", [
-    {"train": 0.5, "val": 0.3, "test": 0.3},
-    {"train": 0.6, "val": 0.3},  # test keeps its default 0.3: 1.2
-    {"train": 0.2, "val": 0.2, "test": 0.2},
-])
+@pytest.mark.parametrize(
+    "split",
+    [
+        {"train": 0.5, "val": 0.3, "test": 0.3},
+        {"train": 0.6, "val": 0.3},  # test keeps its default 0.3: 1.2
+        {"train": 0.2, "val": 0.2, "test": 0.2},
+    ],
+)
 def test_fractions_that_do_not_sum_to_one(tmp_path, split):
     path = suite_with(tmp_path, IDS[:10], **split)
     with pytest.raises(InputError) as info:

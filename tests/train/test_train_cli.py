@@ -11,9 +11,22 @@ runner = CliRunner()
 
 
 def train_args(world, *extra):
-    return ["train", str(world["skill"]), "--tasks", str(world["suite"]),
-            "--target", "scripted/test-target", "--optimizer", "scripted/test-optimizer",
-            "--batch-size", "40", "--minibatch-size", "40", "--no-slow-update", *extra]
+    return [
+        "train",
+        str(world["skill"]),
+        "--tasks",
+        str(world["suite"]),
+        "--target",
+        "scripted/test-target",
+        "--optimizer",
+        "scripted/test-optimizer",
+        "--batch-size",
+        "40",
+        "--minibatch-size",
+        "40",
+        "--no-slow-update",
+        *extra,
+    ]
 
 
 def test_train_prints_decisions_and_test_scores(world, models):
@@ -36,8 +49,7 @@ def test_train_prints_decisions_and_test_scores(world, models):
     log = runner.invoke(app, ["log", run_id])
     assert log.exit_code == 0, log.output
     rows = [line.split() for line in log.stdout.splitlines() if line.strip()[:1].isdigit()]
-    assert [(r[0], r[1]) for r in rows] == [("0", "initial"), ("1", "rejected"),
-                                            ("2", "accepted")]
+    assert [(r[0], r[1]) for r in rows] == [("0", "initial"), ("1", "rejected"), ("2", "accepted")]
     assert "0.500→1.000" in log.stdout and "+0.500" in log.stdout
 
     diff = runner.invoke(app, ["diff", run_id])
@@ -71,9 +83,19 @@ def test_dry_run_prints_the_plan(world, models):
 def test_bad_suite_fails_in_one_line_before_any_call(world, models):
     bad = world["root"] / "bad.yaml"
     bad.write_text("items:\n  - {id: a, input: x, expected: y, scorer: nope}\n")
-    res = runner.invoke(app, ["train", str(world["skill"]), "--tasks", str(bad),
-                              "--target", "scripted/test-target",
-                              "--optimizer", "scripted/test-optimizer"])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            str(world["skill"]),
+            "--tasks",
+            str(bad),
+            "--target",
+            "scripted/test-target",
+            "--optimizer",
+            "scripted/test-optimizer",
+        ],
+    )
     assert res.exit_code == 2
     assert res.stderr.count("\n") == 1 and "unknown scorer 'nope'" in res.stderr
     assert models["target"].call_count == 0

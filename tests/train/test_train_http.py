@@ -18,10 +18,20 @@ def answer(body):
         if '"notes"' in prompt:
             return json.dumps({"notes": "- capitals matter"})
         if "Tasks the agent FAILED" in prompt:
-            return json.dumps({"edits": [{"op": "add", "anchor": "- Reply with the item only.",
-                                          "section": None, "content": f"- {HELPFUL}",
-                                          "rationale": "word items are expected in capitals",
-                                          "evidence": ["word-0"]}]})
+            return json.dumps(
+                {
+                    "edits": [
+                        {
+                            "op": "add",
+                            "anchor": "- Reply with the item only.",
+                            "section": None,
+                            "content": f"- {HELPFUL}",
+                            "rationale": "word items are expected in capitals",
+                            "evidence": ["word-0"],
+                        }
+                    ]
+                }
+            )
         return json.dumps({"edits": []})
     return follow_skill(messages)
 
@@ -32,19 +42,38 @@ def test_train_over_http(world):
         (world["root"] / "skillopt.yaml").write_text(
             "models:\n"
             f"  openai/target-m: {{api_base: '{server.base_url}', backoff: 0.01}}\n"
-            f"  openai/optimizer-m: {{api_base: '{server.base_url}', backoff: 0.01}}\n")
-        result = api.train(world["skill"], world["suite"], flags={
-            "target": "openai/target-m", "optimizer": "openai/optimizer-m", "epochs": 2,
-            "batch_size": 40, "minibatch_size": 40, "slow_update": False, "concurrency": 2})
-        opt_requests = [r["body"] for r in server.requests
-                        if "You are the optimizer" in r["body"]["messages"][0]["content"]]
-    assert [s["decision"] for s in result.summary["steps"]] == ["initial", "accepted",
-                                                                "no_candidate"]
+            f"  openai/optimizer-m: {{api_base: '{server.base_url}', backoff: 0.01}}\n"
+        )
+        result = api.train(
+            world["skill"],
+            world["suite"],
+            flags={
+                "target": "openai/target-m",
+                "optimizer": "openai/optimizer-m",
+                "epochs": 2,
+                "batch_size": 40,
+                "minibatch_size": 40,
+                "slow_update": False,
+                "concurrency": 2,
+            },
+        )
+        opt_requests = [
+            r["body"]
+            for r in server.requests
+            if "You are the optimizer" in r["body"]["messages"][0]["content"]
+        ]
+    assert [s["decision"] for s in result.summary["steps"]] == [
+        "initial",
+        "accepted",
+        "no_candidate",
+    ]
     assert result.summary["test"]["best"]["mean"] == 1.0
     assert result.summary["test"]["no_skill"]["mean"] == 0.5
     # the provider's JSON mode was asked for; the target got no such parameter
-    assert all(r.get("response_format", {}).get("type") in ("json_object", "json_schema")
-               for r in opt_requests)
+    assert all(
+        r.get("response_format", {}).get("type") in ("json_object", "json_schema")
+        for r in opt_requests
+    )
     target_requests = [r["body"] for r in server.requests if r["body"]["model"] == "target-m"]
     assert target_requests and all("response_format" not in r for r in target_requests)
     acct = result.summary["accounting"]

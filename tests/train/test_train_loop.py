@@ -53,9 +53,20 @@ def test_memory_reaches_the_next_prompt_and_survives_in_state(world, models):
 
 
 def test_not_applied_edits_are_told_back_as_not_applied(world, models):
-    bad_anchor = json.dumps({"edits": [{"op": "replace", "anchor": "text that is not there",
-                                        "section": None, "content": "x", "rationale": "r",
-                                        "evidence": []}]})
+    bad_anchor = json.dumps(
+        {
+            "edits": [
+                {
+                    "op": "replace",
+                    "anchor": "text that is not there",
+                    "section": None,
+                    "content": "x",
+                    "rationale": "r",
+                    "evidence": [],
+                }
+            ]
+        }
+    )
     opt = ScriptedOptimizer([bad_anchor, edits_reply(HELPFUL)])
     models["set"](opt)
     result = api.train(world["skill"], world["suite"], flags=flags(epochs=2))
@@ -84,28 +95,37 @@ def test_git_history_matches_the_decisions(world, models):
     user_commit = repo.index.commit("user work")
     (world["root"] / "notes.txt").write_text("uncommitted work")
     head_before = repo.head.commit.hexsha
-    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(NEUTRAL),
-                                     edits_reply(HELPFUL)]))
+    models["set"](
+        ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(NEUTRAL), edits_reply(HELPFUL)])
+    )
     result = api.train(world["skill"], world["suite"], flags=flags())
 
     assert result.audit_repo == str(world["root"])
-    assert repo.head.commit.hexsha == head_before and repo.active_branch.name in ("master",
-                                                                                "main")
+    assert repo.head.commit.hexsha == head_before and repo.active_branch.name in ("master", "main")
     assert repo.untracked_files == ["notes.txt"] and not repo.is_dirty()
     branch = f"skillopt/{result.run_id}"
     first_parent = list(repo.iter_commits(branch, first_parent=True))
     assert [c.hexsha for c in first_parent][-1] == user_commit.hexsha
     ours = first_parent[:-1][::-1]  # initial, then accepted only
-    trailers = [dict(line.split(": ", 1) for line in c.message.splitlines()
-                     if line.startswith("Skillopt-")) for c in ours]
+    trailers = [
+        dict(line.split(": ", 1) for line in c.message.splitlines() if line.startswith("Skillopt-"))
+        for c in ours
+    ]
     assert [(t["Skillopt-Step"], t["Skillopt-Decision"]) for t in trailers] == [
-        ("0", "initial"), ("3", "accepted")]
+        ("0", "initial"),
+        ("3", "accepted"),
+    ]
     assert trailers[1]["Skillopt-Val"] == "0.500 -> 1.000 (n=4)"
     assert trailers[1]["Skillopt-Edits"] == "1 applied, 0 skipped"
-    rejected = sorted(r.path for r in repo.references
-                      if r.path.startswith(f"refs/skillopt/{result.run_id}/rejected/"))
-    assert rejected == [f"refs/skillopt/{result.run_id}/rejected/1",
-                        f"refs/skillopt/{result.run_id}/rejected/2"]
+    rejected = sorted(
+        r.path
+        for r in repo.references
+        if r.path.startswith(f"refs/skillopt/{result.run_id}/rejected/")
+    )
+    assert rejected == [
+        f"refs/skillopt/{result.run_id}/rejected/1",
+        f"refs/skillopt/{result.run_id}/rejected/2",
+    ]
     rej = repo.commit(f"refs/skillopt/{result.run_id}/rejected/1")
     assert "Skillopt-Decision: rejected" in rej.message and "Skillopt-Delta: -0.500" in rej.message
     assert rej.parents[0].hexsha == ours[0].hexsha  # hangs off the incumbent
@@ -116,8 +136,12 @@ def test_git_history_matches_the_decisions(world, models):
     assert total == 4  # initial + three candidates
 
     history = api.run_history(result.run_id)
-    assert [(c.step, c.decision) for c in history] == [(0, "initial"), (1, "rejected"),
-                                                       (2, "rejected"), (3, "accepted")]
+    assert [(c.step, c.decision) for c in history] == [
+        (0, "initial"),
+        (1, "rejected"),
+        (2, "rejected"),
+        (3, "accepted"),
+    ]
     assert HELPFUL in api.run_diff(result.run_id)
     assert HARMFUL in api.run_diff(result.run_id, 1)
     shown = api.run_step(result.run_id, 1)
@@ -125,8 +149,7 @@ def test_git_history_matches_the_decisions(world, models):
     assert "Flips pass->fail (2): keep-3, keep-4" in shown.message
 
 
-def test_a_skill_in_a_linked_worktree_trains_into_the_shared_repository(world, models,
-                                                                         tmp_path):
+def test_a_skill_in_a_linked_worktree_trains_into_the_shared_repository(world, models, tmp_path):
     """In a `git worktree`, objects live in the main repository's .git, not in the
     worktree's own git directory."""
     repo = git.Repo.init(world["root"])
@@ -136,8 +159,9 @@ def test_a_skill_in_a_linked_worktree_trains_into_the_shared_repository(world, m
     linked = tmp_path / "linked"
     repo.git.worktree("add", "-b", "side", str(linked))
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
-    result = api.train(linked / "skills" / "words", linked / "tasks" / "words.yaml",
-                       flags=flags(epochs=1))
+    result = api.train(
+        linked / "skills" / "words", linked / "tasks" / "words.yaml", flags=flags(epochs=1)
+    )
     assert [s["decision"] for s in result.summary["steps"]] == ["initial", "accepted"]
     branch = f"skillopt/{result.run_id}"
     assert HELPFUL in repo.git.show(f"{branch}:skills/words/SKILL.md")  # seen from main
@@ -153,7 +177,8 @@ def test_outside_a_repository_history_lives_in_runs(world, models):
     assert repo.bare
     tip = repo.commit(f"skillopt/{result.run_id}")
     assert sorted(b.path for b in tip.tree.traverse() if b.type == "blob") == [
-        "skills/words/SKILL.md"]
+        "skills/words/SKILL.md"
+    ]
 
 
 def test_resume_after_a_crash_redoes_no_finished_work(world, models):
@@ -177,8 +202,12 @@ def test_resume_after_a_crash_redoes_no_finished_work(world, models):
     assert not set(calls_before) & set(calls_after)  # no finished rollout was run again
     # step 1 is not redone: one failures prompt (step 2); step 3 has no failures left
     assert resumed_opt.failure_calls == 1
-    assert decisions(result) == [(0, "initial"), (1, "rejected"), (2, "accepted"),
-                                 (3, "no_candidate")]
+    assert decisions(result) == [
+        (0, "initial"),
+        (1, "rejected"),
+        (2, "accepted"),
+        (3, "no_candidate"),
+    ]
     assert result.summary["best_val"] == 1.0
     history = api.run_history(result.run_id)
     assert [c.step for c in history] == [0, 1, 2]  # every step committed exactly once
@@ -203,8 +232,9 @@ def test_slow_update_is_gated(world, models):
 
 
 def test_meta_notes_reach_the_next_epoch(world, models):
-    opt = ScriptedOptimizer([edits_reply(NEUTRAL), edits_reply(HELPFUL)],
-                            notes="- neutral advice does nothing")
+    opt = ScriptedOptimizer(
+        [edits_reply(NEUTRAL), edits_reply(HELPFUL)], notes="- neutral advice does nothing"
+    )
     models["set"](opt)
     api.train(world["skill"], world["suite"], flags=flags(epochs=2))
     second = [p for p in opt.prompts if "Tasks the agent FAILED" in p][1]
@@ -212,10 +242,23 @@ def test_meta_notes_reach_the_next_epoch(world, models):
 
 
 def test_bad_optimizer_replies_are_skipped_and_the_run_goes_on(world, models):
-    unknown_op = json.dumps({"edits": [{"op": "rewrite", "anchor": "x", "section": None,
-                                        "content": "y", "rationale": "", "evidence": []}]})
-    opt = ScriptedOptimizer([("not json at all", "still not json"),
-                             (unknown_op, unknown_op), edits_reply(HELPFUL)])
+    unknown_op = json.dumps(
+        {
+            "edits": [
+                {
+                    "op": "rewrite",
+                    "anchor": "x",
+                    "section": None,
+                    "content": "y",
+                    "rationale": "",
+                    "evidence": [],
+                }
+            ]
+        }
+    )
+    opt = ScriptedOptimizer(
+        [("not json at all", "still not json"), (unknown_op, unknown_op), edits_reply(HELPFUL)]
+    )
     models["set"](opt)
     result = api.train(world["skill"], world["suite"], flags=flags())
     assert decisions(result)[1:] == [(1, "no_candidate"), (2, "no_candidate"), (3, "accepted")]
@@ -266,8 +309,9 @@ def test_input_errors_come_before_any_model_call(world, models):
 
 
 def test_dry_run_plans_without_model_calls(world, models):
-    plan = api.train(world["skill"], world["suite"], flags=flags(epochs=4, lr=4, min_lr=2),
-                     dry_run=True)
+    plan = api.train(
+        world["skill"], world["suite"], flags=flags(epochs=4, lr=4, min_lr=2), dry_run=True
+    )
     assert (plan.n_train, plan.n_val, plan.n_test) == (8, 4, 4)
     assert plan.total_steps == 4 and plan.budgets == [4, 4, 3, 2]
     # initial val 4 + 4 steps * (8 train + 4 val) + test 3 * 4
@@ -286,12 +330,18 @@ def test_ctrl_c_says_how_to_resume(world, models):
         api.train(world["skill"], world["suite"], flags=flags(epochs=2))
 
 
-@pytest.mark.parametrize("kind, expected, match", [
-    ("server", "NothingScored", "first error: provider down"),  # each task fails on its own
-    ("auth", "SystemicFailure", r"4 tasks in a row failed the same way \(auth\): provider down"),
-])
-def test_nothing_scored_stops_before_spending_optimizer_calls(world, models, kind, expected,
-                                                               match):
+@pytest.mark.parametrize(
+    "kind, expected, match",
+    [
+        ("server", "NothingScored", "first error: provider down"),  # each task fails on its own
+        (
+            "auth",
+            "SystemicFailure",
+            r"4 tasks in a row failed the same way \(auth\): provider down",
+        ),
+    ],
+)
+def test_nothing_scored_stops_before_spending_optimizer_calls(world, models, kind, expected, match):
     from skillopt import errors
     from skillopt.errors import ModelError
 

@@ -38,9 +38,21 @@ def follow_skill(messages) -> str:
 
 
 def edits_reply(*contents: str, section: str = "Rules") -> str:
-    return json.dumps({"edits": [
-        {"op": "add", "anchor": None, "section": section, "content": f"- {c}",
-         "rationale": "seen in failures", "evidence": []} for c in contents]})
+    return json.dumps(
+        {
+            "edits": [
+                {
+                    "op": "add",
+                    "anchor": None,
+                    "section": section,
+                    "content": f"- {c}",
+                    "rationale": "seen in failures",
+                    "evidence": [],
+                }
+                for c in contents
+            ]
+        }
+    )
 
 
 class ScriptedOptimizer:
@@ -48,8 +60,14 @@ class ScriptedOptimizer:
     the i-th FAILURES prompt; successes prompts get no edits; slow-update and
     notes prompts get `guidance` / `notes`."""
 
-    def __init__(self, plan: list, guidance: str | None = None, notes: str = "- keep going",
-                 crash_at: int | None = None, crash: type[BaseException] = RuntimeError):
+    def __init__(
+        self,
+        plan: list,
+        guidance: str | None = None,
+        notes: str = "- keep going",
+        crash_at: int | None = None,
+        crash: type[BaseException] = RuntimeError,
+    ):
         self.plan = list(plan)
         self.guidance = guidance
         self.notes = notes
@@ -68,8 +86,11 @@ class ScriptedOptimizer:
             self.failure_calls += 1
             if self.crash_at is not None and self.failure_calls == self.crash_at:
                 raise self.crash("simulated crash")  # mid-run, inside a step
-            entry = self.plan[self.failure_calls - 1] if self.failure_calls <= len(
-                self.plan) else json.dumps({"edits": []})
+            entry = (
+                self.plan[self.failure_calls - 1]
+                if self.failure_calls <= len(self.plan)
+                else json.dumps({"edits": []})
+            )
             return entry[0] if isinstance(entry, tuple) else entry
         if "Tasks the agent SOLVED" in prompt:
             return json.dumps({"edits": []})
@@ -82,16 +103,21 @@ class ScriptedOptimizer:
 
 @pytest.fixture
 def world(isolated):
-    skill = write_skill(isolated / "skills", "words",
-                        body="# Words\n\nRewrite the item you are given.\n\n## Rules\n\n"
-                             "- Reply with the item only.\n")
+    skill = write_skill(
+        isolated / "skills",
+        "words",
+        body="# Words\n\nRewrite the item you are given.\n\n## Rules\n\n"
+        "- Reply with the item only.\n",
+    )
     items = []
     for i in range(8):
         split = ["train", "train", "train", "val", "val", "test", "test", "train"][i]
-        items.append({"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}",
-                      "split": split})
-        items.append({"id": f"keep-{i}", "input": f"keep-{i}", "expected": f"keep-{i}",
-                      "split": split})
+        items.append(
+            {"id": f"word-{i}", "input": f"word-{i}", "expected": f"WORD-{i}", "split": split}
+        )
+        items.append(
+            {"id": f"keep-{i}", "input": f"keep-{i}", "expected": f"keep-{i}", "split": split}
+        )
     suite = write_suite(isolated / "tasks" / "words.yaml", items)
     return {"root": isolated, "skill": skill, "suite": suite}
 
@@ -114,8 +140,14 @@ def models():
 
 
 def flags(**extra):
-    base = {"target": "scripted/test-target", "optimizer": "scripted/test-optimizer",
-            "epochs": 3, "batch_size": 40, "minibatch_size": 40, "concurrency": 2,
-            "slow_update": False}
+    base = {
+        "target": "scripted/test-target",
+        "optimizer": "scripted/test-optimizer",
+        "epochs": 3,
+        "batch_size": 40,
+        "minibatch_size": 40,
+        "concurrency": 2,
+        "slow_update": False,
+    }
     base.update(extra)
     return base
