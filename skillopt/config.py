@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from skillopt.errors import InputError
 
 PROJECT_FILE = "skillopt.yaml"
+M = TypeVar("M", bound=BaseModel)
 
 
 class ModelSettings(BaseModel):
@@ -132,7 +133,7 @@ class Settings(BaseModel):
     lr: int = Field(4, ge=1, description="maximum edits per step")
     min_lr: int = Field(2, ge=1)
     schedule: Literal["constant", "linear", "cosine"] = "cosine"
-    gate: Literal["strict", "margin", "paired"] = "strict"
+    gate: str = Field("strict", description="strict, margin, paired, or a plugin's gate")
     min_delta: float = Field(0.0, ge=0)
     alpha: float = Field(0.05, gt=0, lt=1)
     seed: int = 0
@@ -143,6 +144,9 @@ class Settings(BaseModel):
     claude_code: ClaudeCodeSettings = Field(default_factory=ClaudeCodeSettings)
     codex: CodexSettings = Field(default_factory=CodexSettings)
     command: CommandSettings = Field(default_factory=CommandSettings)
+    # plugin harnesses' own sections (`<section>:` in skillopt.yaml), validated by the
+    # settings model the plugin registered; read with `section(name, Model)`
+    sections: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     # what resolving the settings decided on the user's behalf, to be said once
     _notices: list[str] = PrivateAttr(default_factory=list)
@@ -153,6 +157,22 @@ class Settings(BaseModel):
 
     def model_settings(self, name: str) -> ModelSettings:
         return self.models.get(name) or ModelSettings()
+
+    def section(self, name: str, model: type[M]) -> M:
+        """A plugin harness's settings section, as its settings model."""
+        return model.model_validate(self.sections.get(name) or {})
+
+    @field_validator("gate")
+    @classmethod
+    def _known_gate(cls, value: str) -> str:
+        from skillopt.plugins import registry
+
+        reg = registry()
+        if reg.find("gate", value) is None:
+            raise ValueError(
+                f"unknown gate {value!r}; choose one of: {', '.join(reg.names('gate'))}"
+            )
+        return value
 
 
 _ENV = {
@@ -191,7 +211,7 @@ def resolve_settings(
     merged: dict[str, Any] = {}
     project_file = project_file if project_file is not None else find_project_file()
     if project_file is not None:
-        data = _read_project_file(project_file)
+        data = _lift_sections(_read_project_file(project_file), project_file)
         _validate(data, project_file)
         for key in ("store", "run_dir"):  # paths in the file are relative to it
             if key in data and not Path(data[key]).is_absolute():
@@ -200,8 +220,9 @@ def resolve_settings(
     suite_target = None
     if suite_defaults:
         where = f"{suite_path}: defaults" if suite_path else "suite defaults"
-        _validate(suite_defaults, where)
-        _merge(merged, dict(suite_defaults))
+        layer = _lift_sections(dict(suite_defaults), where)
+        _validate(layer, where)
+        _merge(merged, layer)
         suite_target = suite_defaults.get("target")
     for var, key in _ENV.items():
         if env.get(var):
@@ -229,7 +250,7 @@ def resolve_settings(
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        raise InputError(f"invalid setting: {err['msg']}", field=field) from None
+        raise InputError(f"invalid setting: {_msg(err)}", field=field) from None
     settings._notices.extend(notices)
     return settings
 
@@ -243,7 +264,11 @@ SECTIONS = ("agent", "claude_code", "codex", "command")  # merged key by key acr
 
 def _merge(into: dict, layer: dict) -> None:
     for key, value in layer.items():
-        if key == "models" and isinstance(value, dict):
+        if key == "sections" and isinstance(value, dict):
+            sections = into.setdefault("sections", {})
+            for name, conf in value.items():
+                sections[name] = {**sections.get(name, {}), **(conf or {})}
+        elif key == "models" and isinstance(value, dict):
             models = into.setdefault("models", {})
             for name, conf in value.items():
                 models[name] = {**models.get(name, {}), **(conf or {})}
@@ -251,6 +276,41 @@ def _merge(into: dict, layer: dict) -> None:
             into[key] = {**into[key], **value}
         else:
             into[key] = value
+
+
+def _lift_sections(data: dict, where: object) -> dict:
+    """Move the settings sections of plugin harnesses (top-level keys that are not
+    settings of skillopt's own) under `sections`, validated by their plugin's model.
+    A key that no plugin declared is left for validation to refuse."""
+    unknown = [k for k in data if k not in Settings.model_fields]
+    if not unknown:
+        return data
+    from skillopt.plugins import registry
+
+    declared = registry().sections()
+    out = dict(data)
+    sections = dict(out.get("sections") or {})
+    for key in unknown:
+        entry = declared.get(key)
+        if entry is None:
+            continue
+        value = out.pop(key)
+        try:
+            entry.options["settings"].model_validate(value or {})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in (key, *err["loc"]))
+            msg = "unknown setting" if err["type"] == "extra_forbidden" else _msg(err)
+            raise InputError(msg, path=where, field=loc) from None
+        sections[key] = dict(value or {})
+    out["sections"] = sections
+    return out
+
+
+def _msg(err: Any) -> str:
+    """pydantic's message, without the prefix it puts on a validator's own words."""
+    msg = str(err["msg"])
+    return msg.removeprefix("Value error, ")
 
 
 def _read_project_file(path: Path) -> dict:
@@ -274,5 +334,5 @@ def _validate(data: dict, where: object) -> None:
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
-        msg = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = "unknown setting" if err["type"] == "extra_forbidden" else _msg(err)
         raise InputError(msg, path=where, field=field) from None

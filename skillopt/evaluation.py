@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from skillopt.rollout import Rollout
+from skillopt.record import Rollout
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,6 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import queue
@@ -30,19 +28,16 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import Any
 
 from skillopt.errors import ScorerError, SystemicFailure
-from skillopt.harness.base import Harness, Trajectory
-from skillopt.models.base import Usage
+from skillopt.harness.base import Cancellable, Harness, ReleasesWorkspaces, Trajectory
+from skillopt.record import Rollout, RolloutCache, canonical_json, fingerprint
 from skillopt.skill.document import Skill
 from skillopt.suite.scorers import ScoreContext
 from skillopt.suite.task import Task
 from skillopt.text import replaced_note
-
-if TYPE_CHECKING:
-    from skillopt.store.rollouts import RolloutStore
 
 log = logging.getLogger("skillopt")
 
@@ -70,71 +65,6 @@ POLL_S = 0.2
 
 
 @dataclass(frozen=True)
-class Rollout:
-    key: str
-    task_id: str
-    split: str
-    sample: int
-    skill_hash: str
-    scored: bool
-    score: float | None = None
-    passed: bool | None = None
-    feedback: str = ""
-    answer: str | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    cost: float | None = None
-    latency_s: float = 0.0
-    model_calls: int = 0
-    cached: bool = False
-    trajectory: dict = field(default_factory=dict, compare=False)  # messages, steps
-
-    def to_dict(self) -> dict:
-        return {
-            "task_id": self.task_id,
-            "split": self.split,
-            "sample": self.sample,
-            "scored": self.scored,
-            "score": self.score,
-            "passed": self.passed,
-            "feedback": self.feedback,
-            "answer": self.answer,
-            "error": self.error,
-            "error_kind": self.error_kind,
-            "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens,
-            "cost": self.cost,
-            "latency_s": round(self.latency_s, 6),
-            "cached": self.cached,
-            "key": self.key,
-            "skill_invoked": self.trajectory.get("skill_invoked"),
-            "workspace": self.trajectory.get("workspace"),
-            "info": self.trajectory.get("info") or {},  # what the harness saw: model, turns
-        }
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def fingerprint(
-    skill_hash: str, task: Task, sample: int, harness_fp: dict, scorer_fp: dict
-) -> tuple[str, dict]:
-    """(key, fingerprint): the key is sha256 over canonical JSON of exactly the
-    fields that change a rollout's outcome."""
-    fp = {
-        "skill": skill_hash,
-        "task": task.content(),
-        "sample": sample,
-        "harness": harness_fp,
-        "scorer": scorer_fp,
-    }
-    # surrogatepass: a task whose text holds a lone surrogate still gets a stable key
-    return hashlib.sha256(canonical_json(fp).encode("utf-8", "surrogatepass")).hexdigest(), fp
-
-
-@dataclass(frozen=True)
 class RolloutEvent:
     """Sent to observers after each rollout (also for store hits)."""
 
@@ -151,14 +81,14 @@ class _Heartbeat:
     """Renews every lease `owner` holds, every ttl/3, until stopped: a rollout that
     runs for minutes keeps its claim, and a killed process's claims lapse."""
 
-    def __init__(self, store: RolloutStore, owner: str):
+    def __init__(self, store: RolloutCache, owner: str):
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._beat, args=(store, owner), name="skillopt-lease", daemon=True
         )
         self._thread.start()
 
-    def _beat(self, store: RolloutStore, owner: str) -> None:
+    def _beat(self, store: RolloutCache, owner: str) -> None:
         while not self._stop.wait(store.lease_ttl / 3):
             try:
                 store.renew(owner)
@@ -190,7 +120,7 @@ class RolloutEngine:
     def __init__(
         self,
         harness: Harness,
-        store: RolloutStore,
+        store: RolloutCache,
         *,
         concurrency: int = 8,
         judge: Any = None,
@@ -379,9 +309,8 @@ class RolloutEngine:
     def _cancel(self) -> bool:
         """The run is stopping: agent processes still running are killed. Whether the
         harness could cancel (a chat harness's model calls just run out)."""
-        cancel = getattr(self.harness, "cancel", None)
-        if callable(cancel):
-            cancel()
+        if isinstance(self.harness, Cancellable):
+            self.harness.cancel()
             return True
         return False
 
@@ -412,15 +341,15 @@ class RolloutEngine:
 
     def _one(self, skill: Skill, task: Task, sample: int, key: str, fp: dict) -> Rollout:
         traj = self.harness.run(skill, task)
-        release = getattr(self.harness, "release", None)
+        harness = self.harness if isinstance(self.harness, ReleasesWorkspaces) else None
         try:
             rollout = self._score(skill, task, sample, key, traj)
         except BaseException:
-            if callable(release):
-                release(traj, failed=True)
+            if harness is not None:
+                harness.release(traj, failed=True)
             raise
-        if callable(release):
-            kept = release(traj, failed=not (rollout.scored and rollout.passed))
+        if harness is not None:
+            kept = harness.release(traj, failed=not (rollout.scored and rollout.passed))
             if kept is not None:
                 rollout = replace(
                     rollout, trajectory={**rollout.trajectory, "workspace": str(kept)}
@@ -488,3 +417,16 @@ def _trajectory_record(traj: Trajectory) -> dict:
 
 def _relabel(hit: Rollout, split: str) -> Rollout:
     return replace(hit, cached=True, split=split)
+
+
+__all__ = [
+    "HOPELESS",
+    "SYSTEMIC",
+    "Observer",
+    "Rollout",
+    "RolloutEngine",
+    "RolloutEvent",
+    "canonical_json",
+    "failure_shape",
+    "fingerprint",
+]

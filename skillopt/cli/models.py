@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from typing import Annotated
+
 import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
 from skillopt import api
-from skillopt.cli.common import handle_errors, out
+from skillopt.cli.common import err, handle_errors, out
 
 
 @handle_errors
@@ -24,5 +27,46 @@ def models_cmd() -> None:
     out.print(table)
 
 
+@handle_errors
+def plugins_cmd(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the list as JSON, for scripts.")
+    ] = False,
+) -> None:
+    """List scorers, harnesses, optimizers, gates and model providers, and where each
+    came from (built in, or an installed plugin)."""
+    found = api.plugins()
+    if as_json:
+        rows = [
+            {
+                "kind": e.kind,
+                "name": e.name,
+                "origin": e.origin,
+                "where": e.where,
+                "help": e.help,
+                "section": e.options.get("section"),
+            }
+            for e in found.entries
+        ]
+        problems = [{"origin": p.origin, "message": p.message} for p in found.problems]
+        out.print_json(json.dumps({"components": rows, "problems": problems}))
+        return
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for col in ("kind", "name", "from", "detail"):
+        table.add_column(col, no_wrap=col in ("kind", "name"), overflow="fold")
+    for e in found.entries:
+        name = f"{e.name}/…" if e.kind == "model" else e.name
+        detail = e.help
+        if e.kind == "harness" and "section" in e.options:
+            detail = f"{detail} (settings: {e.options['section']})".lstrip()
+        table.add_row(e.kind, escape(name), escape(e.origin), escape(detail))
+    table.add_row("optimizer", "<model name>", "skillopt (built-in)", "the LLM optimizer")
+    table.add_row("model", "<other>/…", "skillopt (built-in)", "litellm")
+    out.print(table)
+    for problem in found.problems:
+        err.print(f"[yellow]warning:[/] plugin {escape(problem.origin)}: {escape(problem.message)}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("models")(models_cmd)
+    app.command("plugins")(plugins_cmd)

@@ -2,51 +2,71 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillopt.errors import InputError
-from skillopt.harness.base import Harness, Trajectory, WorkspaceHarness
+from skillopt.harness.base import (
+    Cancellable,
+    Harness,
+    ReleasesWorkspaces,
+    Trajectory,
+    WorkspaceHarness,
+)
 from skillopt.harness.chat import ChatHarness
 from skillopt.models.base import Model
 
 if TYPE_CHECKING:
     from skillopt.config import Settings
 
-HARNESSES = ("chat", "claude-code", "codex", "command")
+HARNESSES = ("chat", "claude-code", "codex", "command")  # the built-in ones
 AGENT_HARNESSES = HARNESSES[1:]  # run a program in a workspace; the target is its --model
 
 
-def build_harness(settings: Settings, target: Model | None = None) -> Harness:
-    """The harness `settings.harness` names. `chat` needs the resolved target model;
-    the agent harnesses hand the target's name to their CLI instead."""
+def takes_model(name: str) -> bool:
+    """Whether the harness `name` calls a resolved target `Model` itself (chat), rather
+    than handing the target's name to a program (the agent harnesses). Unknown
+    names: False (building the harness then says it is unknown)."""
+    from skillopt.plugins import registry
+
+    entry = registry().find("harness", name)
+    return bool(entry is not None and entry.options.get("takes_model"))
+
+
+def build_harness(
+    settings: Settings, target: Model | None = None, *, keep_dir: Path | None = None
+) -> Harness:
+    """The harness `settings.harness` names (a built-in or a plugin's). `target` is
+    the resolved target for a harness that takes a model (chat); `keep_dir` is where
+    kept workspaces go (default `<run_dir>/workspaces`)."""
+    from skillopt.plugins import PluginError, registry
+
+    reg = registry()
     name = settings.harness
-    if name == "chat":
-        if target is None:
-            raise InputError("the chat harness needs a target model", field="target")
-        return ChatHarness(target)
-    if name == "claude-code":
-        from skillopt.harness.claude_code import ClaudeCodeHarness
-
-        return ClaudeCodeHarness(settings)
-    if name == "codex":
-        from skillopt.harness.codex import CodexHarness
-
-        return CodexHarness(settings)
-    if name == "command":
-        from skillopt.harness.command import CommandHarness
-
-        return CommandHarness(settings)
-    raise InputError(
-        f"unknown harness {name!r}; choose one of: {', '.join(HARNESSES)}", field="harness"
-    )
+    entry = reg.find("harness", name)
+    if entry is None:
+        raise InputError(
+            f"unknown harness {name!r}; choose one of: {', '.join(reg.names('harness'))}",
+            field="harness",
+        )
+    harness = entry.load()(settings, target, keep_dir)
+    if not isinstance(harness, Harness):
+        raise PluginError(
+            f"the harness {name!r} from {entry.origin} built {harness!r}, which lacks the "
+            "Harness contract (name, version, fingerprint, check, run)"
+        )
+    return harness
 
 
 __all__ = [
     "AGENT_HARNESSES",
+    "Cancellable",
     "ChatHarness",
     "HARNESSES",
     "Harness",
+    "ReleasesWorkspaces",
     "Trajectory",
     "WorkspaceHarness",
     "build_harness",
+    "takes_model",
 ]

@@ -161,16 +161,27 @@ class AgentHarness:
     env_prefixes: tuple[str, ...] = ()
     install_hint = ""
 
-    def __init__(self, settings: Settings, binary: str):
+    def __init__(self, settings: Settings, binary: str, *, keep_dir: Path | None = None):
+        """`keep_dir`: where kept workspaces go (a training run keeps them in its own
+        directory); by default `<run_dir>/workspaces`."""
         self.settings = settings
         self.agent = settings.agent
         self.binary = binary
-        self.keep_dir: Path | None = Path(settings.run_dir).resolve() / "workspaces"
+        self.keep_dir = (
+            keep_dir if keep_dir is not None else Path(settings.run_dir).resolve() / "workspaces"
+        )
         self.cli_version: str | None = None
         self._resolved: str | None = None
         self._open: dict[Path, tuple[Workspace, str]] = {}
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+
+    @classmethod
+    def build(
+        cls, settings: Settings, target: object = None, keep_dir: Path | None = None
+    ) -> AgentHarness:
+        """The registry's factory: the CLI is handed `settings.target` by name."""
+        return cls(settings, keep_dir=keep_dir)  # type: ignore[call-arg]
 
     # -- the Harness contract ------------------------------------------------------------
     def fingerprint(self) -> dict:

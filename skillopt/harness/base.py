@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from skillopt.models.base import Usage
 from skillopt.secrets import scrub
@@ -55,6 +55,7 @@ class Trajectory:
         return self.error is None and self.answer is not None
 
 
+@runtime_checkable
 class Harness(Protocol):
     name: str
     version: str
@@ -75,14 +76,33 @@ class Harness(Protocol):
         ...
 
 
-class WorkspaceHarness(Harness, Protocol):
+# Optional capabilities. The engine checks for each with `isinstance`; a harness
+# offers one by defining its method (no base class needed).
+
+
+@runtime_checkable
+class ReleasesWorkspaces(Protocol):
     """A harness whose trajectories carry a workspace. The caller scores the task in
-    it and then hands it back with `release`, which keeps or removes it."""
+    it and then hands it back with `release`, which keeps or removes it (where it is
+    kept is fixed when the harness is built)."""
 
     def release(self, trajectory: Trajectory, *, failed: bool) -> Path | None:
-        """Keep (returning where) or remove the trajectory's workspace."""
+        """Keep (returning where) or remove the trajectory's workspace. Never raises
+        for one workspace (a file that cannot be removed is left, and logged)."""
         ...
 
+
+@runtime_checkable
+class Cancellable(Protocol):
+    """A harness whose runs are processes it can kill when the run is stopped."""
+
     def cancel(self) -> None:
-        """Kill every agent process still running (the run is being stopped)."""
+        """Kill every agent process still running; runs that start afterwards end at
+        once as cancelled (unscored)."""
         ...
+
+
+@runtime_checkable
+class WorkspaceHarness(Harness, ReleasesWorkspaces, Cancellable, Protocol):
+    """A harness running a program in a workspace: all three contracts at once (the
+    agent harnesses: claude-code, codex, command)."""

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from skillopt.errors import ModelError
+from skillopt.errors import InputError, ModelError
 from skillopt.harness.base import Trajectory
-from skillopt.models.base import Model
+from skillopt.models.base import Model, SelfChecking
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
 
@@ -24,14 +26,22 @@ class ChatHarness:
     def __init__(self, model: Model):
         self.model = model
 
+    @classmethod
+    def build(
+        cls, settings: Any, target: Model | None, keep_dir: Path | None = None
+    ) -> ChatHarness:
+        """The registry's factory: the chat harness calls the resolved target itself."""
+        if target is None:
+            raise InputError("the chat harness needs a target model", field="target")
+        return cls(target)
+
     def fingerprint(self) -> dict:
         return {"harness": self.name, "version": self.version, "target": self.model.fingerprint()}
 
     def check(self, skills: Sequence[Skill] = ()) -> None:
         """Models that load something (the embedded model) do it now, before any task."""
-        check = getattr(self.model, "check", None)
-        if callable(check):
-            check()
+        if isinstance(self.model, SelfChecking):
+            self.model.check()
 
     def messages(self, skill: Skill, task: Task) -> list[dict]:
         messages = []

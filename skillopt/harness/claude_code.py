@@ -73,8 +73,8 @@ class ClaudeCodeHarness(AgentHarness):
 
     supports_isolation = True
 
-    def __init__(self, settings: Settings):
-        super().__init__(settings, settings.claude_code.binary)
+    def __init__(self, settings: Settings, *, keep_dir: Path | None = None):
+        super().__init__(settings, settings.claude_code.binary, keep_dir=keep_dir)
         self.conf = settings.claude_code
         self.model = cli_model(settings.target, self.name, ("anthropic",))
         self._settings: dict | None = None

@@ -91,8 +91,8 @@ class CodexHarness(AgentHarness):
     )
     supports_isolation = True
 
-    def __init__(self, settings: Settings):
-        super().__init__(settings, settings.codex.binary)
+    def __init__(self, settings: Settings, *, keep_dir: Path | None = None):
+        super().__init__(settings, settings.codex.binary, keep_dir=keep_dir)
         self.conf = settings.codex
         self.model = cli_model(settings.target, self.name, ("openai",))
         self._config: dict | None = None

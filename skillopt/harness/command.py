@@ -52,7 +52,7 @@ class CommandHarness(AgentHarness):
     binary_label = "the command"
     install_hint = ""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, keep_dir: Path | None = None):
         conf = settings.command
         if not conf.argv:
             raise InputError(
@@ -74,7 +74,7 @@ class CommandHarness(AgentHarness):
             raise InputError(
                 "must be 'stdout' or a path relative to the workspace", field="command.output"
             )
-        super().__init__(settings, argv[0])
+        super().__init__(settings, argv[0], keep_dir=keep_dir)
         self.conf = conf
         self.template = argv
         self.skills_dir = conf.skills_dir

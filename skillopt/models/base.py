@@ -69,6 +69,38 @@ class Model(Protocol):
         ...
 
 
+# Optional capabilities, checked with `isinstance`; a model offers one by defining
+# the method.
+
+
+@runtime_checkable
+class SelfChecking(Protocol):
+    """A model that can find out before any task whether it can run at all (the
+    embedded model loads its weights)."""
+
+    def check(self) -> None:
+        """Raise `ModelError` or `InputError` if no call can succeed."""
+        ...
+
+
+@runtime_checkable
+class JsonMode(Protocol):
+    """A model whose provider can be asked for JSON replies."""
+
+    def json_params(self, schema: dict, name: str) -> dict:
+        """Request arguments asking for a reply matching `schema` ({} when none)."""
+        ...
+
+
+@runtime_checkable
+class HasContextWindow(Protocol):
+    """A model that knows how many input tokens it takes."""
+
+    def context_window(self) -> int | None:
+        """The input-token limit; None when unknown."""
+        ...
+
+
 def as_messages(prompt: Prompt) -> Messages:
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]

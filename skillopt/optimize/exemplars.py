@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 
 from skillopt.models.local import format_example
+from skillopt.optimize.base import Proposal, ProposalRequest
 from skillopt.optimize.memory import Memory
-from skillopt.optimize.reflect import Proposal, ProposalRequest
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 
@@ -86,6 +86,11 @@ class ExemplarOptimizer:
     def __init__(self, max_examples: int = 12, near: float = 0.8):
         self.max_examples = max_examples
         self.near = near
+
+    @classmethod
+    def build(cls, settings: object, meter: object = None) -> ExemplarOptimizer:
+        """The registry's factory: no settings, no model calls to meter."""
+        return cls()
 
     def propose(self, request: ProposalRequest) -> Proposal:
         if request.kind != "failures" or request.budget <= 0:

@@ -9,11 +9,16 @@ Ties are always rejected.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from skillopt.evaluation import TaskOutcome
 
-GATES = ("strict", "margin", "paired")
+if TYPE_CHECKING:
+    from skillopt.config import Settings
+
+GATES = ("strict", "margin", "paired")  # the built-in gates
 _EXACT_STATES = 200_000
 
 
@@ -154,3 +159,79 @@ def decide(
             else f"better by {delta:+.3f}, not above the margin {min_delta:g}"
         )
     return Decision(accepted, reason, mode, len(ids), inc, cand, p, f2p, p2f, per_task)
+
+
+@runtime_checkable
+class Gate(Protocol):
+    """Decides whether a candidate replaces the incumbent.
+
+    Contract: `decide` compares per-task outcomes on the validation tasks both
+    skills were scored on (`TaskOutcome.value` None: unscored, to be left out), is
+    pure (no model call, no I/O), rejects ties, and returns a `Decision` carrying
+    its evidence and a one-sentence reason (it goes into the commit and report).
+    `name` is recorded with every decision (`Skillopt-Gate`)."""
+
+    name: str
+
+    def decide(
+        self, incumbent: Mapping[str, TaskOutcome], candidate: Mapping[str, TaskOutcome]
+    ) -> Decision: ...
+
+
+@dataclass(frozen=True)
+class ThresholdGate:
+    """The built-in gates (`strict`, `margin`, `paired`) as a `Gate`."""
+
+    mode: str = "strict"
+    min_delta: float = 0.0
+    alpha: float = 0.05
+
+    @property
+    def name(self) -> str:
+        return self.mode
+
+    def decide(
+        self, incumbent: Mapping[str, TaskOutcome], candidate: Mapping[str, TaskOutcome]
+    ) -> Decision:
+        return decide(
+            dict(incumbent),
+            dict(candidate),
+            mode=self.mode,
+            min_delta=self.min_delta,
+            alpha=self.alpha,
+        )
+
+    @classmethod
+    def strict(cls, settings: Settings) -> ThresholdGate:
+        return cls("strict", settings.min_delta, settings.alpha)
+
+    @classmethod
+    def margin(cls, settings: Settings) -> ThresholdGate:
+        return cls("margin", settings.min_delta, settings.alpha)
+
+    @classmethod
+    def paired(cls, settings: Settings) -> ThresholdGate:
+        return cls("paired", settings.min_delta, settings.alpha)
+
+
+def build_gate(settings: Settings) -> Gate:
+    """The gate `settings.gate` names (a built-in or a plugin's)."""
+    from skillopt.errors import InputError
+    from skillopt.plugins import registry
+
+    reg = registry()
+    entry = reg.find("gate", settings.gate)
+    if entry is None:
+        raise InputError(
+            f"unknown gate {settings.gate!r}; choose one of: {', '.join(reg.names('gate'))}",
+            field="gate",
+        )
+    gate = entry.load()(settings)
+    if not isinstance(gate, Gate):
+        from skillopt.plugins import PluginError
+
+        raise PluginError(
+            f"the gate {settings.gate!r} from {entry.origin} built {gate!r}, which has no "
+            "`name` and `decide(incumbent, candidate)`"
+        )
+    return gate

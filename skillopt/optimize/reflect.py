@@ -9,16 +9,23 @@ unknown op gets one repair re-ask; if that fails too the minibatch is recorded a
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from skillopt.errors import ModelError
-from skillopt.models.base import Model, Usage
+from skillopt.models.base import JsonMode, Model, Usage
+from skillopt.optimize.base import (
+    NoteTaker,
+    Optimizer,
+    Proposal,
+    ProposalRequest,
+    SlowUpdater,
+    TextResult,
+)
 from skillopt.optimize.memory import Memory
 from skillopt.prompts import load_prompt, render_prompt
-from skillopt.rollout import Rollout
+from skillopt.record import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.suite.scorers import NO_JSON, parse_json_answer
@@ -28,111 +35,6 @@ FIELD_LIMIT = 1500
 STEP_LIMIT = 600
 RAW_LIMIT = 20_000  # characters of a raw reply kept in the checkpoint
 REPAIR_ECHO_LIMIT = 8_000  # characters of a bad reply quoted back in the repair re-ask
-
-
-@dataclass
-class ProposalRequest:
-    skill: Skill
-    kind: str  # failures | successes
-    rollouts: list[Rollout]
-    tasks: dict[str, Task]
-    budget: int
-    memory: Memory
-    step: int = 0
-    epoch: int = 0
-
-
-@dataclass
-class Proposal:
-    edits: list[Edit] = field(default_factory=list)
-    skipped: str | None = None  # why this minibatch produced nothing usable
-    calls: int = 0  # provider requests made, failed ones included
-    usage: Usage = field(default_factory=Usage)
-    cost: float | None = None
-    raw: str = ""
-    error_kind: str | None = None  # the failed call's kind (auth, quota, …), when one failed
-    replaced: int = 0  # characters of the replies that could not be stored (U+FFFD now)
-
-    def to_dict(self) -> dict:
-        return {
-            "edits": [e.to_dict() for e in self.edits],
-            "skipped": self.skipped,
-            "calls": self.calls,
-            "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens,
-            "cost": self.cost,
-            "raw": self.raw,
-            "error_kind": self.error_kind,
-            "replaced": self.replaced,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> Proposal:
-        return cls(
-            [Edit.from_dict(e) for e in d["edits"]],
-            d.get("skipped"),
-            d.get("calls", 0),
-            Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)),
-            d.get("cost"),
-            d.get("raw", ""),
-            d.get("error_kind"),
-            d.get("replaced", 0),
-        )
-
-
-@dataclass
-class TextResult:
-    """A slow-update guidance or meta-notes reply."""
-
-    text: str | None
-    skipped: str | None = None
-    calls: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cost: float | None = None
-    error_kind: str | None = None
-    replaced: int = 0
-
-    def to_dict(self) -> dict:
-        return {
-            "text": self.text,
-            "skipped": self.skipped,
-            "calls": self.calls,
-            "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens,
-            "cost": self.cost,
-            "error_kind": self.error_kind,
-            "replaced": self.replaced,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> TextResult:
-        return cls(
-            d.get("text"),
-            d.get("skipped"),
-            d.get("calls", 0),
-            Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)),
-            d.get("cost"),
-            d.get("error_kind"),
-            d.get("replaced", 0),
-        )
-
-
-class Optimizer(Protocol):
-    name: str
-
-    def propose(self, request: ProposalRequest) -> Proposal:
-        """Edits for one minibatch; never raises for a bad reply or failed call."""
-        ...
-
-    def slow_update(
-        self, skill: Skill, previous: Skill, comparison: str, memory: Memory
-    ) -> TextResult:
-        """Longitudinal guidance for the protected block, or None."""
-        ...
-
-    def meta_notes(self, epoch: int, history: str) -> TextResult:
-        """Notes the optimizer carries into the next epoch (never shown to the agent)."""
-        ...
 
 
 # ---------------------------------------------------------------------- reply schema
@@ -285,8 +187,7 @@ class LLMOptimizer:
 
     def _structured(self, schema: dict, name: str) -> dict:
         """The model's JSON-mode arguments, when the model offers any."""
-        params = getattr(self.model, "json_params", None)
-        return params(schema, name) if callable(params) else {}
+        return self.model.json_params(schema, name) if isinstance(self.model, JsonMode) else {}
 
     def _call(self, messages: list[dict], params: dict, acc: dict) -> str:
         try:
@@ -410,3 +311,16 @@ class LLMOptimizer:
 
     def meta_notes(self, epoch: int, history: str) -> TextResult:
         return self._text(render_prompt("meta_notes", epoch=epoch, history=history), "notes")
+
+
+__all__ = [
+    "LLMOptimizer",
+    "NoteTaker",
+    "Optimizer",
+    "Proposal",
+    "ProposalRequest",
+    "SlowUpdater",
+    "TextResult",
+    "parse_edits",
+    "render_trajectories",
+]

@@ -26,10 +26,17 @@ from typing import Any
 from skillopt.config import Settings
 from skillopt.errors import NothingScored, SystemicFailure
 from skillopt.evaluation import mean_value, pass_rate, scored_count, task_outcomes
-from skillopt.optimize.gate import Decision, decide
+from skillopt.optimize.base import (
+    NoteTaker,
+    Optimizer,
+    Proposal,
+    ProposalRequest,
+    SlowUpdater,
+    TextResult,
+)
+from skillopt.optimize.gate import Decision, Gate, build_gate
 from skillopt.optimize.memory import Memory
 from skillopt.optimize.merge import merge_edits
-from skillopt.optimize.reflect import Optimizer, Proposal, ProposalRequest, TextResult
 from skillopt.optimize.schedule import edit_budget
 from skillopt.rollout import HOPELESS, Rollout, RolloutEngine, RolloutEvent
 from skillopt.skill.document import Skill
@@ -82,11 +89,14 @@ class Trainer:
         state: dict,
         skill_root: Any,
         observers: Sequence[TrainObserver] = (),
+        gate: Gate | None = None,
     ):
+        """`gate` decides every candidate; by default the one `settings.gate` names."""
         self.suite = suite
         self.s = settings
         self.engine = engine
         self.optimizer = optimizer
+        self.gate = gate if gate is not None else build_gate(settings)
         self.audit = audit
         self.run_dir = run
         self.state = state
@@ -391,12 +401,10 @@ class Trainer:
         self.stage("gate", step=step)
         inc = self.val_outcomes(incumbent, f"step {step} · val (incumbent)")
         cand = self.val_outcomes(candidate, f"step {step} · val (candidate)")
-        decision = decide(
-            inc, cand, mode=self.s.gate, min_delta=self.s.min_delta, alpha=self.s.alpha
-        )
+        decision = self.gate.decide(inc, cand)
         verdict = "accepted" if decision.accepted else "rejected"
         subject, body, trailers = _commit_message(
-            step, epoch, kind, verdict, decision, report, self.s.gate
+            step, epoch, kind, verdict, decision, report, self.gate.name
         )
         trailers["Skillopt-Skill-Hash"] = candidate.hash
         sha = self.audit.commit(candidate, step, verdict, subject, body, trailers)
@@ -438,8 +446,7 @@ class Trainer:
         step = st["step"] + 1
         current = self.incumbent
         previous = self._skill(st["epoch_start"]["text"])
-        slow = getattr(self.optimizer, "slow_update", None)
-        if slow is None:
+        if not isinstance(self.optimizer, SlowUpdater):
             return
         self.stage("slow_update", step=step, epoch=epoch + 1)
         n = min(self.s.batch_size, len(self.train))
@@ -451,7 +458,7 @@ class Trainer:
             result = TextResult.from_dict(pending["slow_update"])  # asked before a restart
         else:
             comparison = _comparison(sample, before, after)
-            result = slow(current, previous, comparison, self.memory)
+            result = self.optimizer.slow_update(current, previous, comparison, self.memory)
             self._stop_if_hopeless([result])
             # checkpointed like proposals: a restart gates this guidance, never a new one
             st["pending"] = {"step": step, "slow_update": result.to_dict()}
@@ -500,8 +507,7 @@ class Trainer:
         self._judge(step, epoch, current, candidate, report, record, kind="slow_update")
 
     def _meta_notes(self, epoch: int) -> None:
-        notes = getattr(self.optimizer, "meta_notes", None)
-        if notes is None:
+        if not isinstance(self.optimizer, NoteTaker):
             return
         lines = []
         for rec in self.state["steps"]:
@@ -517,7 +523,7 @@ class Trainer:
             for e in edits:
                 lines.append(f"    - {Edit.from_dict(e).describe(100)}")
         self.stage("notes", epoch=epoch + 1)
-        result = notes(epoch + 1, "\n".join(lines) or "(no steps)")
+        result = self.optimizer.meta_notes(epoch + 1, "\n".join(lines) or "(no steps)")
         self._stop_if_hopeless([result])
         if result.skipped:
             self.state.setdefault("skipped_notes", []).append(

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from skillopt.errors import InputError
 from skillopt.models.base import Usage
-from skillopt.rollout import Rollout, canonical_json
+from skillopt.record import Rollout, canonical_json
 from skillopt.text import safe
 
 LEASE_TTL = 30.0  # seconds a claim lives unless renewed (the engine renews every ttl/3)

@@ -752,6 +752,29 @@ SCORERS: dict[str, type[Scorer]] = {
 }
 
 
+def scorer_class(kind: str) -> type[Scorer]:
+    """The scorer class registered as `kind` (built in or a plugin's). Raises
+    `ValueError` for an unknown name, `PluginError` for one that cannot be loaded."""
+    from skillopt.plugins import PluginError, registry
+
+    reg = registry()
+    entry = reg.find("scorer", kind)
+    if entry is None:
+        raise ValueError(
+            f"unknown scorer {kind!r}; choose one of: {', '.join(reg.names('scorer'))}"
+        )
+    cls = entry.load()
+    if not (isinstance(cls, type) and issubclass(cls, Scorer)):
+        raise PluginError(
+            f"the scorer {kind!r} from {entry.origin} is {cls!r}, not a subclass of skillopt.Scorer"
+        )
+    if cls.type != kind:
+        raise PluginError(
+            f"the scorer {kind!r} from {entry.origin} declares type {cls.type!r}; they must match"
+        )
+    return cls
+
+
 def build_scorer(spec: Any, base_dir: Path) -> Scorer:
     """Build a scorer from a spec (`"exact"` or `{type: regex, pattern: …}`).
     Raises `ValueError` with a one-line reason; the loader adds file and item."""
@@ -764,9 +787,7 @@ def build_scorer(spec: Any, base_dir: Path) -> Scorer:
             raise ValueError("scorer mapping needs a 'type'")
     else:
         raise ValueError(f"scorer must be a name or a mapping, got {type(spec).__name__}")
-    cls = SCORERS.get(kind)
-    if cls is None:
-        raise ValueError(f"unknown scorer {kind!r}; choose one of: {', '.join(SCORERS)}")
+    cls = scorer_class(kind)
     try:
         parsed = cls.Params(**params)
     except ValidationError as exc:

@@ -146,7 +146,8 @@ def test_the_dry_run_refuses_a_bad_skill_too(isolated, suite, target):
 
 
 class SmallContext(ScriptedModel):
-    context_window = 1000
+    def context_window(self) -> int:
+        return 1000
 
 
 def test_a_skill_filling_the_targets_context_is_warned_about_once(isolated, suite):

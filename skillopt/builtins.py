@@ -1,0 +1,74 @@
+"""The built-in components, registered through the same calls a plugin makes (see
+`skillopt.plugins`). Every component is named by a `"module:attr"` string, so
+registering them imports nothing: a component's module loads on its first use."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skillopt.plugins import Registry
+
+SCORERS = {
+    "exact": ("Exact", "the answer equals `expected` (stripped; `ignore_case`)"),
+    "normalized": ("Normalized", "equal after normalising case, spacing and punctuation"),
+    "contains": ("Contains", "every `expected` string appears in the answer"),
+    "regex": ("Regex", "the answer matches `pattern` (or `expected` as a pattern)"),
+    "number": ("Number", "the first number is within `tolerance` / `relative` of `expected`"),
+    "choice": ("Choice", "the answer names exactly the expected option"),
+    "json": ("Json", "the answer's JSON holds every field of `expected`"),
+    "python": ("Python", "a Python function `(task, answer, ctx) -> Score | float | bool`"),
+    "command": ("Command", "a verifier program reads the answer (and the workspace)"),
+    "judge": ("Judge", "an LLM grades the answer against a `rubric`"),
+}
+
+
+def register(registry: Registry) -> None:
+    for name, (cls, help) in SCORERS.items():
+        registry.scorer(name, f"skillopt.suite.scorers:{cls}", help=help)
+
+    registry.harness(
+        "chat",
+        "skillopt.harness.chat:ChatHarness.build",
+        takes_model=True,
+        help="the skill is the system prompt of one model call",
+    )
+    registry.harness(
+        "claude-code",
+        "skillopt.harness.claude_code:ClaudeCodeHarness.build",
+        help="`claude -p` in a workspace with the skill installed (settings: claude_code)",
+    )
+    registry.harness(
+        "codex",
+        "skillopt.harness.codex:CodexHarness.build",
+        help="`codex exec` in a workspace with the skill installed (settings: codex)",
+    )
+    registry.harness(
+        "command",
+        "skillopt.harness.command:CommandHarness.build",
+        help="any program, given as an argv template (settings: command)",
+    )
+
+    registry.optimizer(
+        "exemplars",
+        "skillopt.optimize.exemplars:ExemplarOptimizer.build",
+        help="offline: turns failed training tasks into worked examples, no model calls",
+    )
+
+    for gate, help in (
+        ("strict", "keep a candidate that scores higher on validation"),
+        ("margin", "keep it when it scores higher by more than `min_delta`"),
+        ("paired", "keep it when a paired permutation test gives p <= `alpha`"),
+    ):
+        registry.gate(gate, f"skillopt.optimize.gate:ThresholdGate.{gate}", help=help)
+
+    registry.model_provider(
+        "local",
+        "skillopt.models.local:build",
+        help="the embedded offline model (local/gemma-3-270m)",
+    )
+    registry.model_provider(
+        "scripted",
+        "skillopt.models.scripted:build",
+        help="scripted/echo, or scripted/<module>:<function> (tests, benchmarks)",
+    )

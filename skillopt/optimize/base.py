@@ -1,0 +1,149 @@
+"""The optimizer contract: what a training step asks (`ProposalRequest`), what comes
+back (`Proposal`, `TextResult`), and the `Optimizer` Protocol with its optional
+capabilities (`SlowUpdater`, `NoteTaker`).
+
+Any object with `name` and `propose` is an optimizer (`skillopt.train(...,
+optimizer=obj)` or a plugin); the trainer asks for the optional capabilities with
+`isinstance`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from skillopt.models.base import Usage
+from skillopt.optimize.memory import Memory
+from skillopt.record import Rollout
+from skillopt.skill.document import Skill
+from skillopt.skill.edits import Edit
+from skillopt.suite.task import Task
+
+
+@dataclass
+class ProposalRequest:
+    skill: Skill
+    kind: str  # failures | successes
+    rollouts: list[Rollout]
+    tasks: dict[str, Task]
+    budget: int
+    memory: Memory
+    step: int = 0
+    epoch: int = 0
+
+
+@dataclass
+class Proposal:
+    edits: list[Edit] = field(default_factory=list)
+    skipped: str | None = None  # why this minibatch produced nothing usable
+    calls: int = 0  # provider requests made, failed ones included
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    raw: str = ""
+    error_kind: str | None = None  # the failed call's kind (auth, quota, …), when one failed
+    replaced: int = 0  # characters of the replies that could not be stored (U+FFFD now)
+
+    def to_dict(self) -> dict:
+        return {
+            "edits": [e.to_dict() for e in self.edits],
+            "skipped": self.skipped,
+            "calls": self.calls,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cost": self.cost,
+            "raw": self.raw,
+            "error_kind": self.error_kind,
+            "replaced": self.replaced,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Proposal:
+        return cls(
+            [Edit.from_dict(e) for e in d["edits"]],
+            d.get("skipped"),
+            d.get("calls", 0),
+            Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)),
+            d.get("cost"),
+            d.get("raw", ""),
+            d.get("error_kind"),
+            d.get("replaced", 0),
+        )
+
+
+@dataclass
+class TextResult:
+    """A slow-update guidance or meta-notes reply."""
+
+    text: str | None
+    skipped: str | None = None
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    error_kind: str | None = None
+    replaced: int = 0
+
+    def to_dict(self) -> dict:
+        return {
+            "text": self.text,
+            "skipped": self.skipped,
+            "calls": self.calls,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cost": self.cost,
+            "error_kind": self.error_kind,
+            "replaced": self.replaced,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TextResult:
+        return cls(
+            d.get("text"),
+            d.get("skipped"),
+            d.get("calls", 0),
+            Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)),
+            d.get("cost"),
+            d.get("error_kind"),
+            d.get("replaced", 0),
+        )
+
+
+@runtime_checkable
+class Optimizer(Protocol):
+    """Turns scored training rollouts into proposed edits.
+
+    Contract: `propose` never raises for a bad reply or a failed call: it returns a
+    `Proposal` whose `skipped` says why nothing usable came back (and `error_kind`
+    the failed call's kind, so a hopeless one, a bad key, stops the run). It sees
+    training rollouts only and never mutates the skill."""
+
+    name: str
+
+    def propose(self, request: ProposalRequest) -> Proposal:
+        """Edits for one minibatch; never raises for a bad reply or failed call."""
+        ...
+
+
+# Optional capabilities, checked with `isinstance`: an optimizer offers one by
+# defining its method.
+
+
+@runtime_checkable
+class SlowUpdater(Protocol):
+    """An optimizer that writes longitudinal guidance at each epoch's end (the
+    protected block of the skill)."""
+
+    def slow_update(
+        self, skill: Skill, previous: Skill, comparison: str, memory: Memory
+    ) -> TextResult:
+        """Guidance text (`TextResult.text`), or a result whose `skipped` says why
+        there is none; never raises."""
+        ...
+
+
+@runtime_checkable
+class NoteTaker(Protocol):
+    """An optimizer that keeps notes across epochs (never shown to the agent)."""
+
+    def meta_notes(self, epoch: int, history: str) -> TextResult:
+        """Notes carried into the next epoch's prompts; never raises."""
+        ...
