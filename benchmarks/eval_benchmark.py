@@ -44,7 +44,7 @@ def timed_eval(skill, suite, store_path, model_name, concurrency):
         suite,
         split="test",
         store=store,
-        flags={"target": model_name, "concurrency": concurrency},
+        **{"target": model_name, "concurrency": concurrency},
     )
     wall = time.perf_counter() - start
     store.close()

@@ -78,7 +78,7 @@ def through_harness(
         suite,
         split="test",
         store=store,
-        flags={"harness": harness, "concurrency": concurrency},
+        **{"harness": harness, "concurrency": concurrency},
     )
     wall = time.perf_counter() - start
     mean = result.results[0].mean

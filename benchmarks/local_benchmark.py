@@ -57,7 +57,7 @@ def train(name: str) -> None:
         result = api.train(
             ROOT / "skills" / name,
             ROOT / "tasks" / f"{name}.yaml",
-            flags={"store": str(Path(tmp) / "store.sqlite"), "run_dir": str(Path(tmp) / "runs")},
+            **{"store": str(Path(tmp) / "store.sqlite"), "run_dir": str(Path(tmp) / "runs")},
         )
         wall = time.perf_counter() - start
     s = result.summary

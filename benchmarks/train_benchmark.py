@@ -105,7 +105,7 @@ def run(root: Path, n: int, split: dict, **flags):
     result = api.train(
         skill(root),
         suite(root, n, split),
-        flags={
+        **{
             "target": "scripted/bench-target",
             "optimizer": "scripted/bench-optimizer",
             "store": str(root / "store.sqlite"),

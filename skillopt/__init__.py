@@ -1,7 +1,163 @@
 """skillopt: train agent skill documents against scored tasks.
 
-The library is complete on its own (`skillopt.api`); the `skillopt` command is a
-thin shell over it.
+The library is complete on its own; the `skillopt` command is a thin shell over
+it. The public API is what this module exports: the entry points (`evaluate`,
+`train`, `plan`, `resume`, `validate`, `lint`, `export`), the core types, and the
+contracts a user implements to bring their own model, harness, scorer, optimizer or
+gate (pass the object in place of a name, or register it from a plugin: see
+`skillopt.plugins`).
+
+Importing `skillopt` is cheap: each name loads its module on first use.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from skillopt.api import (
+        adopt,
+        evaluate,
+        export,
+        lint,
+        plan,
+        resume,
+        train,
+        validate,
+    )
+    from skillopt.config import Settings
+    from skillopt.errors import BadSkill, InputError, SkilloptError
+    from skillopt.evaluation import EvalResult, SplitResult, TaskOutcome
+    from skillopt.harness.base import (
+        Cancellable,
+        Harness,
+        ReleasesWorkspaces,
+        Trajectory,
+        WorkspaceHarness,
+    )
+    from skillopt.models.base import Completion, Model, Usage
+    from skillopt.optimize.base import (
+        NoteTaker,
+        Optimizer,
+        Proposal,
+        ProposalRequest,
+        SlowUpdater,
+        TextResult,
+    )
+    from skillopt.optimize.gate import Decision, Gate
+    from skillopt.optimize.plan import Plan
+    from skillopt.plugins import Registry
+    from skillopt.record import Rollout
+    from skillopt.skill.document import Skill
+    from skillopt.skill.edits import Edit
+    from skillopt.suite.scorers import Score, ScoreContext, Scorer
+    from skillopt.suite.task import Suite, Task
+    from skillopt.training import TrainResult
+    from skillopt.validate import ValidateResult
+
+_EXPORTS = {
+    "skillopt.api": (
+        "adopt",
+        "evaluate",
+        "export",
+        "lint",
+        "plan",
+        "resume",
+        "train",
+        "validate",
+    ),
+    "skillopt.config": ("Settings",),
+    "skillopt.errors": ("BadSkill", "InputError", "SkilloptError"),
+    "skillopt.evaluation": ("EvalResult", "SplitResult", "TaskOutcome"),
+    "skillopt.harness.base": (
+        "Cancellable",
+        "Harness",
+        "ReleasesWorkspaces",
+        "Trajectory",
+        "WorkspaceHarness",
+    ),
+    "skillopt.models.base": ("Completion", "Model", "Usage"),
+    "skillopt.optimize.base": (
+        "NoteTaker",
+        "Optimizer",
+        "Proposal",
+        "ProposalRequest",
+        "SlowUpdater",
+        "TextResult",
+    ),
+    "skillopt.optimize.gate": ("Decision", "Gate"),
+    "skillopt.optimize.plan": ("Plan",),
+    "skillopt.plugins": ("Registry",),
+    "skillopt.record": ("Rollout",),
+    "skillopt.skill.document": ("Skill",),
+    "skillopt.skill.edits": ("Edit",),
+    "skillopt.suite.scorers": ("Score", "ScoreContext", "Scorer"),
+    "skillopt.suite.task": ("Suite", "Task"),
+    "skillopt.training": ("TrainResult",),
+    "skillopt.validate": ("ValidateResult",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'skillopt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
+
+
+__all__ = [
+    "BadSkill",
+    "Cancellable",
+    "Completion",
+    "Decision",
+    "Edit",
+    "EvalResult",
+    "Gate",
+    "Harness",
+    "InputError",
+    "Model",
+    "NoteTaker",
+    "Optimizer",
+    "Plan",
+    "Proposal",
+    "ProposalRequest",
+    "Registry",
+    "ReleasesWorkspaces",
+    "Rollout",
+    "Score",
+    "ScoreContext",
+    "Scorer",
+    "Settings",
+    "Skill",
+    "SkilloptError",
+    "SlowUpdater",
+    "SplitResult",
+    "Suite",
+    "Task",
+    "TaskOutcome",
+    "TextResult",
+    "TrainResult",
+    "Trajectory",
+    "Usage",
+    "ValidateResult",
+    "WorkspaceHarness",
+    "adopt",
+    "evaluate",
+    "export",
+    "lint",
+    "plan",
+    "resume",
+    "train",
+    "validate",
+    "__version__",
+]

@@ -21,14 +21,18 @@ import socket
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillopt.config import Settings
 from skillopt.errors import InputError
 from skillopt.evaluation import Comparison, SplitResult, compare, task_outcomes
 from skillopt.export import diff_stat, files_diff, skill_files
+from skillopt.harness.base import Harness
+from skillopt.models.base import Model
+from skillopt.rollout import Observer
 from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
 from skillopt.skill.lint import Problem, lint_skill
 from skillopt.suite.task import Task
@@ -116,12 +120,16 @@ def validate(
     min_score: float | None = None,
     baseline: str | None = None,
     max_regressions: int | None = None,
-    flags: dict[str, Any] | None = None,
-    observers: Sequence = (),
+    overrides: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
+    target: Model | None = None,
+    harness: Harness | None = None,
+    judge: Model | None = None,
+    observers: Sequence[Observer] = (),
     warn: Callable[[str], None] | None = None,
 ) -> ValidateResult:
     """Lint `skill_path`, then score it (and the baseline) on `split` of the suite."""
-    from skillopt.api import prepare
+    from skillopt.context import prepare, settings_for
     from skillopt.suite.loader import load_suite, require_split
 
     if min_score is not None and not 0 <= min_score <= 1:
@@ -163,7 +171,14 @@ def validate(
         )
     skill = Skill.load(skill_path)
     with _baseline(skill, baseline) as (base_skill, base_label, base_note):
-        ctx = prepare(suite, flags, skills=[skill])
+        ctx = prepare(
+            suite,
+            settings_for(suite, overrides, settings),
+            skills=[skill],
+            target=target,
+            harness=harness,
+            judge=judge,
+        )
         if warn is not None:
             for notice in ctx.settings.notices:
                 warn(notice)

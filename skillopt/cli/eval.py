@@ -93,14 +93,6 @@ def eval_cmd(
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
     if skill is None and not no_skill:
         raise typer.BadParameter("give a SKILL path, or --no-skill", param_hint="SKILL")
-    flags = {
-        "target": target,
-        "concurrency": concurrency,
-        "harness": harness,
-        "judge": judge,
-        "samples": samples,
-        "store": str(store) if store else None,
-    }
     with make_progress() as progress:
         result = api.evaluate(
             None if no_skill else skill,
@@ -108,7 +100,12 @@ def eval_cmd(
             split=split,
             no_skill=no_skill,
             compare_no_skill=compare_no_skill,
-            flags=flags,
+            target=target,
+            concurrency=concurrency,
+            harness=harness,
+            judge=judge,
+            samples=samples,
+            store=store,
             observers=[ProgressObserver(progress)],
             warn=warn,
         )

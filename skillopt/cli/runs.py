@@ -22,14 +22,10 @@ RunDirOpt = Annotated[
 ]
 
 
-def _flags(run_dir: Path | None) -> dict:
-    return {"run_dir": str(run_dir) if run_dir else None}
-
-
 @handle_errors
 def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
     """The training story of a run: every candidate, its decision and evidence."""
-    history = api.run_history(run, _flags(run_dir))
+    history = api.run_history(run, run_dir=run_dir)
     table = Table(
         box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True
     )
@@ -70,7 +66,7 @@ def diff_cmd(
     run_dir: RunDirOpt = None,
 ) -> None:
     """The skill diff of one step, or of the whole run."""
-    text = api.run_diff(run, step, _flags(run_dir))
+    text = api.run_diff(run, step, run_dir=run_dir)
     out.print(escape(text) if text else "(no change)", soft_wrap=True, highlight=False)
 
 
@@ -79,7 +75,7 @@ def show_cmd(
     run: Run, step: Annotated[int, typer.Argument(help="Step number.")], run_dir: RunDirOpt = None
 ) -> None:
     """One step's evidence: decision, edits with their apply status, flips, trailers."""
-    commit = api.run_step(run, step, _flags(run_dir))
+    commit = api.run_step(run, step, run_dir=run_dir)
     out.print(f"[bold]commit {commit.sha}[/]")
     out.print(escape(commit.message.rstrip()), soft_wrap=True)
 

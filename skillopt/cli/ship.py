@@ -194,14 +194,6 @@ def validate_cmd(
 
     if fmt not in ("text", "json"):
         raise InputError(f"unknown format {fmt!r}; choose text or json", field="--format")
-    flags = {
-        "target": target,
-        "concurrency": concurrency,
-        "harness": harness,
-        "judge": judge,
-        "samples": samples,
-        "store": str(store) if store else None,
-    }
     with make_progress() as progress:
         result = api.validate(
             skill,
@@ -210,7 +202,12 @@ def validate_cmd(
             min_score=min_score,
             baseline=baseline,
             max_regressions=max_regressions,
-            flags=flags,
+            target=target,
+            concurrency=concurrency,
+            harness=harness,
+            judge=judge,
+            samples=samples,
+            store=store,
             observers=[ProgressObserver(progress)],
             warn=warn,
         )

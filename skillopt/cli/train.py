@@ -27,6 +27,7 @@ from skillopt.cli.common import (
     out,
     warn,
 )
+from skillopt.errors import InputError
 from skillopt.optimize.trainer import TrainEvent
 
 
@@ -218,7 +219,7 @@ def train_cmd(
     ] = False,
 ) -> None:
     """Train a skill: rollouts, reflection, bounded edits, validation gate, git audit."""
-    flags = {
+    settings = {
         "target": target,
         "optimizer": optimizer,
         "epochs": epochs,
@@ -235,18 +236,24 @@ def train_cmd(
         "concurrency": concurrency,
         "harness": harness,
         "judge": judge,
-        "store": str(store) if store else None,
-        "run_dir": str(run_dir) if run_dir else None,
+        "store": store,
+        "run_dir": run_dir,
         "slow_update": False if no_slow_update else None,
     }
-    if dry_run:
-        render_plan(api.train(skill, tasks, flags=flags, dry_run=True))
+    if not resume and (skill is None or tasks is None):
+        raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
+    if dry_run and not resume:
+        render_plan(api.plan(skill, tasks, **settings))
         return
     progress = make_progress()
     with progress:
-        result = api.train(
-            skill, tasks, flags=flags, resume=resume, observers=[TrainProgress(progress)], warn=warn
-        )
+        observers = [TrainProgress(progress)]
+        if resume:
+            result = api.resume(
+                resume, run_dir=run_dir, concurrency=concurrency, observers=observers
+            )
+        else:
+            result = api.train(skill, tasks, **settings, observers=observers, warn=warn)
     render_summary(result)
 
 

@@ -206,7 +206,7 @@ def test_a_json_scorer_answer_nested_too_deep_fails_the_task(world, tmp_path):
     )
     register_model("scripted/deep", ScriptedModel(lambda m: "[" * 100_000, name="scripted/deep"))
     try:
-        result = api.evaluate(world["skill"], suite, flags={"target": "scripted/deep"})
+        result = api.evaluate(world["skill"], suite, **{"target": "scripted/deep"})
     finally:
         unregister_model("scripted/deep")
     (r,) = result.results[0].rollouts
@@ -232,7 +232,7 @@ def test_an_empty_choices_reply_is_retried(world):
             world["skill"],
             world["suite"],
             split="test",
-            flags={"target": "openai/target-m", "concurrency": 1},
+            **{"target": "openai/target-m", "concurrency": 1},
         )
         assert len(server.requests) == 3  # two tasks, one retried once
     assert all(r.scored for r in result.results[0].rollouts)
@@ -247,7 +247,7 @@ def test_empty_choices_every_time_is_unscored_with_a_clear_message(world):
             world["skill"],
             world["suite"],
             split="test",
-            flags={"target": "openai/target-m", "concurrency": 1},
+            **{"target": "openai/target-m", "concurrency": 1},
         )
     for r in result.results[0].rollouts:
         assert not r.scored and r.error_kind == "empty_response"
@@ -298,7 +298,7 @@ def test_an_optimizer_auth_failure_in_the_slow_update_stops_too(world, monkeypat
             api.train(
                 world["skill"],
                 world["suite"],
-                flags={"target": "scripted/t", "optimizer": "scripted/o", "epochs": 1},
+                **{"target": "scripted/t", "optimizer": "scripted/o", "epochs": 1},
             )
     finally:
         unregister_model("scripted/t")
@@ -323,7 +323,7 @@ def test_guidance_holding_the_end_marker_is_refused(world):
         result = api.train(
             world["skill"],
             world["suite"],
-            flags={
+            **{
                 "target": "scripted/t",
                 "optimizer": "scripted/o",
                 "epochs": 1,

@@ -120,7 +120,7 @@ from skillopt.store.rollouts import RolloutStore
 skill, suite, store_path, out, ttl = sys.argv[1:6]
 store = RolloutStore(store_path, lease_ttl=float(ttl))
 result = api.evaluate(skill, suite, split="test", store=store,
-                      flags={"target": "scripted/race_target:hangs_in_first",
+                      **{"target": "scripted/race_target:hangs_in_first",
                              "concurrency": 1})
 json.dump([[r.task_id, r.score, r.cached] for r in result.all_rollouts], open(out, "w"))
 """

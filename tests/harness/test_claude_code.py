@@ -226,7 +226,7 @@ def test_files_written_by_the_agent_are_scored_in_the_workspace(agents, isolated
             },
         ],
     )
-    result = api.evaluate(skill, suite, flags={"harness": "claude-code"})
+    result = api.evaluate(skill, suite, **{"harness": "claude-code"})
     rollouts = {r.task_id: r for r in result.results[0].rollouts}
     assert rollouts["word-0"].scored and rollouts["word-0"].passed
     assert rollouts["word-1"].scored and not rollouts["word-1"].passed
@@ -303,7 +303,7 @@ def test_every_task_failing_on_auth_stops_the_run(agents, tmp_path, skill_dir, i
         match=r"5 tasks in a row failed the same way \(auth\)"
         r": claude reported an error.*Invalid API key",
     ):
-        api.evaluate(skill_dir, suite, flags={"harness": "claude-code", "concurrency": 1})
+        api.evaluate(skill_dir, suite, **{"harness": "claude-code", "concurrency": 1})
     assert len(agents.calls("claude")) == 5
     # what ran is stored (unscored), so nothing is lost; a rerun retries it
     with RolloutStore(isolated / "runs" / "rollouts.sqlite") as store:
@@ -317,7 +317,7 @@ def test_one_task_failing_does_not_stop_the_run(agents, tmp_path, skill_dir, iso
         for i in range(8)
     ]
     suite = write_suite(isolated / "tasks" / "many.yaml", items)
-    result = api.evaluate(skill_dir, suite, flags={"harness": "claude-code", "concurrency": 3})
+    result = api.evaluate(skill_dir, suite, **{"harness": "claude-code", "concurrency": 3})
     split = result.results[0]
     assert split.unscored == 1 and split.n == 7 and split.mean == 1.0
 
@@ -326,7 +326,7 @@ def test_one_task_failing_does_not_stop_the_run(agents, tmp_path, skill_dir, iso
 def test_missing_cli_is_one_error_before_any_task(tmp_path, skill_dir, suite_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(HarnessError) as exc:
-        api.evaluate(skill_dir, suite_path, flags={"harness": "claude-code"})
+        api.evaluate(skill_dir, suite_path, **{"harness": "claude-code"})
     message = str(exc.value)
     assert "`claude`" in message and "not on PATH" in message and "--harness" in message
     assert "claude_code.binary" in message
@@ -449,7 +449,7 @@ def test_a_systemic_stop_waits_for_killed_agents_to_clean_up(agents, tmp_path, s
     suite = write_suite(isolated / "tasks" / "mixed.yaml", items)
     start = time.monotonic()
     with pytest.raises(SystemicFailure, match=r"\(auth\)"):
-        api.evaluate(skill_dir, suite, flags={"harness": "claude-code", "concurrency": 3})
+        api.evaluate(skill_dir, suite, **{"harness": "claude-code", "concurrency": 3})
     assert time.monotonic() - start < 30  # not the 600 s agent timeout
     assert wait_dead(agents.hang_pids())
     kept = sorted(p.name for p in (isolated / "runs" / "workspaces").iterdir())

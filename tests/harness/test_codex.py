@@ -147,7 +147,7 @@ def test_quota_on_every_task_stops_the_run(agents, tmp_path, skill_dir, isolated
         ],
     )
     with pytest.raises(SystemicFailure, match=r"\(quota\): codex turn failed: You exceeded"):
-        api.evaluate(skill_dir, suite, flags={"harness": "codex", "concurrency": 2})
+        api.evaluate(skill_dir, suite, **{"harness": "codex", "concurrency": 2})
     assert 5 <= len(agents.calls("codex")) <= 7  # the in-flight ones finish, no more start
 
 
@@ -200,10 +200,10 @@ def test_read_only_sandbox_means_the_file_is_not_written(agents, tmp_path, isola
             }
         ],
     )
-    ok = api.evaluate(skill, suite, flags={"harness": "codex"}).results[0].rollouts[0]
+    ok = api.evaluate(skill, suite, **{"harness": "codex"}).results[0].rollouts[0]
     assert ok.scored and ok.passed
     (isolated / "skillopt.yaml").write_text("codex:\n  sandbox: read-only\n")
-    denied = api.evaluate(skill, suite, flags={"harness": "codex"}).results[0].rollouts[0]
+    denied = api.evaluate(skill, suite, **{"harness": "codex"}).results[0].rollouts[0]
     assert not denied.cached  # the sandbox is in the fingerprint
     assert denied.scored and not denied.passed  # the agent's failure, scored as such
     assert json.loads(json.dumps(denied.trajectory["steps"]))[-1]["status"] == "failed"

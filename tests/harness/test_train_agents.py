@@ -59,7 +59,7 @@ def test_training_through_an_agent_harness(world, models, agents, harness):
     opt = ScriptedOptimizer([edits_reply(HELPFUL)])
     models["set"](opt)
     result = api.train(
-        world["skill"], world["suite"], flags=flags(epochs=1, harness=harness, target=None)
+        world["skill"], world["suite"], **flags(epochs=1, harness=harness, target=None)
     )
     steps = {s["step"]: s for s in result.summary["steps"]}
     assert steps[0]["decision"] == "initial" and steps[0]["val"] == 0.5
@@ -98,15 +98,13 @@ def test_resume_through_an_agent_harness_reuses_stored_rollouts(
     opt = ScriptedOptimizer([edits_reply(HELPFUL)], crash_at=1)
     models["set"](opt)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        api.train(
-            world["skill"], world["suite"], flags=flags(epochs=1, harness="codex", target=None)
-        )
+        api.train(world["skill"], world["suite"], **flags(epochs=1, harness="codex", target=None))
     ran_before = len(agents.calls("codex"))
     run_id = sorted(
         p.name for p in (world["root"] / "runs").iterdir() if (p / "state.json").is_file()
     )[0]
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
-    result = api.train(None, None, resume=run_id, flags={})
+    result = api.resume(run_id)
     assert result.summary["best_val"] == 1.0
     resumed = agents.calls("codex")[ran_before:]
     # the initial skill's train and validation rollouts were stored before the crash:
@@ -126,7 +124,7 @@ def test_without_isolation_a_personal_copy_of_the_skill_stops_training_before_an
         api.train(
             world["skill"],
             world["suite"],
-            flags=flags(epochs=1, harness="claude-code", target=None, agent={"isolate": False}),
+            **flags(epochs=1, harness="claude-code", target=None, agent={"isolate": False}),
         )
     assert agents.calls("claude") == [] and opt.prompts == []
     assert not (world["root"] / "runs").exists() or not any(

@@ -10,7 +10,7 @@ import re
 import pytest
 from helpers import write_skill, write_suite
 
-from skillopt import api
+from skillopt import api, training
 from skillopt.config import Settings
 from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel, register_model, unregister_model
@@ -675,7 +675,7 @@ class TestOffline:
         assert not hasattr(opt, "meta_notes")
 
     def test_built_by_name(self):
-        assert isinstance(api.build_optimizer("exemplars", Settings()), ExemplarOptimizer)
+        assert isinstance(training.build_optimizer("exemplars", Settings()), ExemplarOptimizer)
 
     def test_proposal_survives_a_checkpoint(self, tasks):
         p = propose(
@@ -741,7 +741,7 @@ def test_train_end_to_end_with_exemplars(e2e):
         "slow_update": True,
         "concurrency": 2,
     }
-    result = api.train(e2e["skill"], e2e["suite"], flags=flags)
+    result = api.train(e2e["skill"], e2e["suite"], **flags)
     s = result.summary
     assert s["status"] == "finished"
     assert s["initial_val"] == 0.0

@@ -157,7 +157,7 @@ def trained(world, models):
     from train.world import HELPFUL, ScriptedOptimizer, edits_reply, flags
 
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
-    result = api.train(world["skill"], world["suite"], flags=flags(epochs=1))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=1))
     return result, world["skill"], HELPFUL
 
 

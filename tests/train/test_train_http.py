@@ -47,7 +47,7 @@ def test_train_over_http(world):
         result = api.train(
             world["skill"],
             world["suite"],
-            flags={
+            **{
                 "target": "openai/target-m",
                 "optimizer": "openai/optimizer-m",
                 "epochs": 2,

@@ -20,7 +20,7 @@ def decisions(result):
 def test_helpful_accepted_harmful_and_tie_rejected(world, models):
     opt = ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(NEUTRAL), edits_reply(HELPFUL)])
     models["set"](opt)
-    result = api.train(world["skill"], world["suite"], flags=flags())
+    result = api.train(world["skill"], world["suite"], **flags())
     steps = {s["step"]: s for s in result.summary["steps"]}
     assert steps[0]["decision"] == "initial" and steps[0]["val"] == 0.5
     assert steps[1]["decision"] == "rejected" and steps[1]["delta"] == -0.5
@@ -43,7 +43,7 @@ def test_helpful_accepted_harmful_and_tie_rejected(world, models):
 def test_memory_reaches_the_next_prompt_and_survives_in_state(world, models):
     opt = ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)])
     models["set"](opt)
-    result = api.train(world["skill"], world["suite"], flags=flags(epochs=2))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=2))
     failure_prompts = [p for p in opt.prompts if "Tasks the agent FAILED" in p]
     assert HARMFUL not in failure_prompts[0].split("# What you know")[1]
     memory_part = failure_prompts[1].split("# What you know from earlier steps")[1]
@@ -69,7 +69,7 @@ def test_not_applied_edits_are_told_back_as_not_applied(world, models):
     )
     opt = ScriptedOptimizer([bad_anchor, edits_reply(HELPFUL)])
     models["set"](opt)
-    result = api.train(world["skill"], world["suite"], flags=flags(epochs=2))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=2))
     assert decisions(result)[1] == (1, "no_candidate")
     second = [p for p in opt.prompts if "Tasks the agent FAILED" in p][1]
     assert "NOT APPLIED" in second and "anchor_not_found" in second
@@ -79,7 +79,7 @@ def test_not_applied_edits_are_told_back_as_not_applied(world, models):
 def test_budget_clips_the_proposal(world, models):
     many = edits_reply(HELPFUL, "Note one.", "Note two.", "Note three.", "Note four.")
     models["set"](ScriptedOptimizer([many]))
-    result = api.train(world["skill"], world["suite"], flags=flags(epochs=1, lr=2, min_lr=2))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=1, lr=2, min_lr=2))
     state = json.loads((result.run_dir / "state.json").read_text())
     step = state["steps"][1]
     assert step["budget"] == 2
@@ -98,7 +98,7 @@ def test_git_history_matches_the_decisions(world, models):
     models["set"](
         ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(NEUTRAL), edits_reply(HELPFUL)])
     )
-    result = api.train(world["skill"], world["suite"], flags=flags())
+    result = api.train(world["skill"], world["suite"], **flags())
 
     assert result.audit_repo == str(world["root"])
     assert repo.head.commit.hexsha == head_before and repo.active_branch.name in ("master", "main")
@@ -160,7 +160,7 @@ def test_a_skill_in_a_linked_worktree_trains_into_the_shared_repository(world, m
     repo.git.worktree("add", "-b", "side", str(linked))
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
     result = api.train(
-        linked / "skills" / "words", linked / "tasks" / "words.yaml", flags=flags(epochs=1)
+        linked / "skills" / "words", linked / "tasks" / "words.yaml", **flags(epochs=1)
     )
     assert [s["decision"] for s in result.summary["steps"]] == ["initial", "accepted"]
     branch = f"skillopt/{result.run_id}"
@@ -170,7 +170,7 @@ def test_a_skill_in_a_linked_worktree_trains_into_the_shared_repository(world, m
 
 def test_outside_a_repository_history_lives_in_runs(world, models):
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
-    result = api.train(world["skill"], world["suite"], flags=flags(epochs=1))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=1))
     assert result.audit_repo.endswith("runs/audit.git")
     assert not (world["root"] / ".git").exists()
     repo = git.Repo(result.audit_repo)
@@ -187,7 +187,7 @@ def test_resume_after_a_crash_redoes_no_finished_work(world, models):
     crashing = ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)], crash_at=2)
     models["set"](crashing)
     with pytest.raises(RuntimeError, match="simulated crash"):
-        api.train(world["skill"], world["suite"], flags=flags(epochs=3))
+        api.train(world["skill"], world["suite"], **flags(epochs=3))
     calls_before = [(m.messages[0]["content"], m.messages[-1]["content"]) for m in target.calls]
     assert crashing.failure_calls == 2
     run_dir = next(p for p in (world["root"] / "runs").iterdir() if (p / "run.yaml").exists())
@@ -197,7 +197,7 @@ def test_resume_after_a_crash_redoes_no_finished_work(world, models):
     resumed_opt = ScriptedOptimizer([edits_reply(HELPFUL)])
     models["set"](resumed_opt)
     target.calls.clear()
-    result = api.train(None, None, flags=flags(), resume=run_dir.name)
+    result = api.resume(run_dir.name, concurrency=flags()["concurrency"])
     calls_after = [(m.messages[0]["content"], m.messages[-1]["content"]) for m in target.calls]
     assert not set(calls_before) & set(calls_after)  # no finished rollout was run again
     # step 1 is not redone: one failures prompt (step 2); step 3 has no failures left
@@ -216,7 +216,7 @@ def test_resume_after_a_crash_redoes_no_finished_work(world, models):
 def test_slow_update_is_gated(world, models):
     harmful = ScriptedOptimizer([edits_reply(NEUTRAL)], guidance=f"- {HARMFUL}")
     models["set"](harmful)
-    result = api.train(world["skill"], world["suite"], flags=flags(epochs=1, slow_update=True))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=1, slow_update=True))
     slow = [s for s in result.summary["steps"] if s["kind"] == "slow_update"]
     assert len(slow) == 1 and slow[0]["decision"] == "rejected"
     best = (result.run_dir / "best" / "SKILL.md").read_text()
@@ -224,7 +224,7 @@ def test_slow_update_is_gated(world, models):
 
     helpful = ScriptedOptimizer([edits_reply(NEUTRAL)], guidance=f"- {HELPFUL}")
     models["set"](helpful)
-    result = api.train(world["skill"], world["suite"], flags=flags(epochs=1, slow_update=True))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=1, slow_update=True))
     slow = [s for s in result.summary["steps"] if s["kind"] == "slow_update"]
     assert slow[0]["decision"] == "accepted" and slow[0]["val"] == 1.0
     best = Skill.load(result.run_dir / "best")
@@ -236,7 +236,7 @@ def test_meta_notes_reach_the_next_epoch(world, models):
         [edits_reply(NEUTRAL), edits_reply(HELPFUL)], notes="- neutral advice does nothing"
     )
     models["set"](opt)
-    api.train(world["skill"], world["suite"], flags=flags(epochs=2))
+    api.train(world["skill"], world["suite"], **flags(epochs=2))
     second = [p for p in opt.prompts if "Tasks the agent FAILED" in p][1]
     assert "after epoch 1: - neutral advice does nothing" in second
 
@@ -260,7 +260,7 @@ def test_bad_optimizer_replies_are_skipped_and_the_run_goes_on(world, models):
         [("not json at all", "still not json"), (unknown_op, unknown_op), edits_reply(HELPFUL)]
     )
     models["set"](opt)
-    result = api.train(world["skill"], world["suite"], flags=flags())
+    result = api.train(world["skill"], world["suite"], **flags())
     assert decisions(result)[1:] == [(1, "no_candidate"), (2, "no_candidate"), (3, "accepted")]
     state = json.loads((result.run_dir / "state.json").read_text())
     skipped = [p["skipped"] for s in state["steps"][1:3] for p in s["proposals"] if p["skipped"]]
@@ -282,7 +282,7 @@ def test_target_failures_are_unscored_not_zero(world, models):
 
     models["target"]._fn = flaky
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
-    result = api.train(world["skill"], world["suite"], flags=flags(epochs=1))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=1))
     acct = result.summary["accounting"]
     assert acct["unscored_rollouts"] >= 1
     state = json.loads((result.run_dir / "state.json").read_text())
@@ -295,23 +295,21 @@ def test_input_errors_come_before_any_model_call(world, models):
     bad = world["root"] / "bad.yaml"
     bad.write_text("items:\n  - {id: a, input: x}\n")
     with pytest.raises(InputError, match="field 'expected'"):
-        api.train(world["skill"], bad, flags=flags())
+        api.train(world["skill"], bad, **flags())
     only_test = world["root"] / "test-only.yaml"
     only_test.write_text("items:\n  - {id: a, input: x, expected: x, split: test}\n")
     with pytest.raises(InputError, match="split 'train' is empty"):
-        api.train(world["skill"], only_test, flags=flags())
+        api.train(world["skill"], only_test, **flags())
     with pytest.raises(InputError, match="optimizer: unknown model"):
-        api.train(world["skill"], world["suite"], flags=flags(optimizer="nope-model"))
+        api.train(world["skill"], world["suite"], **flags(optimizer="nope-model"))
     with pytest.raises(InputError, match="no optimizer"):
-        api.train(world["skill"], world["suite"], flags=flags(optimizer=None))
+        api.train(world["skill"], world["suite"], **flags(optimizer=None))
     assert models["target"].call_count == 0 and models["optimizer"].call_count == 0
     assert not (world["root"] / "runs").exists()
 
 
 def test_dry_run_plans_without_model_calls(world, models):
-    plan = api.train(
-        world["skill"], world["suite"], flags=flags(epochs=4, lr=4, min_lr=2), dry_run=True
-    )
+    plan = api.plan(world["skill"], world["suite"], **flags(epochs=4, lr=4, min_lr=2))
     assert (plan.n_train, plan.n_val, plan.n_test) == (8, 4, 4)
     assert plan.total_steps == 4 and plan.budgets == [4, 4, 3, 2]
     # initial val 4 + 4 steps * (8 train + 4 val) + test 3 * 4
@@ -327,7 +325,7 @@ def test_ctrl_c_says_how_to_resume(world, models):
 
     models["set"](ScriptedOptimizer([edits_reply(HARMFUL)], crash_at=1, crash=KeyboardInterrupt))
     with pytest.raises(Interrupted, match=r"skillopt train --resume words-\d{8}-\d{6}-"):
-        api.train(world["skill"], world["suite"], flags=flags(epochs=2))
+        api.train(world["skill"], world["suite"], **flags(epochs=2))
 
 
 @pytest.mark.parametrize(
@@ -354,7 +352,7 @@ def test_nothing_scored_stops_before_spending_optimizer_calls(world, models, kin
     models["target"]._fn = down
     models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
     with pytest.raises(getattr(errors, expected), match=match):
-        api.train(world["skill"], world["suite"], flags=flags(epochs=1))
+        api.train(world["skill"], world["suite"], **flags(epochs=1))
     assert models["optimizer"].call_count == 0
     if kind == "auth":  # a split smaller than the breaker's 5: all of it, and no more
         assert len(calls) == 4

@@ -1,0 +1,327 @@
+"""Composition of a training run: a new run (`start`), its dry-run `plan`, and
+`resume` of a checkpointed one. The loop itself is `skillopt.optimize.trainer`.
+
+Invariants: everything is validated before the first model call (a typo costs
+nothing, and no run directory is made for it); objects a caller passes (an
+optimizer, a gate, a harness, a target model) are recorded by name in `run.yaml`
+under `objects`, and resuming such a run needs the same kinds of objects again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillopt.config import Settings
+from skillopt.context import (
+    Context,
+    Warn,
+    check_skill,
+    context_warnings,
+    prepare,
+    resolve_target,
+    settings_for,
+    tell,
+)
+from skillopt.errors import InputError, Interrupted, SystemicFailure
+from skillopt.harness import Harness, build_harness, takes_model
+from skillopt.models.base import Model, Usage
+from skillopt.models.metered import Meter, MeteredModel
+from skillopt.models.resolve import resolve_model
+from skillopt.optimize.base import Optimizer
+from skillopt.optimize.gate import Gate
+from skillopt.optimize.plan import Plan, make_plan
+from skillopt.optimize.trainer import Trainer, TrainObserver, new_state
+from skillopt.report import markdown, summary
+from skillopt.runs import find_run
+from skillopt.skill.document import Skill
+from skillopt.store.audit import Audit
+from skillopt.store.run import RunDir, new_run_id
+from skillopt.suite.loader import require_split
+from skillopt.suite.task import Suite
+
+
+@dataclass
+class TrainResult:
+    run_id: str
+    run_dir: Path
+    summary: dict[str, Any]
+    audit_repo: str
+    branch: str
+
+
+@dataclass
+class Components:
+    """Objects given in place of the names the settings hold."""
+
+    target: Model | None = None
+    harness: Harness | None = None
+    judge: Model | None = None
+    optimizer: Optimizer | None = None
+    gate: Gate | None = None
+
+    def names(self) -> dict[str, str]:
+        return {
+            role: str(getattr(obj, "name", type(obj).__name__))
+            for role, obj in (
+                ("target", self.target),
+                ("harness", self.harness),
+                ("judge", self.judge),
+                ("optimizer", self.optimizer),
+                ("gate", self.gate),
+            )
+            if obj is not None
+        }
+
+
+def build_optimizer(name: str | None, settings: Settings, meter: Meter | None = None) -> Optimizer:
+    """The optimizer called `name`: a registered one (`exemplars`, a plugin's), or an
+    LLM optimizer backed by the model of that name, whose every call goes to `meter`
+    as it happens when given."""
+    from skillopt.optimize.reflect import LLMOptimizer
+    from skillopt.plugins import PluginError, registry
+
+    if not name:
+        raise InputError(
+            "no optimizer: pass --optimizer MODEL, or set `optimizer:` in "
+            "skillopt.yaml or in the suite's `defaults:`",
+            field="optimizer",
+        )
+    entry = registry().find("optimizer", name)
+    if entry is not None:
+        optimizer = entry.load()(settings, meter)
+        if not isinstance(optimizer, Optimizer):
+            raise PluginError(
+                f"the optimizer {name!r} from {entry.origin} built {optimizer!r}, which has "
+                "no `name` and `propose(request)`"
+            )
+        return optimizer
+    model = resolve_model(name, settings.model_settings(name), role="optimizer")
+    return LLMOptimizer(MeteredModel(model, meter) if meter is not None else model)
+
+
+def _check_splits(suite: Suite) -> None:
+    for split in ("train", "val"):
+        require_split(suite, split)
+
+
+@dataclass
+class _Ledger:
+    """Sends every optimizer call to the run's spend ledger as it returns (the
+    optimizer is built before the run exists, so the run is attached later)."""
+
+    ctx: Context | None = None
+    run: RunDir | None = None
+    early: list[tuple[int, Usage, float | None]] = field(default_factory=list)
+
+    def __call__(self, calls: int, usage: Usage, cost: float | None) -> None:
+        if self.ctx is None or self.run is None:  # never: no call precedes the run
+            self.early.append((calls, usage, cost))
+            return
+        self.ctx.store.record_call(
+            self.run.run_id,
+            "optimizer",
+            "call",
+            calls,
+            usage.input_tokens,
+            usage.output_tokens,
+            cost,
+        )
+
+
+def plan(
+    skill: str | Path | Skill,
+    suite: str | Path | Suite,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    settings: Settings | None = None,
+    components: Components | None = None,
+) -> Plan:
+    """What `start` would do and roughly cost, with no model call and no run made."""
+    parts = components or Components()
+    suite_obj, the_skill, settings = _inputs(skill, suite, overrides, settings)
+    optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings)
+    warnings = check_skill(the_skill, None if isinstance(skill, Skill) else skill)
+    target = parts.target or resolve_target(settings)
+    if parts.harness is None and not takes_model(settings.harness):
+        build_harness(settings)  # validates its settings; runs nothing
+    result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer.name)
+    result.notes += [
+        f"warning: {p}" for p in warnings + context_warnings(the_skill, target)
+    ] + settings.notices
+    return result
+
+
+def _inputs(
+    skill: str | Path | Skill,
+    suite: str | Path | Suite,
+    overrides: Mapping[str, Any] | None,
+    settings: Settings | None,
+) -> tuple[Suite, Skill, Settings]:
+    from skillopt.context import load
+
+    suite_obj = load(suite)
+    the_skill = skill if isinstance(skill, Skill) else Skill.load(skill)
+    resolved = settings_for(suite_obj, overrides, settings)
+    _check_splits(suite_obj)
+    return suite_obj, the_skill, resolved
+
+
+def start(
+    skill: str | Path | Skill,
+    suite: str | Path | Suite,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    settings: Settings | None = None,
+    components: Components | None = None,
+    observers: Sequence[TrainObserver] = (),
+    warn: Warn | None = None,
+) -> TrainResult:
+    """A new training run. The skill is linted first: errors raise `BadSkill` before
+    any model call, and `warn` receives the warnings."""
+    parts = components or Components()
+    suite_obj, the_skill, settings = _inputs(skill, suite, overrides, settings)
+    if the_skill.root is None:
+        raise InputError("the skill to train needs a directory (load it with Skill.load)")
+    skill_dir = the_skill.root
+    ledger = _Ledger()
+    optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings, ledger)
+    warnings = check_skill(the_skill, None if isinstance(skill, Skill) else skill)
+    runs_dir = Path(settings.run_dir)
+    run_id = new_run_id(the_skill.name)
+    ctx = prepare(
+        suite_obj,
+        settings,
+        skills=[the_skill],
+        target=parts.target,
+        harness=parts.harness,
+        judge=parts.judge,
+        keep_dir=runs_dir / run_id / "workspaces",  # failed tasks' workspaces stay with the run
+    )
+    tell(warn, warnings + context_warnings(the_skill, ctx.target))
+    tell(warn, settings.notices)
+    try:
+        run = RunDir.create(runs_dir, run_id)
+        audit = Audit.create(skill_dir, runs_dir, run.run_id)
+    except BaseException:
+        ctx.store.close()
+        raise
+    config: dict[str, Any] = {
+        "run_id": run.run_id,
+        "skill": str(skill_dir.resolve()),
+        "suite": str(suite_obj.path.resolve()),
+        "settings": settings.model_dump(),
+        "audit": {"repo": audit.location, "branch": audit.branch, "skill_path": audit.skill_path},
+    }
+    if parts.names():
+        config["objects"] = parts.names()
+    run.write_config(config)
+    state = new_state(the_skill)
+    run.save_state(state)
+    ledger.ctx, ledger.run = ctx, run
+    return _run(ctx, run, audit, config, state, skill_dir, optimizer, parts.gate, observers)
+
+
+def resume(
+    ref: str | Path,
+    *,
+    run_dir: str | Path | None = None,
+    concurrency: int | None = None,
+    components: Components | None = None,
+    observers: Sequence[TrainObserver] = (),
+) -> TrainResult:
+    """Continue a checkpointed run with its recorded skill, suite and settings (only
+    `concurrency` may change); finished steps are not redone."""
+    parts = components or Components()
+    run = find_run(ref, run_dir)
+    config = run.config()
+    state = run.load_state()
+    if state is None:
+        raise InputError("the run has no checkpoint yet; start it again", path=run.path)
+    missing = [role for role in config.get("objects") or {} if getattr(parts, role) is None]
+    if missing:
+        names = ", ".join(f"{r} {config['objects'][r]!r}" for r in missing)
+        raise InputError(
+            f"run {run.run_id} was trained with objects passed in code ({names}); pass "
+            f"the same to resume it ({', '.join(f'{r}=...' for r in missing)})",
+            path=run.path,
+        )
+    skill_dir = Path(config["skill"])
+    from skillopt.suite.loader import load_suite
+
+    suite_obj = load_suite(config["suite"])
+    recorded = dict(config["settings"])
+    if concurrency:
+        recorded["concurrency"] = concurrency
+    settings = Settings(**recorded)
+    _check_splits(suite_obj)
+    initial = Skill.parse(state["initial"]["text"], root=skill_dir)
+    ledger = _Ledger()
+    ctx = prepare(
+        suite_obj,
+        settings,
+        skills=[initial],
+        target=parts.target,
+        harness=parts.harness,
+        judge=parts.judge,
+        keep_dir=run.path / "workspaces",
+    )
+    ledger.ctx, ledger.run = ctx, run
+    try:
+        audit = Audit.open(config["audit"]["repo"], run.run_id, config["audit"]["skill_path"])
+        optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings, ledger)
+    except BaseException:
+        ctx.store.close()
+        raise
+    return _run(ctx, run, audit, config, state, skill_dir, optimizer, parts.gate, observers)
+
+
+def _run(
+    ctx: Context,
+    run: RunDir,
+    audit: Audit,
+    config: dict[str, Any],
+    state: dict[str, Any],
+    skill_dir: Path,
+    optimizer: Optimizer,
+    gate: Gate | None,
+    observers: Sequence[TrainObserver],
+) -> TrainResult:
+    engine = ctx.engine(run_id=run.run_id)
+    try:
+        trainer = Trainer(
+            suite=ctx.suite,
+            settings=ctx.settings,
+            engine=engine,
+            optimizer=optimizer,
+            audit=audit,
+            run=run,
+            state=state,
+            skill_root=skill_dir,
+            observers=observers,
+            gate=gate,
+        )
+        if state["status"] != "finished":
+            try:
+                trainer.run()
+            except KeyboardInterrupt:
+                raise Interrupted(
+                    f"run {run.run_id} is checkpointed; continue it with "
+                    f"`skillopt train --resume {run.run_id}`"
+                ) from None
+            except SystemicFailure as exc:
+                raise SystemicFailure(
+                    f"{exc}; run {run.run_id} is checkpointed: continue it "
+                    f"with `skillopt train --resume {run.run_id}`"
+                ) from None
+        summ = summary(trainer.state, config)
+        run.write_text("summary.json", json.dumps(summ, indent=2, ensure_ascii=False) + "\n")
+        run.write_text("report.md", markdown(summ))
+    finally:
+        engine.close()
+        run.close()
+        ctx.store.close()
+    return TrainResult(run.run_id, run.path, summ, audit.location, audit.branch)
