@@ -31,11 +31,11 @@ from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.task import Suite
 
 if TYPE_CHECKING:
-    from skillopt.export import AdoptResult, ExportResult
     from skillopt.models.inventory import ModelInfo
     from skillopt.optimize.plan import Plan
     from skillopt.optimize.trainer import TrainObserver
     from skillopt.plugins import Listing
+    from skillopt.shipping import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
     from skillopt.training import TrainResult
     from skillopt.validate import ValidateResult
@@ -375,9 +375,9 @@ def export(
 ) -> ExportResult:
     """Export a skill (or a run's best skill, by run id or directory) where an agent
     loads it: `claude` (.claude/skills), `codex`/`agents` (.agents/skills) or a
-    section of an AGENTS.md; see `skillopt.export`."""
-    from skillopt.export import export as export_skill
+    section of an AGENTS.md; see `skillopt.shipping`."""
     from skillopt.runs import load_skill_or_run
+    from skillopt.shipping import export as export_skill
 
     return export_skill(load_skill_or_run(source, run_dir), to, scope=scope, dest=dest, force=force)
 
@@ -386,8 +386,8 @@ def adopt(
     run: str | Path, *, force: bool = False, run_dir: str | Path | None = None
 ) -> AdoptResult:
     """Write a run's best skill back into the skill directory it was trained from."""
-    from skillopt.export import adopt as adopt_run
     from skillopt.runs import find_run
+    from skillopt.shipping import adopt as adopt_run
 
     return adopt_run(find_run(run, run_dir), force=force)
 

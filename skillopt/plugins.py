@@ -140,7 +140,7 @@ class Registry:
         the factory reads it with `settings.section(section, Model)`. With
         `takes_model`, `target` is the resolved target `Model`; otherwise it is None
         and the harness hands `settings.target` (a name) to its own program."""
-        options = {"takes_model": takes_model}
+        options: dict[str, Any] = {"takes_model": takes_model}
         if settings is not None:
             options["settings"] = settings
             options["section"] = section or name.replace("-", "_")

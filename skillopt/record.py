@@ -42,9 +42,9 @@ class Rollout:
     latency_s: float = 0.0
     model_calls: int = 0
     cached: bool = False
-    trajectory: dict = field(default_factory=dict, compare=False)  # messages, steps
+    trajectory: dict[str, Any] = field(default_factory=dict, compare=False)  # messages, steps
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "task_id": self.task_id,
             "split": self.split,
@@ -73,8 +73,8 @@ def canonical_json(value: Any) -> str:
 
 
 def fingerprint(
-    skill_hash: str, task: Task, sample: int, harness_fp: dict, scorer_fp: dict
-) -> tuple[str, dict]:
+    skill_hash: str, task: Task, sample: int, harness_fp: dict[str, Any], scorer_fp: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
     """(key, fingerprint): the key is sha256 over canonical JSON of exactly the
     fields that change a rollout's outcome."""
     fp = {
@@ -104,7 +104,9 @@ class RolloutCache(Protocol):
 
     def get_many(self, keys: Iterable[str]) -> Mapping[str, Rollout]: ...
 
-    def put(self, rollout: Rollout, fingerprint: dict, run_id: str | None = None) -> None: ...
+    def put(
+        self, rollout: Rollout, fingerprint: dict[str, Any], run_id: str | None = None
+    ) -> None: ...
 
     def remember_skill(self, skill_hash: str, text: str) -> None: ...
 

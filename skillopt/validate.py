@@ -29,10 +29,10 @@ from typing import Any
 from skillopt.config import Settings
 from skillopt.errors import InputError
 from skillopt.evaluation import Comparison, SplitResult, compare, task_outcomes
-from skillopt.export import diff_stat, files_diff, skill_files
 from skillopt.harness.base import Harness
 from skillopt.models.base import Model
 from skillopt.rollout import Observer
+from skillopt.shipping import diff_stat, files_diff, skill_files
 from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
 from skillopt.skill.lint import Problem, lint_skill
 from skillopt.suite.task import Task

@@ -28,7 +28,7 @@ from skillopt.cli.common import (
 )
 from skillopt.cli.eval import ProgressObserver
 from skillopt.errors import InputError
-from skillopt.export import TARGETS, LintFailed, Refused
+from skillopt.shipping import TARGETS, LintFailed, Refused
 from skillopt.text import safe
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from skillopt.models.base import Usage
 from skillopt.secrets import scrub
@@ -26,18 +26,20 @@ from skillopt.text import clean, safe
 class Trajectory:
     """What happened when the agent ran one task."""
 
-    messages: tuple[dict, ...] = ()
+    messages: tuple[dict[str, Any], ...] = ()
     answer: str | None = None
     usage: Usage = field(default_factory=Usage)
     cost: float | None = None
     latency_s: float = 0.0
     error: str | None = None
     error_kind: str | None = None  # e.g. rate_limit, auth, timeout: groups systemic failures
-    steps: tuple[dict, ...] = ()  # tool calls and outputs of agent harnesses
+    steps: tuple[dict[str, Any], ...] = ()  # tool calls and outputs of agent harnesses
     workspace: Path | None = None  # the finished workspace, for file-checking scorers
     model_calls: int = 0
     skill_invoked: bool | None = None  # what the trace shows; None when it cannot tell
-    info: dict = field(default_factory=dict)  # harness-specific facts (result subtype, turns)
+    info: dict[str, Any] = field(
+        default_factory=dict
+    )  # harness-specific facts (result subtype, turns)
     replaced: int = 0  # characters of the answer that could not be stored (see `text.clean`)
 
     def __post_init__(self) -> None:
@@ -60,7 +62,7 @@ class Harness(Protocol):
     name: str
     version: str
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         """Harness name, version, target model and every parameter that changes the
         outcome (not timeouts, not concurrency)."""
         ...

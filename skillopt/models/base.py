@@ -10,11 +10,11 @@ timeouts, so the rollout store can tell identical evaluations apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Union, runtime_checkable
+from typing import Any, Protocol, Union, runtime_checkable
 
 from skillopt.text import clean
 
-Messages = list[dict]
+Messages = list[dict[str, Any]]
 Prompt = Union[Messages, str]
 
 
@@ -60,11 +60,11 @@ class Completion:
 class Model(Protocol):
     name: str
 
-    def complete(self, prompt: Prompt, **params) -> Completion:
+    def complete(self, prompt: Prompt, **params: Any) -> Completion:
         """Return the model's reply, or raise `ModelError` (after retries)."""
         ...
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         """Model name and the sampling parameters that change its output."""
         ...
 
@@ -87,7 +87,7 @@ class SelfChecking(Protocol):
 class JsonMode(Protocol):
     """A model whose provider can be asked for JSON replies."""
 
-    def json_params(self, schema: dict, name: str) -> dict:
+    def json_params(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         """Request arguments asking for a reply matching `schema` ({} when none)."""
         ...
 

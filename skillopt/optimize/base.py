@@ -10,7 +10,7 @@ optimizer=obj)` or a plugin); the trainer asks for the optional capabilities wit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from skillopt.models.base import Usage
 from skillopt.optimize.memory import Memory
@@ -43,7 +43,7 @@ class Proposal:
     error_kind: str | None = None  # the failed call's kind (auth, quota, …), when one failed
     replaced: int = 0  # characters of the replies that could not be stored (U+FFFD now)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "edits": [e.to_dict() for e in self.edits],
             "skipped": self.skipped,
@@ -57,7 +57,7 @@ class Proposal:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Proposal:
+    def from_dict(cls, d: dict[str, Any]) -> Proposal:
         return cls(
             [Edit.from_dict(e) for e in d["edits"]],
             d.get("skipped"),
@@ -82,7 +82,7 @@ class TextResult:
     error_kind: str | None = None
     replaced: int = 0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
             "skipped": self.skipped,
@@ -95,7 +95,7 @@ class TextResult:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> TextResult:
+    def from_dict(cls, d: dict[str, Any]) -> TextResult:
         return cls(
             d.get("text"),
             d.get("skipped"),

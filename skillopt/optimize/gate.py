@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from skillopt.evaluation import TaskOutcome
 
@@ -33,7 +33,9 @@ class Decision:
     p_value: float | None
     fail_to_pass: tuple[str, ...] = ()
     pass_to_fail: tuple[str, ...] = ()
-    per_task: dict = field(default_factory=dict, compare=False)  # id -> [incumbent, candidate]
+    per_task: dict[str, Any] = field(
+        default_factory=dict, compare=False
+    )  # id -> [incumbent, candidate]
 
     @property
     def delta(self) -> float | None:
@@ -41,7 +43,7 @@ class Decision:
             return None
         return self.candidate_mean - self.incumbent_mean
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "accepted": self.accepted,
             "reason": self.reason,
@@ -57,7 +59,7 @@ class Decision:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Decision:
+    def from_dict(cls, d: dict[str, Any]) -> Decision:
         return cls(
             accepted=d["accepted"],
             reason=d["reason"],
@@ -95,7 +97,12 @@ def paired_p_value(deltas: list[float]) -> float:
             return 0.5 * math.erfc(z / math.sqrt(2))
     total = 2 ** len(d)
     hits = sum(c for s, c in dist.items() if s >= observed - 1e-9)
-    return hits / total
+    return float(hits / total)
+
+
+def _value(outcome: TaskOutcome) -> float:
+    assert outcome.value is not None  # only tasks scored for both are compared
+    return outcome.value
 
 
 def decide(
@@ -126,9 +133,10 @@ def decide(
             None,
             per_task=per_task,
         )
-    inc = sum(incumbent[t].value for t in ids) / len(ids)
-    cand = sum(candidate[t].value for t in ids) / len(ids)
-    p = paired_p_value([candidate[t].value - incumbent[t].value for t in ids])
+    pairs = {t: (_value(incumbent[t]), _value(candidate[t])) for t in ids}
+    inc = sum(i for i, _ in pairs.values()) / len(ids)
+    cand = sum(c for _, c in pairs.values()) / len(ids)
+    p = paired_p_value([c - i for i, c in pairs.values()])
     f2p = tuple(t for t in ids if not incumbent[t].passed and candidate[t].passed)
     p2f = tuple(t for t in ids if incumbent[t].passed and not candidate[t].passed)
     delta = cand - inc
