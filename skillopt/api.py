@@ -69,8 +69,8 @@ def _check_kind(value: object, kind: type[Any], role: str) -> None:
 
     if value is not None and not isinstance(value, str) and not isinstance(value, kind):
         raise InputError(
-            f"{role} must be a name or a {kind.__name__} (an object with its methods), "
-            f"got {type(value).__name__}",
+            f"{role} must be a name, or an object with the {kind.__name__} contract "
+            f"(skillopt.{kind.__name__}); got {type(value).__name__}",
             field=role,
         )
 
