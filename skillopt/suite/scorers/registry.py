@@ -1,0 +1,52 @@
+"""Every scorer by its type name (`SCORERS`), and `build_scorer`, which turns a
+suite's spec into a scorer.
+
+Invariant: a spec is validated when the suite loads, before any model call; a bad
+one is a `ValueError` with a one-line reason the loader places in the file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from skillopt.suite.scorers.base import Scorer
+from skillopt.suite.scorers.code import Command, Python
+from skillopt.suite.scorers.judge import Judge
+from skillopt.suite.scorers.structured import Json
+from skillopt.suite.scorers.text import Choice, Contains, Exact, Normalized, Number, Regex
+
+SCORERS: dict[str, type[Scorer]] = {
+    cls.type: cls
+    for cls in (Exact, Normalized, Contains, Regex, Number, Choice, Json, Python, Command, Judge)
+}
+
+
+def build_scorer(spec: Any, base_dir: Path) -> Scorer:
+    """Build a scorer from a spec (`"exact"` or `{type: regex, pattern: …}`).
+    Raises `ValueError` with a one-line reason; the loader adds file and item."""
+    if isinstance(spec, str):
+        kind, params = spec, {}
+    elif isinstance(spec, dict):
+        params = dict(spec)
+        kind = params.pop("type", None)
+        if not isinstance(kind, str):
+            raise ValueError("scorer mapping needs a 'type'")
+    else:
+        raise ValueError(f"scorer must be a name or a mapping, got {type(spec).__name__}")
+    cls = SCORERS.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown scorer {kind!r}; choose one of: {', '.join(SCORERS)}")
+    try:
+        parsed = cls.Params(**params)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or kind
+        raise ValueError(f"scorer {kind!r} parameter {loc!r}: {err['msg']}") from None
+    try:
+        return cls(parsed, base_dir)
+    except re.error as exc:
+        raise ValueError(f"scorer {kind!r}: invalid pattern: {exc}") from None
