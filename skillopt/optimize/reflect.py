@@ -23,6 +23,7 @@ from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.suite.scorers import NO_JSON, parse_json_answer
 from skillopt.suite.task import Task
+from skillopt.text import clip
 
 FIELD_LIMIT = 1500
 STEP_LIMIT = 600
@@ -217,10 +218,10 @@ def _no_json(exc: ValueError) -> str:
 
 
 def _clip(text: Any, limit: int) -> str:
+    """`text` (a value other than a string as JSON) clipped for the optimizer's prompt,
+    the cut marked on a line of its own with the number of characters cut."""
     s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
-    if len(s) <= limit:
-        return s
-    return s[:limit] + f"\n…[truncated {len(s) - limit} characters]"
+    return clip(s, limit, "\n…[truncated {cut} characters]")
 
 
 def render_trajectories(rollouts: list[Rollout], tasks: dict[str, Task]) -> str:

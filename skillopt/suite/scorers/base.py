@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from skillopt.text import clip
+
 
 @dataclass(frozen=True)
 class Score:
@@ -89,5 +91,5 @@ def show(text: Any, limit: int = 200) -> str:
     """`text` as feedback quotes it: a string in quotes, anything else as JSON (so 1
     and '1' look different), cut after `limit` characters."""
     s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
-    s = s if len(s) <= limit else s[:limit] + "…"
+    s = clip(s, limit)
     return repr(s) if isinstance(text, str) else s  # 1 and '1' must look different

@@ -128,6 +128,9 @@ def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
 
 
 # ---------------------------------------------------------------------- command
+OUTPUT_TAIL = 600  # characters of the end of a verifier's output kept as feedback
+
+
 class CommandParams(ScorerParams):
     run: str
     timeout: float = 60.0
@@ -158,7 +161,7 @@ class Command(Scorer):
 
     def score(self, task, answer, ctx):
         from skillopt.harness import process
-        from skillopt.text import safe
+        from skillopt.text import safe, tail
 
         with tempfile.TemporaryDirectory(prefix="skillopt-verify-") as tmp:
             answer_file = Path(tmp) / "answer.txt"
@@ -197,9 +200,9 @@ class Command(Scorer):
             return Score(0.0, False, f"verifier timed out after {self.params.timeout:g}s")
         stdout, stderr = safe(result.stdout), safe(result.stderr)
         returncode = result.returncode
-        tail = _tail(stdout + stderr)
+        output = tail(stdout + stderr, OUTPUT_TAIL)
         if returncode in (126, 127):
-            raise ScorerError(f"verifier could not run (exit {returncode}): {tail}")
+            raise ScorerError(f"verifier could not run (exit {returncode}): {output}")
         last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
         if last.startswith("{"):
             try:
@@ -209,16 +212,13 @@ class Command(Scorer):
             if isinstance(data, dict) and isinstance(data.get("score"), (int, float)):
                 value = min(1.0, max(0.0, float(data["score"])))
                 passed = bool(data.get("passed", value >= self.params.threshold))
-                return Score(value, passed, safe(str(data.get("feedback", tail))))
+                return Score(value, passed, safe(str(data.get("feedback", output))))
         if returncode == 0:
-            return Score(1.0, True, tail or "verifier passed")
+            return Score(1.0, True, output or "verifier passed")
         return Score(
             0.0,
             False,
-            f"verifier exited {returncode}: {tail}" if tail else f"verifier exited {returncode}",
+            f"verifier exited {returncode}: {output}"
+            if output
+            else f"verifier exited {returncode}",
         )
-
-
-def _tail(text: str, limit: int = 600) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else "…" + text[-limit:]
