@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from skillopt.errors import InputError
+from skillopt.errors import InputError, first_error
 
 PROJECT_FILE = "skillopt.yaml"
 
@@ -227,9 +227,8 @@ def resolve_settings(
     try:
         settings = Settings(**merged)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise InputError(f"invalid setting: {err['msg']}", field=field) from None
+        field, msg = first_error(exc)
+        raise InputError(f"invalid setting: {msg}", field=field) from None
     settings._notices.extend(notices)
     return settings
 
@@ -272,7 +271,5 @@ def _validate(data: dict, where: object) -> None:
     try:
         Settings(**data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        msg = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
+        field, msg = first_error(exc, {"extra_forbidden": "unknown setting"})
         raise InputError(msg, path=where, field=field) from None

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from skillopt.errors import ModelError
+from skillopt.errors import ModelError, first_error
 from skillopt.models.base import Model, Usage
 from skillopt.optimize.memory import Memory
 from skillopt.prompts import load_prompt, render_prompt
@@ -189,9 +189,8 @@ def parse_edits(text: str, source: str) -> list[Edit]:
     try:
         reply = EditsReply.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise ValueError(f"{loc}: {err['msg']}") from None
+        loc, msg = first_error(exc)
+        raise ValueError(f"{loc}: {msg}") from None
     edits = []
     for i, e in enumerate(reply.edits):
         if e.op in ("delete", "replace") and not (e.anchor or "").strip():

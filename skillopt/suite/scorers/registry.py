@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from skillopt.errors import first_error
 from skillopt.suite.scorers.base import Scorer
 from skillopt.suite.scorers.code import Command, Python
 from skillopt.suite.scorers.judge import Judge
@@ -43,9 +44,8 @@ def build_scorer(spec: Any, base_dir: Path) -> Scorer:
     try:
         parsed = cls.Params(**params)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or kind
-        raise ValueError(f"scorer {kind!r} parameter {loc!r}: {err['msg']}") from None
+        loc, msg = first_error(exc)
+        raise ValueError(f"scorer {kind!r} parameter {(loc or kind)!r}: {msg}") from None
     try:
         return cls(parsed, base_dir)
     except re.error as exc:
