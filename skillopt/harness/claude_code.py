@@ -1,12 +1,13 @@
 """The claude-code harness: `claude -p` in a workspace holding
 `.claude/skills/<name>/SKILL.md`, the prompt on stdin.
 
-Output shapes read (formats.md §3): the `--output-format json` result object; the
-JSON array of all messages with the result last (what verbose settings turn json
-into); and with trace capture, `--output-format stream-json --verbose` JSON lines.
-The tool steps come from the assistant `tool_use` blocks and the matching
-`tool_result` blocks; the skill counts as invoked when a `Skill` tool_use names
-it (or the agent reads its SKILL.md).
+Output shapes read (https://code.claude.com/docs/en/headless): the
+`--output-format json` result object; the JSON array of all messages with the
+result last (what verbose settings turn json into); and with trace capture,
+`--output-format stream-json --verbose` JSON lines. The tool steps come from the
+assistant `tool_use` blocks and the matching `tool_result` blocks; the skill
+counts as invoked when a `Skill` tool_use names it (or the agent reads its
+SKILL.md).
 
 Outcome rules: a `success` result is the answer. `error_max_turns` and
 `error_max_budget_usd` are the agent's own outcome (it ran out of turns or

@@ -1,13 +1,13 @@
 """The codex harness: `codex exec --json` in a workspace holding
 `.agents/skills/<name>/SKILL.md`, the prompt on stdin (`-`).
 
-Events read (formats.md §2.3): `thread.started`, `turn.started`, `turn.completed`
-(usage), `turn.failed` (error), `error`, and `item.started|updated|completed`
-whose item is an `agent_message`, `reasoning`, `command_execution`, `file_change`,
-`mcp_tool_call`, `web_search`, `todo_list` or `error`. Unknown event and item
-types are kept as generic steps or skipped, never an error; lines that are not
-JSON are skipped. Releases before late 2025 said `item_type` and
-`assistant_message`: both spellings are read.
+Events read (https://developers.openai.com/codex/noninteractive): `thread.started`,
+`turn.started`, `turn.completed` (usage), `turn.failed` (error), `error`, and
+`item.started|updated|completed` whose item is an `agent_message`, `reasoning`,
+`command_execution`, `file_change`, `mcp_tool_call`, `web_search`, `todo_list` or
+`error`. Unknown event and item types are kept as generic steps or skipped, never
+an error; lines that are not JSON are skipped. Releases before late 2025 said
+`item_type` and `assistant_message`: both spellings are read.
 
 The answer is the `--output-last-message` file (written outside the workspace),
 else the last agent message. `--full-auto` is never passed (removed upstream).
