@@ -22,10 +22,13 @@ SCORERS = {
     "judge": ("Judge", "an LLM grades the answer against a `rubric`"),
 }
 
+_MODULE = {cls: "text" for cls in ("Exact", "Normalized", "Contains", "Regex", "Number", "Choice")}
+_MODULE |= {"Json": "structured", "Python": "code", "Command": "code", "Judge": "judge"}
+
 
 def register(registry: Registry) -> None:
     for name, (cls, help) in SCORERS.items():
-        registry.scorer(name, f"skillopt.suite.scorers:{cls}", help=help)
+        registry.scorer(name, f"skillopt.suite.scorers.{_MODULE[cls]}:{cls}", help=help)
 
     registry.harness(
         "chat",

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from skillopt.errors import InputError
+from skillopt.errors import InputError, first_error
 
 PROJECT_FILE = "skillopt.yaml"
 M = TypeVar("M", bound=BaseModel)
@@ -248,9 +248,8 @@ def resolve_settings(
     try:
         settings = Settings(**merged)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise InputError(f"invalid setting: {_msg(err)}", field=field) from None
+        field, msg = first_error(exc)
+        raise InputError(f"invalid setting: {msg}", field=field) from None
     settings._notices.extend(notices)
     return settings
 
@@ -298,19 +297,11 @@ def _lift_sections(data: dict, where: object) -> dict:
         try:
             entry.options["settings"].model_validate(value or {})
         except ValidationError as exc:
-            err = exc.errors()[0]
-            loc = ".".join(str(p) for p in (key, *err["loc"]))
-            msg = "unknown setting" if err["type"] == "extra_forbidden" else _msg(err)
-            raise InputError(msg, path=where, field=loc) from None
+            loc, msg = first_error(exc, {"extra_forbidden": "unknown setting"})
+            raise InputError(msg, path=where, field=f"{key}.{loc}" if loc else key) from None
         sections[key] = dict(value or {})
     out["sections"] = sections
     return out
-
-
-def _msg(err: Any) -> str:
-    """pydantic's message, without the prefix it puts on a validator's own words."""
-    msg = str(err["msg"])
-    return msg.removeprefix("Value error, ")
 
 
 def _read_project_file(path: Path) -> dict:
@@ -332,7 +323,5 @@ def _validate(data: dict, where: object) -> None:
     try:
         Settings(**data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        msg = "unknown setting" if err["type"] == "extra_forbidden" else _msg(err)
+        field, msg = first_error(exc, {"extra_forbidden": "unknown setting"})
         raise InputError(msg, path=where, field=field) from None

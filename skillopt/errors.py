@@ -4,9 +4,16 @@ Invariant: a `SkilloptError` message is one line a user can act on; the CLI prin
 it as is and exits with `exit_code`. Per-task failures (a model timeout, a bad
 reply) are *outcomes* recorded as data, never these exceptions, unless they are
 systemic (a missing binary, an unknown model) and no task could succeed.
+`first_error` words what pydantic rejected for such a message.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class SkilloptError(Exception):
@@ -60,6 +67,19 @@ def _locate(
         # a setting or flag on its own reads best bare ("target: unknown model …")
         where.append(f"field {field!r}" if where else field)
     return ": ".join([*where, message]) if where else message
+
+
+def first_error(exc: ValidationError, messages: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The first problem pydantic found, as (the dotted path of its field, its
+    message): `("agent.timeout", "Input should be a valid number")`. The path is ""
+    for the object as a whole. `messages` rewords errors by their pydantic type, e.g.
+    `{"extra_forbidden": "unknown setting"}`, where pydantic's own wording would not
+    tell a user what to fix."""
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"])
+    # a validator's own words, without the prefix pydantic puts before them
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return field, (messages or {}).get(err["type"], message)
 
 
 class ModelError(SkilloptError):

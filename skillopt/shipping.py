@@ -1,7 +1,10 @@
 """Ship a skill to where agents load it (`export`), or a run's best skill back into
 the working tree (`adopt`).
 
-Targets (formats.md §1.2, §2.1, §2.2, §4):
+Targets (documented at https://code.claude.com/docs/en/skills,
+https://developers.openai.com/codex/skills and
+https://developers.openai.com/codex/guides/agents-md; Copilot, Gemini CLI, OpenCode
+and Cursor read `.agents/skills/` too):
 
 | target        | project scope                 | user scope                 |
 |---------------|-------------------------------|----------------------------|

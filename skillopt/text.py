@@ -1,6 +1,7 @@
 """Text from outside (model replies, agent output, verifier output, suites) made safe
 to keep: `clean` replaces what cannot be encoded or stored, `safe` also blanks
-known secrets.
+known secrets; and cut to size for messages and prompts: `clip` keeps the start,
+`tail` the end, each marking the cut.
 
 Invariant: whatever a model or a program sends, `safe(text)` can be written as
 UTF-8 to SQLite, JSON, YAML and git, and holds no secret skillopt knows.
@@ -52,3 +53,19 @@ def replaced_note(count: int, where: str = "the reply") -> str:
         f"{where} held {count} character{plural} that cannot be stored (a lone UTF-16 "
         f"surrogate or NUL), replaced with U+FFFD"
     )
+
+
+def clip(text: str, limit: int, marker: str = "…") -> str:
+    """The first `limit` characters of `text` followed by `marker`, or `text` as it
+    is when it fits. `{cut}` in the marker becomes the number of characters cut
+    (`"…[truncated {cut} chars]"`), so a reader knows how much is missing."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + marker.format(cut=len(text) - limit)
+
+
+def tail(text: str, limit: int = 800) -> str:
+    """The last `limit` characters of `text` after stripping it, behind a "…" when
+    some were cut: the end of a program's output is where it says what went wrong."""
+    text = text.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]

@@ -36,6 +36,7 @@ from skillopt.shipping import diff_stat, files_diff, skill_files
 from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
 from skillopt.skill.lint import Problem, lint_skill
 from skillopt.suite.task import Task
+from skillopt.text import clip
 
 
 @dataclass
@@ -387,7 +388,9 @@ def junit_xml(res: ValidateResult) -> str:
             if outcome.value is None:
                 counts["skipped"] += 1
                 ET.SubElement(
-                    case, "skipped", message=_clip(f"unscored: {rs[0].error or 'no answer'}", 500)
+                    case,
+                    "skipped",
+                    message=_xml_clip(f"unscored: {rs[0].error or 'no answer'}", 500),
                 )
             elif not outcome.passed:
                 counts["failures"] += 1
@@ -396,7 +399,7 @@ def junit_xml(res: ValidateResult) -> str:
                     case,
                     "failure",
                     type="regression" if regression else "score",
-                    message=_clip(
+                    message=_xml_clip(
                         ("regression (passed at the baseline); " if regression else "")
                         + f"score {outcome.value:.3f}",
                         200,
@@ -423,7 +426,9 @@ def junit_xml(res: ValidateResult) -> str:
         counts["tests"] += 1
         if not check.passed:
             counts["failures"] += 1
-            fail = ET.SubElement(case, "failure", type=check.name, message=_clip(check.detail, 200))
+            fail = ET.SubElement(
+                case, "failure", type=check.name, message=_xml_clip(check.detail, 200)
+            )
             fail.text = (
                 "\n".join(str(p) for p in res.lint) if check.name == "lint" else check.detail
             )
@@ -440,10 +445,10 @@ def _failure_text(res: ValidateResult, task_id: str, rollouts) -> str:
     scored = [r for r in rollouts if r.scored]
     lines = []
     if task is not None and task.expected is not None:
-        lines.append(f"expected: {_clip(str(task.expected), 500)}")
+        lines.append(f"expected: {_xml_clip(str(task.expected), 500)}")
     if scored:
-        lines.append(f"answer: {_clip(scored[0].answer or '', 500)}")
-        lines.append(f"feedback: {_clip(scored[0].feedback, 1000)}")
+        lines.append(f"answer: {_xml_clip(scored[0].answer or '', 500)}")
+        lines.append(f"feedback: {_xml_clip(scored[0].feedback, 1000)}")
     return "\n".join(lines)
 
 
@@ -457,9 +462,9 @@ def _num(x: float | None) -> str:
     return "" if x is None else f"{x:.4f}"
 
 
-def _clip(text: str, limit: int) -> str:
-    text = "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20)  # XML-safe
-    return text if len(text) <= limit else text[:limit] + "…"
+def _xml_clip(text: str, limit: int) -> str:
+    """`text` without the control characters XML cannot hold, clipped to `limit`."""
+    return clip("".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20), limit)
 
 
 def summary_markdown(res: ValidateResult) -> str:
@@ -519,7 +524,7 @@ def summary_markdown(res: ValidateResult) -> str:
             + (", ".join(f"`{f}` +{a} −{d}" for f, a, d in stats) if stats else "identical"),
         ]
         if res.diff:
-            diff = res.diff if len(res.diff) <= 6000 else res.diff[:6000] + "\n… (truncated)"
+            diff = clip(res.diff, 6000, "\n… (truncated)")
             lines += [
                 "",
                 "<details><summary>diff</summary>",
@@ -536,7 +541,7 @@ def summary_markdown(res: ValidateResult) -> str:
         by_id = {x.task_id: x for x in r.rollouts if x.scored}
         for o in failed[:10]:
             fb = by_id[o.task_id].feedback.replace("\n", " ") if o.task_id in by_id else ""
-            lines.append(f"- `{o.task_id}` ({o.value:.2f}): {_clip(fb, 200)}")
+            lines.append(f"- `{o.task_id}` ({o.value:.2f}): {_xml_clip(fb, 200)}")
         if len(failed) > 10:
             lines.append(f"- … and {len(failed) - 10} more")
     if r.unscored:

@@ -27,9 +27,11 @@ from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.suite.task import Task
+from skillopt.text import clip, tail
 
 STEP_OUTPUT_LIMIT = 2000  # characters of one tool output kept in a trajectory
 STEP_INPUT_LIMIT = 1000
+CLIPPED = "…[truncated {cut} chars]"  # the `clip` marker of steps and CLI messages
 
 # The kinds `classify` gives; `rollout.SYSTEMIC` says which of them stop a run.
 _KIND_PATTERNS = (
@@ -94,13 +96,6 @@ def status_kind(status) -> str | None:
 HOME_POINTERS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
 
 
-def clip(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters with a marker saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"…[truncated {len(text) - limit} chars]"
-
-
 def json_lines(text: str) -> list[dict]:
     """The JSON objects among the lines of `text`; anything else (progress, warnings,
     a half-written last line) is skipped."""
@@ -122,7 +117,7 @@ def clip_json(value, limit: int = STEP_INPUT_LIMIT):
     """`value` itself when its JSON fits in `limit` characters, else that JSON clipped
     with a marker."""
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(text) <= limit else clip(text, limit)
+    return value if len(text) <= limit else clip(text, limit, CLIPPED)
 
 
 def as_int(value, default: int = 0) -> int:
@@ -388,7 +383,7 @@ class AgentHarness:
         if proc.returncode != 0:
             raise HarnessError(
                 f"`{self.binary} --version` exited {proc.returncode}: "
-                f"{process.tail(proc.stderr or proc.stdout, 300)}"
+                f"{tail(proc.stderr or proc.stdout, 300)}"
             )
         lines = (proc.stdout or proc.stderr).strip().splitlines()
         return lines[0].strip() if lines else "unknown"
@@ -397,7 +392,7 @@ class AgentHarness:
         self, result: ProcessResult, what: str | None = None, default_kind: str = "agent_error"
     ) -> Trajectory:
         """An unscored trajectory for a process that exited badly."""
-        detail = what or result.stderr_tail() or process.tail(result.stdout, 800) or "no output"
+        detail = what or result.stderr_tail() or tail(result.stdout, 800) or "no output"
         message = f"{self.binary_label} exited {result.returncode}: {detail}"
         return Trajectory(error=message, error_kind=classify(detail, default_kind))
 

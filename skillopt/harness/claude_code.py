@@ -1,12 +1,13 @@
 """The claude-code harness: `claude -p` in a workspace holding
 `.claude/skills/<name>/SKILL.md`, the prompt on stdin.
 
-Output shapes read (formats.md §3): the `--output-format json` result object; the
-JSON array of all messages with the result last (what verbose settings turn json
-into); and with trace capture, `--output-format stream-json --verbose` JSON lines.
-The tool steps come from the assistant `tool_use` blocks and the matching
-`tool_result` blocks; the skill counts as invoked when a `Skill` tool_use names
-it (or the agent reads its SKILL.md).
+Output shapes read (https://code.claude.com/docs/en/headless): the
+`--output-format json` result object; the JSON array of all messages with the
+result last (what verbose settings turn json into); and with trace capture,
+`--output-format stream-json --verbose` JSON lines. The tool steps come from the
+assistant `tool_use` blocks and the matching `tool_result` blocks; the skill
+counts as invoked when a `Skill` tool_use names it (or the agent reads its
+SKILL.md).
 
 Outcome rules: a `success` result is the answer. `error_max_turns` and
 `error_max_budget_usd` are the agent's own outcome (it ran out of turns or
@@ -22,23 +23,24 @@ from pathlib import Path
 
 from skillopt.config import Settings
 from skillopt.harness.agent import (
+    CLIPPED,
     STEP_OUTPUT_LIMIT,
     AgentHarness,
     as_int,
     classify,
     cli_model,
-    clip,
     clip_json,
     copy_private,
     json_lines,
     status_kind,
 )
 from skillopt.harness.base import Trajectory
-from skillopt.harness.process import ProcessResult, tail
+from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
 from skillopt.models.base import Usage
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
+from skillopt.text import clip, tail
 
 AGENT_OUTCOMES = ("error_max_turns", "error_max_budget_usd")
 CREDENTIALS = ".credentials.json"  # where `claude /login` keeps its token on Linux
@@ -274,7 +276,7 @@ class ClaudeCodeHarness(AgentHarness):
                 if isinstance(errors, list) and errors
                 else subtype or "error result"
             )
-            message = clip(message.strip(), 800)
+            message = clip(message.strip(), 800, CLIPPED)
             # the real CLI reports a provider's refusal as subtype "success" with
             # is_error and the HTTP status: the status decides, not the words
             status = final.get("api_error_status")
@@ -409,7 +411,7 @@ def tool_steps(
                     invoked = True
             elif block.get("type") == "tool_result":
                 step = by_id.get(str(block.get("tool_use_id")))
-                output = clip(_result_text(block.get("content")), STEP_OUTPUT_LIMIT)
+                output = clip(_result_text(block.get("content")), STEP_OUTPUT_LIMIT, CLIPPED)
                 if step is not None:
                     step["output"] = output
                     if block.get("is_error"):

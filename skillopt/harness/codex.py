@@ -1,13 +1,13 @@
 """The codex harness: `codex exec --json` in a workspace holding
 `.agents/skills/<name>/SKILL.md`, the prompt on stdin (`-`).
 
-Events read (formats.md §2.3): `thread.started`, `turn.started`, `turn.completed`
-(usage), `turn.failed` (error), `error`, and `item.started|updated|completed`
-whose item is an `agent_message`, `reasoning`, `command_execution`, `file_change`,
-`mcp_tool_call`, `web_search`, `todo_list` or `error`. Unknown event and item
-types are kept as generic steps or skipped, never an error; lines that are not
-JSON are skipped. Releases before late 2025 said `item_type` and
-`assistant_message`: both spellings are read.
+Events read (https://developers.openai.com/codex/noninteractive): `thread.started`,
+`turn.started`, `turn.completed` (usage), `turn.failed` (error), `error`, and
+`item.started|updated|completed` whose item is an `agent_message`, `reasoning`,
+`command_execution`, `file_change`, `mcp_tool_call`, `web_search`, `todo_list` or
+`error`. Unknown event and item types are kept as generic steps or skipped, never
+an error; lines that are not JSON are skipped. Releases before late 2025 said
+`item_type` and `assistant_message`: both spellings are read.
 
 The answer is the `--output-last-message` file (written outside the workspace),
 else the last agent message. `--full-auto` is never passed (removed upstream).
@@ -24,22 +24,23 @@ from pathlib import Path
 from skillopt.config import Settings
 from skillopt.errors import HarnessError
 from skillopt.harness.agent import (
+    CLIPPED,
     STEP_OUTPUT_LIMIT,
     AgentHarness,
     as_int,
     classify,
     cli_model,
-    clip,
     clip_json,
     copy_private,
     json_lines,
 )
 from skillopt.harness.base import Trajectory
-from skillopt.harness.process import ProcessResult, tail
+from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
 from skillopt.models.base import Usage
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
+from skillopt.text import clip, tail
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -232,19 +233,19 @@ class CodexHarness(AgentHarness):
         if broken:
             return Trajectory(
                 error=f"codex's sandbox ({self.conf.sandbox}) could not run commands "
-                f"({len(broken)} failed): {clip(broken[-1], 400)}; fix the sandbox "
+                f"({len(broken)} failed): {clip(broken[-1], 400, CLIPPED)}; fix the sandbox "
                 "(bubblewrap) on this machine, or choose codex.sandbox: "
                 "danger-full-access where the workspace is already isolated",
                 error_kind="sandbox",
                 **common,
             )
         if failures and not completed:
-            message = clip(failures[-1].strip(), 800)
+            message = clip(failures[-1].strip(), 800, CLIPPED)
             return Trajectory(
                 error=f"codex turn failed: {message}", error_kind=classify(message), **common
             )
         if result.returncode not in (0, None):
-            detail = result.stderr_tail() or (clip(failures[-1], 800) if failures else "")
+            detail = result.stderr_tail() or (clip(failures[-1], 800, CLIPPED) if failures else "")
             traj = self.failure(result, detail or None)
             return Trajectory(error=traj.error, error_kind=traj.error_kind, **common)
         if not events:
@@ -415,7 +416,7 @@ def _step(kind: str, item: dict) -> dict | None:
         step = {
             "type": "command",
             "command": str(item.get("command", "")),
-            "output": clip(str(item.get("aggregated_output") or ""), STEP_OUTPUT_LIMIT),
+            "output": clip(str(item.get("aggregated_output") or ""), STEP_OUTPUT_LIMIT, CLIPPED),
         }
         for k in ("exit_code", "status"):
             if item.get(k) is not None:
@@ -443,15 +444,19 @@ def _step(kind: str, item: dict) -> dict | None:
                     item.get("result") or item.get("error"), ensure_ascii=False, default=str
                 ),
                 STEP_OUTPUT_LIMIT,
+                CLIPPED,
             ),
         }
     if kind == "reasoning":
         text = item.get("text")
-        return {"type": "reasoning", "text": clip(str(text), 600)} if text else None
+        return {"type": "reasoning", "text": clip(str(text), 600, CLIPPED)} if text else None
     if kind == "web_search":
         return {"type": "web_search", "tool": "web_search", "input": item.get("query")}
     if kind == "error":
-        return {"type": "error", "text": clip(str(item.get("message", "")), 600)}
+        return {"type": "error", "text": clip(str(item.get("message", "")), 600, CLIPPED)}
     # todo_list, plan, collab_tool_call and anything newer: kept, compactly
     fields = {k: v for k, v in item.items() if k not in ("id", "type", "item_type")}
-    return {"type": kind, "text": clip(json.dumps(fields, ensure_ascii=False, default=str), 600)}
+    return {
+        "type": kind,
+        "text": clip(json.dumps(fields, ensure_ascii=False, default=str), 600, CLIPPED),
+    }

@@ -25,12 +25,13 @@ from pathlib import Path
 
 from skillopt.config import Settings
 from skillopt.errors import InputError
-from skillopt.harness.agent import STEP_OUTPUT_LIMIT, AgentHarness, clip
+from skillopt.harness.agent import CLIPPED, STEP_OUTPUT_LIMIT, AgentHarness
 from skillopt.harness.base import Trajectory
 from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.suite.task import Task
+from skillopt.text import clip
 
 PLACEHOLDERS = (
     "workspace",
@@ -172,7 +173,10 @@ def read_steps(path: Path) -> tuple[dict, ...]:
             continue
         if isinstance(obj, dict):
             steps.append(
-                {k: clip(v, STEP_OUTPUT_LIMIT) if isinstance(v, str) else v for k, v in obj.items()}
+                {
+                    k: clip(v, STEP_OUTPUT_LIMIT, CLIPPED) if isinstance(v, str) else v
+                    for k, v in obj.items()
+                }
             )
     return tuple(steps)
 

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillopt.text import tail
+
 # What any program needs to start and reach the network; each harness adds its own.
 BASE_ENV = (
     "PATH",
@@ -167,11 +169,6 @@ class ProcessResult:
 
     def stderr_tail(self, limit: int = 800) -> str:
         return tail(self.stderr, limit)
-
-
-def tail(text: str, limit: int = 800) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else "…" + text[-limit:]
 
 
 def scrubbed_env(

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from skillopt.errors import ModelError
+from skillopt.errors import ModelError, first_error
 from skillopt.models.base import JsonMode, Model, Usage
 from skillopt.optimize.base import (
     NoteTaker,
@@ -30,6 +30,7 @@ from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.suite.scorers import NO_JSON, parse_json_answer
 from skillopt.suite.task import Task
+from skillopt.text import clip
 
 FIELD_LIMIT = 1500
 STEP_LIMIT = 600
@@ -90,9 +91,8 @@ def parse_edits(text: str, source: str) -> list[Edit]:
     try:
         reply = EditsReply.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise ValueError(f"{loc}: {err['msg']}") from None
+        loc, msg = first_error(exc)
+        raise ValueError(f"{loc}: {msg}") from None
     edits = []
     for i, e in enumerate(reply.edits):
         if e.op in ("delete", "replace") and not (e.anchor or "").strip():
@@ -119,10 +119,10 @@ def _no_json(exc: ValueError) -> str:
 
 
 def _clip(text: Any, limit: int) -> str:
+    """`text` (a value other than a string as JSON) clipped for the optimizer's prompt,
+    the cut marked on a line of its own with the number of characters cut."""
     s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
-    if len(s) <= limit:
-        return s
-    return s[:limit] + f"\n…[truncated {len(s) - limit} characters]"
+    return clip(s, limit, "\n…[truncated {cut} characters]")
 
 
 def render_trajectories(rollouts: list[Rollout], tasks: dict[str, Task]) -> str:

@@ -25,9 +25,10 @@ PROTECTED_CLOSE = re.compile(r"<!--\s*/skillopt:protected\s*-->")
 
 @dataclass(frozen=True)
 class Edit:
-    """One proposed change (DESIGN §3). `source` says where it came from
-    (failures, successes, slow_update, exemplars); `support` how many minibatches
-    proposed it."""
+    """One proposed change (applied by `apply_edits`): `add` content after an anchor,
+    under a section or at the end; `delete` or `replace` an anchor. `source` says
+    where it came from (failures, successes, slow_update, exemplars); `support` how
+    many minibatches proposed it."""
 
     op: str
     anchor: str | None = None

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from skillopt.errors import InputError
+from skillopt.errors import InputError, first_error
 from skillopt.suite.readers import ItemList, read_jsonl, read_yaml, take_items
 from skillopt.suite.scorers import Scorer, build_scorer
 from skillopt.suite.task import SPLITS, Suite, Task
@@ -121,9 +121,8 @@ def load_suite(path: str | Path) -> Suite:
         # the items are checked one by one below, not copied into the spec
         spec = SuiteSpec.model_validate({**raw, "items": []} if isinstance(items, list) else raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise InputError(_pyd_msg(err), path=path, field=field, line=data_line) from None
+        field, msg = first_error(exc, _MESSAGES)
+        raise InputError(msg, path=path, field=field, line=data_line) from None
     base = path.parent
     if isinstance(items, str):
         items_path = base / items
@@ -187,10 +186,9 @@ def _build_tasks(
             try:
                 it = ItemSpec.model_validate(item)
             except ValidationError as exc:
-                err = exc.errors()[0]
-                field = ".".join(str(p) for p in err["loc"])
+                field, msg = first_error(exc, _MESSAGES)
                 raise InputError(
-                    _pyd_msg(err), path=items_path, item=_label(item, index), field=field, line=line
+                    msg, path=items_path, item=_label(item, index), field=field, line=line
                 ) from None
             fields = (it.id, it.input, it.expected, it.scorer, it.split, it.metadata, it.files)
         raw_id, item_input, expected, item_scorer, pinned, metadata, files = fields
@@ -365,9 +363,5 @@ def _label(item: Any, index: int) -> str:
     return f"#{index + 1}"
 
 
-def _pyd_msg(err: dict) -> str:
-    if err["type"] == "missing":
-        return "required"
-    if err["type"] == "extra_forbidden":
-        return "unknown field"
-    return err["msg"]
+# pydantic's wording for a missing or unknown field, as a suite's author reads it
+_MESSAGES = {"missing": "required", "extra_forbidden": "unknown field"}

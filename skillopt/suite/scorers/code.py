@@ -1,0 +1,224 @@
+"""Scorers that run the user's code: `python` (a function next to the suite) and
+`command` (a shell verifier in the task's finished workspace).
+
+Their failures to judge are `ScorerError` (the user's function raised, the verifier
+could not start): the rollout is unscored, not failed. A verifier that times out
+fails the task, since the agent's output is what made it hang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from skillopt.errors import ScorerError
+from skillopt.suite.scorers.base import Score, Scorer, ScorerParams
+
+
+class PythonParams(ScorerParams):
+    function: str
+
+
+class Python(Scorer):
+    """Calls `module:function(answer, expected, task)`; the module is imported with
+    the suite's directory on `sys.path`, only while it is imported (import sibling
+    modules at the top of the file, not inside the function). It may return a bool,
+    a number in [0, 1], a `Score`, or a mapping with `value`/`score`, `passed` and
+    `feedback`."""
+
+    type = "python"
+    needs_expected = False
+    Params = PythonParams
+
+    def __init__(self, params, base_dir):
+        super().__init__(params, base_dir)
+        self._fn, self._source_hash = _import_function(params.function, base_dir)
+
+    @property
+    def spec(self):
+        return {**super().spec, "source": self._source_hash}
+
+    def score(self, task, answer, ctx):
+        try:
+            result = self._fn(answer, task.expected, task)
+        except Exception as exc:  # the user's scorer failed: not the agent's fault
+            raise ScorerError(
+                f"scorer {self.params.function} raised {type(exc).__name__}: {exc}"
+            ) from exc
+        return self._coerce(result)
+
+    def _coerce(self, result: Any) -> Score:
+        if isinstance(result, Score):
+            return Score(
+                min(1.0, max(0.0, float(result.value))), bool(result.passed), result.feedback
+            )
+        if isinstance(result, bool):
+            return Score(
+                float(result),
+                result,
+                "passed" if result else f"{self.params.function} returned False",
+            )
+        if isinstance(result, (int, float)):
+            return self._graded(
+                float(result),
+                f"{self.params.function} scored {float(result):.3g}",
+                f"{self.params.function} scored {float(result):.3g}",
+            )
+        if isinstance(result, dict):
+            value = result.get("value", result.get("score"))
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ScorerError(
+                    f"scorer {self.params.function} returned a mapping without a numeric 'value'"
+                )
+            value = min(1.0, max(0.0, float(value)))
+            passed = bool(result.get("passed", value >= self.params.threshold))
+            return Score(value, passed, str(result.get("feedback", "")))
+        raise ScorerError(
+            f"scorer {self.params.function} returned {type(result).__name__}; "
+            "expected bool, number, Score or mapping"
+        )
+
+
+def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
+    """Resolve `module:function`. A module file next to the suite is loaded from
+    that file under a private name, fresh each time: a cached module could be
+    another suite's file of the same name, or this file before it was edited, and
+    the user's file must never replace a module the process already uses. Other
+    names are imported normally (installed packages). While the file runs, the
+    suite's directory is on `sys.path`, so it can import its siblings at import
+    time; afterwards `sys.path` is exactly what it was (also when the import fails)."""
+    if ":" not in ref:
+        raise ValueError(f"'{ref}' is not of the form module:function")
+    module_name, _, attr = ref.partition(":")
+    local = base_dir.joinpath(*module_name.split("."))
+    path = next((p for p in (local.with_suffix(".py"), local / "__init__.py") if p.is_file()), None)
+    try:
+        if path is not None:
+            source = path.read_bytes()
+            digest = hashlib.sha256(source).hexdigest()[:16]
+            private = f"_skillopt_scorer_{digest}_{module_name.replace('.', '_')}"
+            spec = importlib.util.spec_from_file_location(private, path)
+            module = importlib.util.module_from_spec(spec)
+            saved = list(sys.path)
+            try:  # the suite's directory is on sys.path only while the module runs
+                if str(base_dir) not in sys.path:  # so the scorer can import its siblings
+                    sys.path.append(str(base_dir))
+                spec.loader.exec_module(module)
+            finally:
+                sys.path[:] = saved
+        else:
+            module = importlib.import_module(module_name)
+            file = getattr(module, "__file__", None)
+            digest = hashlib.sha256(Path(file).read_bytes()).hexdigest()[:16] if file else "builtin"
+    except Exception as exc:
+        raise ValueError(
+            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ValueError(f"module {module_name!r} has no function {attr!r}")
+    return fn, digest
+
+
+# ---------------------------------------------------------------------- command
+OUTPUT_TAIL = 600  # characters of the end of a verifier's output kept as feedback
+
+
+class CommandParams(ScorerParams):
+    run: str
+    timeout: float = 60.0
+    env: list[str] = []  # names of variables passed through besides the basic ones
+
+
+class Command(Scorer):
+    """Runs a shell verifier. It gets the answer on stdin and in
+    `$SKILLOPT_ANSWER_FILE`, the expected value in `$SKILLOPT_EXPECTED`, runs in
+    the task's finished workspace when there is one, and scores by exit code (0 =
+    pass) or by a JSON object on its last stdout line: {"score": x, "feedback": …}.
+
+    The verifier runs like an agent (`skillopt.harness.process`): a scrubbed
+    environment (the basics in `BASE_ENV`, the SKILLOPT_* variables above,
+    `SKILLOPT_TASK_ID`, `SKILLOPT_SUITE_DIR`, and the names listed in `env` —
+    nothing else of skillopt's, so no provider key unless listed), its own process
+    group, and its own PID namespace where the platform allows. Its output becomes
+    feedback, so it is passed through `skillopt.text.safe`: known secrets are
+    blanked.
+
+    A verifier that cannot start (exit 126/127) is unscored; one that times out
+    fails the task (the agent's output is what made it hang)."""
+
+    type = "command"
+    version = 2  # 2: the verifier gets a scrubbed environment, not skillopt's own
+    needs_expected = False
+    Params = CommandParams
+
+    def score(self, task, answer, ctx):
+        from skillopt.harness import process
+        from skillopt.text import safe, tail
+
+        with tempfile.TemporaryDirectory(prefix="skillopt-verify-") as tmp:
+            answer_file = Path(tmp) / "answer.txt"
+            answer_file.write_text(answer, encoding="utf-8")
+            io_dir = Path(tmp) / "io"
+            io_dir.mkdir()
+            cwd = ctx.workspace if ctx.workspace is not None else Path(tmp)
+            expected = (
+                ""
+                if task.expected is None
+                else (
+                    task.expected if isinstance(task.expected, str) else json.dumps(task.expected)
+                )
+            )
+            env = process.scrubbed_env(
+                [*process.BASE_ENV, *self.params.env],
+                extra={
+                    "SKILLOPT_ANSWER_FILE": str(answer_file),
+                    "SKILLOPT_EXPECTED": expected,
+                    "SKILLOPT_TASK_ID": task.id,
+                    "SKILLOPT_SUITE_DIR": str(self.base_dir),
+                },
+            )
+            try:
+                result = process.run_process(
+                    ["/bin/sh", "-c", self.params.run],
+                    cwd=cwd,
+                    env=env,
+                    stdin_text=answer,
+                    timeout=self.params.timeout,
+                    io_dir=io_dir,
+                )
+            except OSError as exc:
+                raise ScorerError(f"verifier could not start: {exc}") from exc
+        if result.timed_out:  # its process group was killed
+            return Score(0.0, False, f"verifier timed out after {self.params.timeout:g}s")
+        stdout, stderr = safe(result.stdout), safe(result.stderr)
+        returncode = result.returncode
+        output = tail(stdout + stderr, OUTPUT_TAIL)
+        if returncode in (126, 127):
+            raise ScorerError(f"verifier could not run (exit {returncode}): {output}")
+        last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
+        if last.startswith("{"):
+            try:
+                data = json.loads(last)
+            except json.JSONDecodeError:
+                data = None
+            if isinstance(data, dict) and isinstance(data.get("score"), (int, float)):
+                value = min(1.0, max(0.0, float(data["score"])))
+                passed = bool(data.get("passed", value >= self.params.threshold))
+                return Score(value, passed, safe(str(data.get("feedback", output))))
+        if returncode == 0:
+            return Score(1.0, True, output or "verifier passed")
+        return Score(
+            0.0,
+            False,
+            f"verifier exited {returncode}: {output}"
+            if output
+            else f"verifier exited {returncode}",
+        )
