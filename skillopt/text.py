@@ -52,3 +52,10 @@ def replaced_note(count: int, where: str = "the reply") -> str:
         f"{where} held {count} character{plural} that cannot be stored (a lone UTF-16 "
         f"surrogate or NUL), replaced with U+FFFD"
     )
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` without control characters other than tab and newlines (so it is valid
+    in XML), cut to `limit` characters with "…" appended when longer."""
+    text = "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20)
+    return text if len(text) <= limit else text[:limit] + "…"
