@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skillopt import display
 from skillopt.errors import InputError
 from skillopt.evaluation import Comparison, SplitResult, task_outcomes
 from skillopt.export import diff_stat
@@ -139,7 +140,12 @@ def threshold_checks(
     if min_score is not None:
         ok = result.mean >= min_score
         checks.append(
-            Check("min-score", ok, f"mean {result.mean:.3f} {'≥' if ok else '<'} {min_score:.3f}")
+            Check(
+                "min-score",
+                ok,
+                f"mean {display.score(result.mean)} {'≥' if ok else '<'} "
+                f"{display.score(min_score)}",
+            )
         )
     if max_regressions is not None and comparison is not None:
         n = len(comparison.pass_to_fail)

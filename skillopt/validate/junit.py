@@ -12,6 +12,7 @@ import socket
 import time
 import xml.etree.ElementTree as ET
 
+from skillopt import display
 from skillopt.evaluation import task_outcomes
 from skillopt.text import clip
 from skillopt.validate.checks import ValidateResult
@@ -41,9 +42,12 @@ def junit_xml(res: ValidateResult) -> str:
             ("skill_hash", res.skill_hash),
             ("target", res.target),
             ("harness", res.harness),
-            ("mean", _num(res.result.mean)),
+            ("mean", display.score(res.result.mean, 4, none="")),
             ("baseline", res.baseline_label or ""),
-            ("baseline_mean", _num(res.baseline.mean if res.baseline else None)),
+            (
+                "baseline_mean",
+                display.score(res.baseline.mean if res.baseline else None, 4, none=""),
+            ),
         ):
             ET.SubElement(props, "property", name=key, value=str(value))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -74,7 +78,7 @@ def junit_xml(res: ValidateResult) -> str:
                     type="regression" if regression else "score",
                     message=clip(
                         ("regression (passed at the baseline); " if regression else "")
-                        + f"score {outcome.value:.3f}",
+                        + f"score {display.score(outcome.value)}",
                         200,
                     ),
                 )
@@ -127,7 +131,3 @@ def _set_counts(el: ET.Element, counts: dict, seconds: float) -> None:
     for k, v in counts.items():
         el.set(k, str(v))
     el.set("time", f"{seconds:.3f}")
-
-
-def _num(x: float | None) -> str:
-    return "" if x is None else f"{x:.4f}"

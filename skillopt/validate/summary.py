@@ -9,6 +9,7 @@ never as failures.
 
 from __future__ import annotations
 
+from skillopt import display
 from skillopt.evaluation import SplitResult, task_outcomes
 from skillopt.export import diff_stat
 from skillopt.text import clip
@@ -34,9 +35,10 @@ def summary_markdown(res: ValidateResult) -> str:
         lines += [
             f"| | skill | baseline (`{res.baseline_label}`) | Δ |",
             "|---|---|---|---|",
-            f"| mean | {_f(r.mean)} | {_f(b.mean)} | {_d(c.delta if c else None)} |",
-            f"| pass rate | {_p(r.pass_rate)} | {_p(b.pass_rate)} | "
-            f"{_pp(r.pass_rate, b.pass_rate)} |",
+            f"| mean | {display.score(r.mean)} | {display.score(b.mean)} | "
+            f"{display.delta(c.delta if c else None)} |",
+            f"| pass rate | {display.pct(r.pass_rate)} | {display.pct(b.pass_rate)} | "
+            f"{display.pct_points(r.pass_rate, b.pass_rate)} |",
             f"| scored | {r.n}/{r.tasks} | {b.n}/{b.tasks} | |",
         ]
         if r.invocations[1] or b.invocations[1]:
@@ -45,8 +47,8 @@ def summary_markdown(res: ValidateResult) -> str:
         lines += [
             "| | skill |",
             "|---|---|",
-            f"| mean | {_f(r.mean)} |",
-            f"| pass rate | {_p(r.pass_rate)} |",
+            f"| mean | {display.score(r.mean)} |",
+            f"| pass rate | {display.pct(r.pass_rate)} |",
             f"| scored | {r.n}/{r.tasks} |",
         ]
         if r.invocations[1]:
@@ -89,7 +91,7 @@ def summary_markdown(res: ValidateResult) -> str:
         by_id = {x.task_id: x for x in r.rollouts if x.scored}
         for o in failed[:10]:
             fb = by_id[o.task_id].feedback.replace("\n", " ") if o.task_id in by_id else ""
-            lines.append(f"- `{o.task_id}` ({o.value:.2f}): {clip(fb, 200)}")
+            lines.append(f"- `{o.task_id}` ({display.score(o.value, 2)}): {clip(fb, 200)}")
         if len(failed) > 10:
             lines.append(f"- … and {len(failed) - 10} more")
     if r.unscored:
@@ -101,22 +103,6 @@ def _inv(r: SplitResult) -> str:
     """How many traced rollouts show the agent loading the skill."""
     invoked, traced = r.invocations
     return f"{invoked}/{traced}" if traced else "—"
-
-
-def _f(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
-
-
-def _d(x: float | None) -> str:
-    return "—" if x is None else f"{x:+.3f}"
-
-
-def _p(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
-
-
-def _pp(a: float | None, b: float | None) -> str:
-    return "—" if a is None or b is None else f"{100 * (a - b):+.1f} pp"
 
 
 def _ids(ids: list[str], limit: int = 8) -> str:
