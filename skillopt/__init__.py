@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         train,
         validate,
     )
+    from skillopt.ci import ValidateResult
     from skillopt.config import Settings
     from skillopt.errors import BadSkill, InputError, SkilloptError
     from skillopt.evaluation import EvalResult, SplitResult, TaskOutcome
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
     from skillopt.suite.scorers import Score, ScoreContext, Scorer
     from skillopt.suite.task import Suite, Task
     from skillopt.training import TrainResult
-    from skillopt.validate import ValidateResult
 
 _EXPORTS = {
     "skillopt.api": (
@@ -97,7 +97,7 @@ _EXPORTS = {
     "skillopt.suite.scorers": ("Score", "ScoreContext", "Scorer"),
     "skillopt.suite.task": ("Suite", "Task"),
     "skillopt.training": ("TrainResult",),
-    "skillopt.validate": ("ValidateResult",),
+    "skillopt.ci": ("ValidateResult",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

@@ -31,6 +31,7 @@ from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.task import Suite
 
 if TYPE_CHECKING:
+    from skillopt.ci import ValidateResult
     from skillopt.models.inventory import ModelInfo
     from skillopt.optimize.plan import Plan
     from skillopt.optimize.trainer import TrainObserver
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from skillopt.shipping import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
     from skillopt.training import TrainResult
-    from skillopt.validate import ValidateResult
 
 Section = Mapping[str, Any]  # a partial settings section: {"isolate": False}
 
@@ -330,7 +330,7 @@ def validate(
     """Lint `skill`, then score it (and `baseline`: a git ref of the skill's
     repository, or a path) on `split` of the suite, with thresholds (`skillopt
     validate`, the CI gate). `result.exit_code` is 0 when every check passed."""
-    from skillopt.validate import validate as run_validate
+    from skillopt.ci import validate as run_validate
 
     for value, kind, role in (
         (target, Model, "target"),

@@ -3,13 +3,9 @@ from the checkpoint state alone, so a finished run can be re-reported any time."
 
 from __future__ import annotations
 
-from typing import Any
-
+from skillopt import display
+from skillopt.display import NA
 from skillopt.skill.edits import Edit
-
-
-def _f(v: float | None, spec: str = ".3f") -> str:
-    return "n/a" if v is None else format(v, spec)
 
 
 def summary(state: dict, config: dict) -> dict:
@@ -93,7 +89,8 @@ def markdown(summary: dict) -> str:
         f"- Skill: `{s['skill']}`",
         f"- Suite: `{s['suite']}`",
         f"- Target: `{s['target']}` · optimizer: `{s['optimizer']}`",
-        f"- Validation: {_f(s['initial_val'])} (initial) → {_f(s['best_val'])} (best)",
+        f"- Validation: {display.score(s['initial_val'], none=NA)} (initial) → "
+        f"{display.score(s['best_val'], none=NA)} (best)",
         "",
     ]
     test = s.get("test") or {}
@@ -103,7 +100,8 @@ def markdown(summary: dict) -> str:
             t = test.get(name)
             if t:
                 lines.append(
-                    f"| {label} | {_f(t['mean'])} | {_f(t['pass_rate'], '.1%')} | {t['n']} |"
+                    f"| {label} | {display.score(t['mean'], none=NA)} | "
+                    f"{display.pct(t['pass_rate'], none=NA)} | {t['n']} |"
                 )
         lines.append("")
     lines += [
@@ -115,8 +113,10 @@ def markdown(summary: dict) -> str:
     for st in s["steps"]:
         lines.append(
             f"| {st['step']} | {st['kind']} | {st['epoch']} | {st.get('budget') or ''} | "
-            f"{_f(st.get('train_mean'))} | {_f(st.get('val'))} | "
-            f"{_f(st.get('delta'), '+.3f')} | {_f(st.get('p_value'), '.3f')} | "
+            f"{display.score(st.get('train_mean'), none=NA)} | "
+            f"{display.score(st.get('val'), none=NA)} | "
+            f"{display.delta(st.get('delta'), none=NA)} | "
+            f"{display.p_value(st.get('p_value'), none=NA)} | "
             f"{st['decision']} |"
         )
     lines += [
@@ -154,16 +154,12 @@ def markdown(summary: dict) -> str:
         f"{acct.get('unscored_rollouts', 0)} unscored)",
         f"- Target tokens: {acct.get('target_input_tokens', 0):,} in, "
         f"{acct.get('target_output_tokens', 0):,} out; cost "
-        f"{_money(acct.get('target_cost'))}",
+        f"{display.money(acct.get('target_cost'), digits=4, none='unknown')}",
         f"- Optimizer calls: {acct.get('optimizer_calls', 0)} "
         f"({acct.get('skipped_minibatches', 0)} minibatches skipped); tokens "
         f"{acct.get('optimizer_input_tokens', 0):,} in, "
         f"{acct.get('optimizer_output_tokens', 0):,} out; cost "
-        f"{_money(acct.get('optimizer_cost'))}",
+        f"{display.money(acct.get('optimizer_cost'), digits=4, none='unknown')}",
         "",
     ]
     return "\n".join(lines)
-
-
-def _money(v: Any) -> str:
-    return "unknown" if v is None else f"${v:.4f}"

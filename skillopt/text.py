@@ -69,3 +69,10 @@ def tail(text: str, limit: int = 800) -> str:
     some were cut: the end of a program's output is where it says what went wrong."""
     text = text.strip()
     return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def xml_clip(text: str, limit: int) -> str:
+    """`text` without control characters other than tab and newlines (so it is valid
+    in XML), cut to `limit` characters with "…" appended when longer."""
+    text = "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20)
+    return clip(text, limit)

@@ -151,21 +151,6 @@ def warn(message: str) -> None:
     err.print(f"[yellow]warning:[/] {escape(message)}")
 
 
-def fmt_score(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
-
-
-def fmt_pct(value: float | None) -> str:
-    return "—" if value is None else f"{value * 100:.1f}%"
-
-
-def fmt_cost(cost: float | None, complete: bool = True) -> str:
-    if cost is None:
-        return "n/a" if not complete else "$0"
-    text = f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"
-    return text if complete else "≥" + text
-
-
 def fmt_ids(ids: list[str], limit: int = 8) -> str:
     shown = ", ".join(ids[:limit])
     return shown + (f" … and {len(ids) - limit} more" if len(ids) > limit else "")

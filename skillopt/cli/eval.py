@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from skillopt import api
+from skillopt import api, display
 from skillopt.cli.common import (
     Concurrency,
     Harness,
@@ -21,10 +21,7 @@ from skillopt.cli.common import (
     Store,
     Target,
     err,
-    fmt_cost,
     fmt_ids,
-    fmt_pct,
-    fmt_score,
     handle_errors,
     make_progress,
     out,
@@ -150,20 +147,19 @@ def render(result: EvalResult) -> None:
         table.add_row(
             r.split,
             r.variant,
-            fmt_score(r.mean),
-            fmt_pct(r.pass_rate),
+            display.score(r.mean),
+            display.pct(r.pass_rate),
             str(r.n),
             str(r.unscored) if r.unscored else "0",
             str(r.cached),
             f"{r.tokens:,}",
-            fmt_cost(r.cost, r.cost_complete) if r.model_calls else "$0",
+            display.money(r.cost, r.cost_complete) if r.model_calls else "$0",
             f"{r.wall_s:.2f}s",
         )
     out.print(table)
     for c in result.comparisons:
-        delta = "—" if c.delta is None else f"{c.delta:+.3f}"
         out.print(
-            f"Δ {c.split}: {delta} mean vs no skill (n={c.n}) · "
+            f"Δ {c.split}: {display.delta(c.delta)} mean vs no skill (n={c.n}) · "
             f"fail→pass {len(c.fail_to_pass)}"
             + (f": {escape(fmt_ids(c.fail_to_pass))}" if c.fail_to_pass else "")
             + f" · pass→fail {len(c.pass_to_fail)}"

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from skillopt import api
+from skillopt import api, display
 from skillopt.cli.common import (
     Concurrency,
     Harness,
@@ -19,8 +19,6 @@ from skillopt.cli.common import (
     Store,
     Target,
     err,
-    fmt_pct,
-    fmt_score,
     handle_errors,
     make_progress,
     out,
@@ -190,7 +188,7 @@ def validate_cmd(
     store: Store = None,
 ) -> None:
     """CI gate: lint, then score the skill; exit 1 below --min-score or past --max-regressions."""
-    from skillopt.validate import junit_xml, summary_markdown
+    from skillopt.ci import junit_xml, summary_markdown
 
     if fmt not in ("text", "json"):
         raise InputError(f"unknown format {fmt!r}; choose text or json", field="--format")
@@ -239,22 +237,21 @@ def render(result) -> None:
             soft_wrap=True,
         )
         out.print(
-            f"skill:    mean {fmt_score(r.mean)} · pass {fmt_pct(r.pass_rate)} · "
+            f"skill:    mean {display.score(r.mean)} · pass {display.pct(r.pass_rate)} · "
             f"scored {r.n}/{r.tasks}"
             + (f" · unscored {r.unscored}" if r.unscored else "")
             + _invoked(r)
         )
         if b is not None:
             out.print(
-                f"baseline: mean {fmt_score(b.mean)} · pass {fmt_pct(b.pass_rate)} · "
+                f"baseline: mean {display.score(b.mean)} · pass {display.pct(b.pass_rate)} · "
                 f"scored {b.n}/{b.tasks}{_invoked(b)} "
                 f"({escape(result.baseline_label or '')})"
             )
         if c is not None:
-            delta = "—" if c.delta is None else f"{c.delta:+.3f}"
             out.print(
-                f"Δ {delta} (n={c.n}) · fail→pass {len(c.fail_to_pass)} · pass→fail "
-                f"{len(c.pass_to_fail)}"
+                f"Δ {display.delta(c.delta)} (n={c.n}) · fail→pass {len(c.fail_to_pass)} · "
+                f"pass→fail {len(c.pass_to_fail)}"
                 + (f": {escape(', '.join(c.pass_to_fail[:10]))}" if c.pass_to_fail else ""),
                 soft_wrap=True,
             )

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from skillopt import api
+from skillopt import api, display
 from skillopt.cli.common import (
     Concurrency,
     Harness,
@@ -19,9 +19,6 @@ from skillopt.cli.common import (
     Samples,
     Store,
     Target,
-    fmt_cost,
-    fmt_pct,
-    fmt_score,
     handle_errors,
     make_progress,
     out,
@@ -43,7 +40,7 @@ class TrainProgress:
 
     def _describe(self, stage: str) -> str:
         best = (
-            f" · val now {fmt_score(self.current)} best {fmt_score(self.best)}"
+            f" · val now {display.score(self.current)} best {display.score(self.best)}"
             if self.best is not None
             else ""
         )
@@ -80,14 +77,10 @@ class TrainProgress:
             )
 
 
-def fmt_p(p: float) -> str:
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
 def decision_line(d: dict) -> str:
     step = d["step"]
     if d.get("kind") == "initial":
-        return f"step 0   initial      val {fmt_score(d.get('val'))}"
+        return f"step 0   initial      val {display.score(d.get('val'))}"
     label = "slow " if d.get("kind") == "slow_update" else ""
     decision = d.get("decision", "")
     if decision == "no_candidate":
@@ -96,10 +89,10 @@ def decision_line(d: dict) -> str:
     delta = d.get("delta")
     p = d.get("p_value")
     return (
-        f"step {step:<3} {label}[{color}]{decision:<9}[/] val {fmt_score(d.get('val'))}"
-        + (f" ({delta:+.3f})" if delta is not None else "")
-        + (f" p={fmt_p(p)}" if p is not None else "")
-        + f" · best {fmt_score(d.get('best'))} — {escape(d.get('reason', ''))}"
+        f"step {step:<3} {label}[{color}]{decision:<9}[/] val {display.score(d.get('val'))}"
+        + (f" ({display.delta(delta)})" if delta is not None else "")
+        + (f" p={display.p_value(p, floor=True)}" if p is not None else "")
+        + f" · best {display.score(d.get('best'))} — {escape(d.get('reason', ''))}"
     )
 
 
@@ -273,7 +266,7 @@ def render_plan(plan) -> None:
     out.print(
         f"  optimizer calls: at most {plan.optimizer_calls:,} (≈{plan.optimizer_tokens:,} tokens)"
     )
-    cost = "unknown" if plan.cost is None else f"≈ ${plan.cost:.4f}"
+    cost = "unknown" if plan.cost is None else f"≈ {display.money(plan.cost, digits=4)}"
     out.print(f"  estimated cost: {cost}" + (f" ({plan.cost_note})" if plan.cost_note else ""))
     for note in plan.notes:
         out.print(f"  note: {note}")
@@ -284,8 +277,8 @@ def render_summary(result: api.TrainResult) -> None:
     acct = s["accounting"]
     out.print()
     out.print(
-        f"[bold]Run {escape(result.run_id)}[/]: validation {fmt_score(s['initial_val'])} → "
-        f"{fmt_score(s['best_val'])}",
+        f"[bold]Run {escape(result.run_id)}[/]: validation {display.score(s['initial_val'])} → "
+        f"{display.score(s['best_val'])}",
         soft_wrap=True,
     )
     test = s.get("test") or {}
@@ -302,7 +295,9 @@ def render_summary(result: api.TrainResult) -> None:
         for key, label in (("no_skill", "no skill"), ("initial", "initial"), ("best", "best")):
             t = test.get(key)
             if t:
-                table.add_row(label, fmt_score(t["mean"]), fmt_pct(t["pass_rate"]), str(t["n"]))
+                table.add_row(
+                    label, display.score(t["mean"]), display.pct(t["pass_rate"]), str(t["n"])
+                )
         out.print(table)
     else:
         out.print("[yellow]the suite has no test split: no test scores[/]")
@@ -312,9 +307,9 @@ def render_summary(result: api.TrainResult) -> None:
         f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
         f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "
         f"{acct.get('optimizer_calls', 0)} · cost: target "
-        f"{fmt_cost(acct.get('target_cost'), acct.get('target_cost') is not None)}, "
+        f"{display.money(acct.get('target_cost'), none=display.NA)}, "
         + (
-            f"optimizer {fmt_cost(acct.get('optimizer_cost'), acct.get('optimizer_cost') is not None)}"
+            f"optimizer {display.money(acct.get('optimizer_cost'), none=display.NA)}"
             if acct.get("optimizer_calls")
             else "optimizer none (no calls)"
         ),

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from skillopt import display
 from skillopt.evaluation import TaskOutcome
 
 if TYPE_CHECKING:
@@ -146,25 +147,25 @@ def decide(
         reason = (
             "tie: no improvement on validation"
             if abs(delta) <= eps
-            else f"worse on validation ({delta:+.3f})"
+            else f"worse on validation ({display.delta(delta)})"
         )
     elif mode == "strict":
-        accepted, reason = True, f"better on validation ({delta:+.3f})"
+        accepted, reason = True, f"better on validation ({display.delta(delta)})"
     elif mode == "margin":
         accepted = delta > min_delta + eps
         reason = (
-            f"better by {delta:+.3f}, above the margin {min_delta:g}"
+            f"better by {display.delta(delta)}, above the margin {min_delta:g}"
             if accepted
-            else f"better by {delta:+.3f}, not above the margin {min_delta:g}"
+            else f"better by {display.delta(delta)}, not above the margin {min_delta:g}"
         )
     else:
         accepted = p <= alpha and delta > min_delta + eps
         reason = (
-            f"better by {delta:+.3f} with p={p:.3f} <= {alpha:g}"
+            f"better by {display.delta(delta)} with p={display.p_value(p)} <= {alpha:g}"
             if accepted
-            else f"better by {delta:+.3f} but p={p:.3f} > {alpha:g}"
+            else f"better by {display.delta(delta)} but p={display.p_value(p)} > {alpha:g}"
             if p > alpha
-            else f"better by {delta:+.3f}, not above the margin {min_delta:g}"
+            else f"better by {display.delta(delta)}, not above the margin {min_delta:g}"
         )
     return Decision(accepted, reason, mode, len(ids), inc, cand, p, f2p, p2f, per_task)
 

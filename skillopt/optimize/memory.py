@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from skillopt import display
+from skillopt.display import NA
 from skillopt.skill.edits import Edit
 
 
@@ -56,7 +58,7 @@ class Memory:
                 "them again unchanged):"
             )
             for r in self.rejected[-limit:]:
-                delta = "n/a" if r["delta"] is None else f"{r['delta']:+.3f}"
+                delta = display.delta(r["delta"], none=NA)
                 lines.append(
                     f"- step {r['step']}: {Edit.from_dict(r['edit']).describe(90)} "
                     f"(validation delta {delta})"

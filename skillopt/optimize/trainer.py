@@ -23,7 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillopt import display
 from skillopt.config import Settings
+from skillopt.display import NA
 from skillopt.errors import NothingScored, SystemicFailure
 from skillopt.evaluation import mean_value, pass_rate, scored_count, task_outcomes
 from skillopt.optimize.base import (
@@ -237,10 +239,10 @@ class Trainer:
             skill,
             0,
             "initial",
-            f"step 0: initial skill — val {_f(val)}",
+            f"step 0: initial skill — val {display.score(val, none=NA)}",
             "",
             {
-                "Skillopt-Val": f"{_f(val)} (n={scored_count(outcomes)})",
+                "Skillopt-Val": f"{display.score(val, none=NA)} (n={scored_count(outcomes)})",
                 "Skillopt-Skill-Hash": skill.hash,
             },
         )
@@ -517,7 +519,7 @@ class Trainer:
             delta = (rec.get("gate") or {}).get("delta")
             lines.append(
                 f"- step {rec['step']} ({rec['kind']}): {rec['decision']}"
-                + (f", delta {delta:+.3f}" if delta is not None else "")
+                + (f", delta {display.delta(delta)}" if delta is not None else "")
                 + f" — {rec.get('reason', '')}"
             )
             for e in edits:
@@ -567,10 +569,6 @@ class Trainer:
 
 
 # ---------------------------------------------------------------------- helpers
-def _f(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def _comparison(tasks: list[Task], before, after) -> str:
     groups: dict[str, list[str]] = {
         "improved": [],
@@ -605,9 +603,11 @@ def _commit_message(
     step: int, epoch: int, kind: str, verdict: str, d: Decision, report: ApplyReport, gate: str
 ) -> tuple[str, str, dict]:
     label = "slow update" if kind == "slow_update" else "step"
-    subject = (
-        f"{label} {step}: {verdict} — val {_f(d.incumbent_mean)} -> {_f(d.candidate_mean)}"
-        + (f" ({d.delta:+.3f})" if d.delta is not None else "")
+    val = (
+        f"{display.score(d.incumbent_mean, none=NA)} -> {display.score(d.candidate_mean, none=NA)}"
+    )
+    subject = f"{label} {step}: {verdict} — val {val}" + (
+        f" ({display.delta(d.delta)})" if d.delta is not None else ""
     )
     body = [d.reason[0].upper() + d.reason[1:] + ".", "", "Edits:"]
     for r in report.results:
@@ -626,9 +626,9 @@ def _commit_message(
         "Skillopt-Epoch": epoch + 1,
         "Skillopt-Kind": kind,
         "Skillopt-Gate": gate,
-        "Skillopt-Val": f"{_f(d.incumbent_mean)} -> {_f(d.candidate_mean)} (n={d.n})",
-        "Skillopt-Delta": "n/a" if d.delta is None else f"{d.delta:+.3f}",
-        "Skillopt-P-Value": "n/a" if d.p_value is None else f"{d.p_value:.4f}",
+        "Skillopt-Val": f"{val} (n={d.n})",
+        "Skillopt-Delta": display.delta(d.delta, none=NA),
+        "Skillopt-P-Value": display.p_value(d.p_value, 4, none=NA),
         "Skillopt-Flips": f"fail->pass {len(d.fail_to_pass)}, pass->fail {len(d.pass_to_fail)}",
         "Skillopt-Edits": report.summary(),
     }

@@ -1,0 +1,74 @@
+"""How skillopt writes numbers for people: scores, deltas, pass rates, p-values and
+money, in the terminal, in reports, in pull-request comments and in commit trailers.
+
+Invariant: every function takes None (a value that could not be computed: nothing
+scored, no baseline, no priced call) and returns the caller's placeholder for it,
+never raises and never prints "None". The default placeholder is `NONE` ("—");
+reports and commit messages pass `none=NA` ("n/a"), JUnit properties `none=""`.
+
+A leaf module: it imports nothing from skillopt, so any layer may use it.
+"""
+
+from __future__ import annotations
+
+NONE = "—"  # the terminal, pull-request comments
+NA = "n/a"  # reports, commit messages and trailers, the optimizer's memory
+
+
+def score(value: float | None, digits: int = 3, *, none: str = NONE) -> str:
+    """A score or mean in [0, 1] (or any plain number such as a p-value) with
+    `digits` decimals: `0.667`."""
+    return none if value is None else f"{value:.{digits}f}"
+
+
+def delta(value: float | None, *, none: str = NONE) -> str:
+    """A signed difference of scores: `+0.125`, `-0.030`, `+0.000`."""
+    return none if value is None else f"{value:+.3f}"
+
+
+def pct(value: float | None, *, none: str = NONE) -> str:
+    """A rate in [0, 1] as a percentage with one decimal: `0.5` → `50.0%`."""
+    return none if value is None else f"{value * 100:.1f}%"
+
+
+def pct_points(a: float | None, b: float | None, *, none: str = NONE) -> str:
+    """The difference of two rates in signed percentage points: `+12.5 pp`; `none`
+    when either is missing."""
+    return none if a is None or b is None else f"{100 * (a - b):+.1f} pp"
+
+
+def p_value(value: float | None, digits: int = 3, *, none: str = NONE, floor: bool = False) -> str:
+    """A p-value with `digits` decimals. With `floor`, a value below 0.001 reads
+    `<0.001` (3 digits) rather than `0.000`, which would look like certainty: the
+    terminal does this; reports and commit trailers print the rounded number."""
+    if value is None:
+        return none
+    smallest = float(f"1e-{digits}")  # the literal 0.001, not 10 ** -3
+    if floor and value < smallest:
+        return f"<{smallest:.{digits}f}"
+    return f"{value:.{digits}f}"
+
+
+def money(
+    value: float | None,
+    complete: bool = True,
+    *,
+    digits: int | None = None,
+    none: str | None = None,
+) -> str:
+    """A cost in US dollars. By default 4 decimals under $1 (`$0.0012`) and cents
+    with thousands separators from $1 (`$1,234.57`); `digits` fixes the decimals
+    instead (`digits=4`: `$1234.5678`, as the training report and the plan print).
+
+    `complete=False` says some calls had no known price, so the sum is a lower
+    bound: `≥$0.0012`. None reads `none` when given, else `$0` when complete
+    (nothing was spent) and `n/a` when not (no call had a price)."""
+    if value is None:
+        if none is not None:
+            return none
+        return "$0" if complete else NA
+    if digits is not None:
+        text = f"${value:.{digits}f}"
+    else:
+        text = f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+    return text if complete else "≥" + text

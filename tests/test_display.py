@@ -1,0 +1,43 @@
+"""`skillopt.display`: every placeholder, precision and sign the reports, the
+terminal, the pull-request summary and the commit trailers rely on."""
+
+from __future__ import annotations
+
+from skillopt import display
+from skillopt.display import NA
+
+
+def test_none_reads_the_callers_placeholder():
+    assert display.score(None) == display.delta(None) == display.pct(None) == "—"
+    assert display.p_value(None) == display.pct_points(0.5, None) == "—"
+    assert display.score(None, none=NA) == "n/a"
+    assert display.score(None, 4, none="") == ""
+
+
+def test_scores_deltas_and_rates():
+    assert display.score(2 / 3) == "0.667"
+    assert display.score(2 / 3, 4) == "0.6667"
+    assert display.score(2 / 3, 2) == "0.67"
+    assert display.delta(0.125) == "+0.125"
+    assert display.delta(-0.03) == "-0.030"
+    assert display.delta(0.0) == "+0.000"
+    assert display.pct(0.5) == "50.0%"
+    assert display.pct(1 / 3) == format(1 / 3, ".1%") == "33.3%"
+    assert display.pct_points(0.75, 0.625) == "+12.5 pp"
+
+
+def test_p_values_floor_only_when_asked():
+    assert display.p_value(0.0004) == "0.000"
+    assert display.p_value(0.0004, floor=True) == "<0.001"
+    assert display.p_value(0.001, floor=True) == "0.001"
+    assert display.p_value(0.04321, 4) == "0.0432"
+
+
+def test_money():
+    assert display.money(0.0012) == "$0.0012"
+    assert display.money(1234.5678) == "$1,234.57"
+    assert display.money(1234.5678, digits=4) == "$1234.5678"
+    assert display.money(0.5, complete=False) == "≥$0.5000"
+    assert display.money(None) == "$0"
+    assert display.money(None, complete=False) == "n/a"
+    assert display.money(None, digits=4, none="unknown") == "unknown"
