@@ -1,4 +1,4 @@
-"""Persistence: the SQLite rollout store (and, later, run directories and the git audit)."""
+"""Persistence: the SQLite rollout store, run directories and the git audit trail."""
 
 from skillopt.store.rollouts import RolloutStore
 
