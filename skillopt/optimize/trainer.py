@@ -43,6 +43,7 @@ from skillopt.skill.edits import (
 )
 from skillopt.store.audit import Audit
 from skillopt.store.run import RunDir
+from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Suite, Task
 
 
@@ -225,14 +226,15 @@ class Trainer:
         st["epoch_start"] = dict(st["incumbent"])
         sha = self.audit.commit(
             skill,
-            0,
-            "initial",
             f"step 0: initial skill — val {_f(val)}",
             "",
-            {
-                "Skillopt-Val": f"{_f(val)} (n={scored_count(outcomes)})",
-                "Skillopt-Skill-Hash": skill.hash,
-            },
+            StepTrailers(
+                step=0,
+                decision="initial",
+                val=val,
+                n=scored_count(outcomes),
+                skill_hash=skill.hash,
+            ),
         )
         st["steps"].append(
             {
@@ -395,11 +397,10 @@ class Trainer:
             inc, cand, mode=self.s.gate, min_delta=self.s.min_delta, alpha=self.s.alpha
         )
         verdict = "accepted" if decision.accepted else "rejected"
-        subject, body, trailers = _commit_message(
-            step, epoch, kind, verdict, decision, report, self.s.gate
+        subject, body, evidence = _commit_message(
+            step, epoch, kind, verdict, decision, report, self.s.gate, candidate.hash
         )
-        trailers["Skillopt-Skill-Hash"] = candidate.hash
-        sha = self.audit.commit(candidate, step, verdict, subject, body, trailers)
+        sha = self.audit.commit(candidate, subject, body, evidence)
         if decision.accepted:
             st["incumbent"] = {
                 "text": candidate.text,
@@ -596,8 +597,16 @@ def _comparison(tasks: list[Task], before, after) -> str:
 
 
 def _commit_message(
-    step: int, epoch: int, kind: str, verdict: str, d: Decision, report: ApplyReport, gate: str
-) -> tuple[str, str, dict]:
+    step: int,
+    epoch: int,
+    kind: str,
+    verdict: str,
+    d: Decision,
+    report: ApplyReport,
+    gate: str,
+    skill_hash: str,
+) -> tuple[str, str, StepTrailers]:
+    """The subject, body and trailers of a gated candidate's audit commit."""
     label = "slow update" if kind == "slow_update" else "step"
     subject = (
         f"{label} {step}: {verdict} — val {_f(d.incumbent_mean)} -> {_f(d.candidate_mean)}"
@@ -616,17 +625,24 @@ def _commit_message(
         f"Flips fail->pass ({len(d.fail_to_pass)}): {', '.join(d.fail_to_pass) or '-'}",
         f"Flips pass->fail ({len(d.pass_to_fail)}): {', '.join(d.pass_to_fail) or '-'}",
     ]
-    trailers = {
-        "Skillopt-Epoch": epoch + 1,
-        "Skillopt-Kind": kind,
-        "Skillopt-Gate": gate,
-        "Skillopt-Val": f"{_f(d.incumbent_mean)} -> {_f(d.candidate_mean)} (n={d.n})",
-        "Skillopt-Delta": "n/a" if d.delta is None else f"{d.delta:+.3f}",
-        "Skillopt-P-Value": "n/a" if d.p_value is None else f"{d.p_value:.4f}",
-        "Skillopt-Flips": f"fail->pass {len(d.fail_to_pass)}, pass->fail {len(d.pass_to_fail)}",
-        "Skillopt-Edits": report.summary(),
-    }
-    return subject, "\n".join(body), trailers
+    evidence = StepTrailers(
+        step=step,
+        decision=verdict,
+        epoch=epoch + 1,
+        kind=kind,
+        gate=gate,
+        val=d.candidate_mean,
+        incumbent_val=d.incumbent_mean,
+        n=d.n,
+        delta=d.delta,
+        p_value=d.p_value,
+        fail_to_pass=len(d.fail_to_pass),
+        pass_to_fail=len(d.pass_to_fail),
+        edits_applied=len(report.applied),
+        edits_skipped=len(report.not_applied),
+        skill_hash=skill_hash,
+    )
+    return subject, "\n".join(body), evidence
 
 
 def accounting(spend: dict, steps: list[dict]) -> dict:
