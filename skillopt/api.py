@@ -320,7 +320,8 @@ def train(
     run's skill is linted first: errors raise `BadSkill` before any model call, and
     `warn` receives the warnings (the dry run lists them in its notes)."""
     from skillopt.optimize.plan import make_plan
-    from skillopt.optimize.trainer import Trainer, new_state
+    from skillopt.optimize.state import TrainState
+    from skillopt.optimize.trainer import Trainer
     from skillopt.report import markdown, summary
     from skillopt.store.audit import Audit
     from skillopt.store.run import RunDir, new_run_id
@@ -337,7 +338,7 @@ def train(
     if resume:
         run = _find_run(resume, flags)
         config = run.config()
-        state = run.load_state()
+        state = TrainState.load(run)
         if state is None:
             raise InputError("the run has no checkpoint yet; start it again", path=run.path)
         skill_dir = Path(config["skill"])
@@ -347,7 +348,7 @@ def train(
             recorded["concurrency"] = flags["concurrency"]
         settings = Settings(**recorded)
         _check_train_splits(suite_obj)
-        initial = Skill.parse(state["initial"]["text"], root=skill_dir)
+        initial = Skill.parse(state.initial.text, root=skill_dir)
         ctx = prepare(suite_obj, settings=settings, skills=[initial])
         audit = Audit.open(config["audit"]["repo"], run.run_id, config["audit"]["skill_path"])
         optimizer = build_optimizer(settings.optimizer, settings, meter)
@@ -392,8 +393,8 @@ def train(
             },
         }
         run.write_config(config)
-        state = new_state(the_skill)
-        run.save_state(state)
+        state = TrainState.new(the_skill)
+        state.save(run)
     if hasattr(ctx.harness, "keep_dir"):  # failed tasks' workspaces stay with the run
         ctx.harness.keep_dir = run.path / "workspaces"
     engine = ctx.engine(run_id=run.run_id)
@@ -409,7 +410,7 @@ def train(
             skill_root=skill_dir,
             observers=observers,
         )
-        if state["status"] != "finished":
+        if state.status != "finished":
             try:
                 trainer.run()
             except KeyboardInterrupt:
