@@ -3,13 +3,17 @@ from the checkpoint state alone, so a finished run can be re-reported any time."
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from skillopt import display
 from skillopt.display import NA
+from skillopt.optimize.state import TrainState
 from skillopt.skill.edits import Edit
 
 
-def summary(state: dict, config: dict) -> dict:
-    steps = state.get("steps", [])
+def summary(state: TrainState, config: dict) -> dict:
+    """The run's summary from its state and its recorded config (`run.yaml`)."""
+    steps = state.steps
     decisions: dict[str, int] = {}
     for rec in steps:
         if rec["kind"] != "initial":
@@ -30,11 +34,11 @@ def summary(state: dict, config: dict) -> dict:
         "suite": config.get("suite"),
         "target": config.get("settings", {}).get("target"),
         "optimizer": config.get("settings", {}).get("optimizer"),
-        "status": state.get("status"),
-        "initial_val": state.get("initial", {}).get("val"),
-        "best_val": state.get("incumbent", {}).get("val"),
-        "best_skill_hash": state.get("incumbent", {}).get("hash"),
-        "test": state.get("test", {}),
+        "status": state.status,
+        "initial_val": state.initial.val,
+        "best_val": state.incumbent.val,
+        "best_skill_hash": state.incumbent.hash,
+        "test": {name: asdict(score) for name, score in state.test.items()},
         "decisions": decisions,
         "steps": [
             {
@@ -59,24 +63,22 @@ def summary(state: dict, config: dict) -> dict:
         ],
         "accepted_edits": accepted_edits,
         "skipped": skipped_calls(state),
-        "accounting": state.get("accounting", {}),
+        "accounting": state.accounting.to_dict(),
     }
 
 
-def skipped_calls(state: dict) -> list[dict]:
+def skipped_calls(state: TrainState) -> list[dict]:
     """Every optimizer request that gave nothing usable, with its reason: a failed
     call or a reply that stayed invalid after the repair re-ask."""
     out = []
-    for rec in state.get("steps", []):
+    for rec in state.steps:
         for p in rec.get("proposals") or []:
             if p.get("skipped"):
                 out.append({"step": rec["step"], "what": "minibatch", "reason": p["skipped"]})
         if rec.get("kind") == "slow_update" and rec.get("skipped"):
             out.append({"step": rec["step"], "what": "slow update", "reason": rec["skipped"]})
-    for note in state.get("skipped_notes") or []:
-        out.append(
-            {"step": None, "what": f"notes after epoch {note['epoch']}", "reason": note["reason"]}
-        )
+    for note in state.skipped_notes:
+        out.append({"step": None, "what": f"notes after epoch {note.epoch}", "reason": note.reason})
     return out
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillopt.errors import InputError, SkilloptError
+from skillopt.optimize.state import TrainState
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.skill.lint import Problem, lint_loaded
 
@@ -226,7 +227,7 @@ class AdoptResult:
 def adopt(run, *, force: bool = False) -> AdoptResult:
     """Write a run's best SKILL.md back into the skill directory it was trained from."""
     config = run.config()
-    state = run.load_state() or {}
+    state = TrainState.load(run)
     best_dir = run.path / "best"
     if not (best_dir / SKILL_FILE).is_file():
         raise InputError(
@@ -241,7 +242,7 @@ def adopt(run, *, force: bool = False) -> AdoptResult:
     if current == best:
         return AdoptResult(run.run_id, skill_dir, "unchanged", "")
     diff = text_diff(current, best, str(target))
-    initial = (state.get("initial") or {}).get("text")
+    initial = state.initial.text if state is not None else None
     if initial is not None and current != initial and not force:
         raise Refused(
             f"{target} changed since run {run.run_id} started; not overwritten "

@@ -34,7 +34,8 @@ from skillopt.models.resolve import resolve_model
 from skillopt.optimize.base import Optimizer
 from skillopt.optimize.gate import Gate
 from skillopt.optimize.plan import Plan, make_plan
-from skillopt.optimize.trainer import Trainer, TrainObserver, new_state
+from skillopt.optimize.state import TrainState
+from skillopt.optimize.trainer import Trainer, TrainObserver
 from skillopt.report import markdown, summary
 from skillopt.runs import find_run
 from skillopt.skill.document import Skill
@@ -219,8 +220,8 @@ def start(
     if parts.names():
         config["objects"] = parts.names()
     run.write_config(config)
-    state = new_state(the_skill)
-    run.save_state(state)
+    state = TrainState.new(the_skill)
+    state.save(run)
     ledger.ctx, ledger.run = ctx, run
     return _run(ctx, run, audit, config, state, skill_dir, optimizer, parts.gate, observers)
 
@@ -238,7 +239,7 @@ def resume(
     parts = components or Components()
     run = find_run(ref, run_dir)
     config = run.config()
-    state = run.load_state()
+    state = TrainState.load(run)
     if state is None:
         raise InputError("the run has no checkpoint yet; start it again", path=run.path)
     missing = [role for role in config.get("objects") or {} if getattr(parts, role) is None]
@@ -258,7 +259,7 @@ def resume(
         recorded["concurrency"] = concurrency
     settings = Settings(**recorded)
     _check_splits(suite_obj)
-    initial = Skill.parse(state["initial"]["text"], root=skill_dir)
+    initial = Skill.parse(state.initial.text, root=skill_dir)
     ledger = _Ledger()
     ctx = prepare(
         suite_obj,
@@ -284,7 +285,7 @@ def _run(
     run: RunDir,
     audit: Audit,
     config: dict[str, Any],
-    state: dict[str, Any],
+    state: TrainState,
     skill_dir: Path,
     optimizer: Optimizer,
     gate: Gate | None,
@@ -304,7 +305,7 @@ def _run(
             observers=observers,
             gate=gate,
         )
-        if state["status"] != "finished":
+        if state.status != "finished":
             try:
                 trainer.run()
             except KeyboardInterrupt:

@@ -34,24 +34,37 @@ def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
             col, justify="right" if col in ("step", "Δ", "p", "n") else "left", no_wrap=True
         )
     for c in history:
-        t = c.trailers
-        val, _, n = t.get("Skillopt-Val", "").partition(" (n=")
-        kind = {"slow_update": "slow "}.get(t.get("Skillopt-Kind", ""), "")
+        t = c.evidence
+        kind = "slow " if t.kind == "slow_update" else ""
         style = {"accepted": "green", "rejected": "red"}.get(c.decision, "")
         decision = f"{kind}{c.decision}"
+        val = _num(t.val, ".3f", t.gated or t.n is not None)
+        if t.gated or t.incumbent_val is not None:
+            val = f"{_num(t.incumbent_val, '.3f', True)}→{val}"
+        edits = (
+            f"{t.edits_applied or 0} ok, {t.edits_skipped or 0} skip"
+            if t.edits_applied is not None or t.edits_skipped is not None
+            else ""
+        )
         table.add_row(
             str(c.step),
             f"[{style}]{decision}[/]" if style else decision,
-            escape(val.replace(" -> ", "→")),
-            t.get("Skillopt-Delta", ""),
-            t.get("Skillopt-P-Value", ""),
-            n.rstrip(")"),
-            escape(
-                t.get("Skillopt-Edits", "").replace(" applied", " ok").replace(" skipped", " skip")
-            ),
+            escape(val),
+            _num(t.delta, "+.3f", t.gated),
+            _num(t.p_value, ".4f", t.gated),
+            "" if t.n is None else str(t.n),
+            escape(edits),
             c.sha[:8],
         )
     out.print(table)
+
+
+def _num(value: float | None, spec: str, known: bool) -> str:
+    """A trailer value; `n/a` where the commit has it but it is unknown, blank where
+    the commit has none (the initial commit compares nothing)."""
+    if value is None:
+        return "n/a" if known else ""
+    return format(value, spec)
 
 
 @handle_errors

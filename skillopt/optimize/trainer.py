@@ -6,9 +6,9 @@ Invariants:
   beats the incumbent on the same validation tasks (the incumbent's scores come
   from the rollout store, so re-scoring it costs nothing).
 - Every candidate is committed to git with its decision and evidence.
-- After each step the checkpoint (`state.json`) holds everything needed to
-  continue: `--resume` redoes no finished step, and finished rollouts come back
-  from the store.
+- After each step the checkpoint (`state.json`, a `TrainState`) holds everything
+  needed to continue: `--resume` redoes no finished step, and finished rollouts
+  come back from the store.
 - The optimizer sees training rollouts only; validation and test answers never
   reach it.
 """
@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from skillopt import display
@@ -37,9 +36,17 @@ from skillopt.optimize.base import (
     TextResult,
 )
 from skillopt.optimize.gate import Decision, Gate, build_gate
-from skillopt.optimize.memory import Memory
 from skillopt.optimize.merge import merge_edits
 from skillopt.optimize.schedule import edit_budget
+from skillopt.optimize.state import (
+    Accounting,
+    Pending,
+    Revision,
+    SkippedNote,
+    SplitScore,
+    StepRecord,
+    TrainState,
+)
 from skillopt.rollout import HOPELESS, Rollout, RolloutEngine, RolloutEvent
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import (
@@ -52,6 +59,7 @@ from skillopt.skill.edits import (
 )
 from skillopt.store.audit import Audit
 from skillopt.store.run import RunDir
+from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Suite, Task
 
 
@@ -88,7 +96,7 @@ class Trainer:
         optimizer: Optimizer,
         audit: Audit,
         run: RunDir,
-        state: dict,
+        state: TrainState,
         skill_root: Any,
         observers: Sequence[TrainObserver] = (),
         gate: Gate | None = None,
@@ -108,7 +116,7 @@ class Trainer:
         self.val = suite.split("val")
         self.test = suite.split("test")
         self.tasks = {t.id: t for t in suite.tasks}
-        self.memory = Memory.from_dict(state.get("memory"))
+        self.memory = state.memory
         self.per_epoch = steps_per_epoch(len(self.train), settings.batch_size)
         self.total_steps = self.per_epoch * settings.epochs
         engine.observers.append(self._forward_rollout)
@@ -117,13 +125,11 @@ class Trainer:
     # -- plumbing ----------------------------------------------------------------------
     def _skill(self, text: str) -> Skill:
         """A skill text of this run, with the original skill's supporting files."""
-        return Skill.parse(
-            text, root=self.skill_root, support=tuple(tuple(x) for x in self.state["support"])
-        )
+        return Skill.parse(text, root=self.skill_root, support=self.state.support)
 
     @property
     def incumbent(self) -> Skill:
-        return self._skill(self.state["incumbent"]["text"])
+        return self._skill(self.state.incumbent.text)
 
     def emit(self, kind: str, /, **data: Any) -> None:
         event = TrainEvent(kind, data)
@@ -153,15 +159,16 @@ class Trainer:
         self.emit("stage", stage=name, **data)
 
     def checkpoint(self) -> None:
-        self.state["memory"] = self.memory.to_dict()
-        self.state["accounting"] = self.accounting()
-        self.run_dir.save_state(self.state)
+        self.state.accounting = self.accounting()
+        self.state.save(self.run_dir)
 
-    def accounting(self) -> dict:
+    def accounting(self) -> Accounting:
         """What the run has spent, read from the store's ledger, where every paid rollout
         and optimizer call is written as it happens: true after any crash, unlike a
         counter kept in the checkpoint."""
-        return accounting(self.engine.store.spend(self.run_dir.run_id), self.state["steps"])
+        return Accounting.from_ledger(
+            self.engine.store.spend(self.run_dir.run_id), self.state.steps
+        )
 
     def rollouts(
         self, skill: Skill, tasks: list[Task], label: str, samples: int = 1
@@ -179,37 +186,33 @@ class Trainer:
             run_id=self.run_dir.run_id,
             steps=self.total_steps,
             epochs=self.s.epochs,
-            resumed=st["status"] != "new",
+            resumed=st.status != "new",
         )
-        if st["status"] == "new":
+        if st.status == "new":
             self._initial()
-        st["status"] = "running"
-        while st["epoch"] < self.s.epochs:
-            epoch = st["epoch"]
+        st.status = "running"
+        while st.epoch < self.s.epochs:
+            epoch = st.epoch
             batches = self._batches(epoch)
-            while st["k"] < len(batches):
-                self._step(epoch, st["k"], batches[st["k"]])
-                st["k"] += 1
+            while st.k < len(batches):
+                self._step(epoch, st.k, batches[st.k])
+                st.k += 1
                 self.checkpoint()
-            if self.s.slow_update and not st.get("slow_done"):
+            if self.s.slow_update and not st.slow_done:
                 self._slow_update(epoch)
-                st["slow_done"] = True
+                st.slow_done = True
                 self.checkpoint()
-            if not st.get("notes_done"):
+            if not st.notes_done:
                 self._meta_notes(epoch)
-                st["notes_done"] = True
+                st.notes_done = True
                 self.checkpoint()  # the notes are paid for: never asked twice
-            self.emit("epoch_end", epoch=epoch + 1, val=st["incumbent"]["val"])
-            st.update(
-                epoch=epoch + 1,
-                k=0,
-                slow_done=False,
-                notes_done=False,
-                epoch_start=dict(st["incumbent"]),
-            )
+            self.emit("epoch_end", epoch=epoch + 1, val=st.incumbent.val)
+            st.epoch, st.k = epoch + 1, 0
+            st.slow_done = st.notes_done = False
+            st.epoch_start = st.incumbent
             self.checkpoint()
         result = self._finish()
-        st["status"] = "finished"
+        st.status = "finished"
         self.checkpoint()
         return result
 
@@ -232,21 +235,22 @@ class Trainer:
                 f"({len(rollouts)} unscored), so there is nothing to improve "
                 f"on; first error: {first}"
             )
-        st["incumbent"]["val"] = val
-        st["initial"]["val"] = val
-        st["epoch_start"] = dict(st["incumbent"])
+        st.incumbent = replace(st.incumbent, val=val)
+        st.initial = replace(st.initial, val=val)
+        st.epoch_start = st.incumbent
         sha = self.audit.commit(
             skill,
-            0,
-            "initial",
             f"step 0: initial skill — val {display.score(val, none=NA)}",
             "",
-            {
-                "Skillopt-Val": f"{display.score(val, none=NA)} (n={scored_count(outcomes)})",
-                "Skillopt-Skill-Hash": skill.hash,
-            },
+            StepTrailers(
+                step=0,
+                decision="initial",
+                val=val,
+                n=scored_count(outcomes),
+                skill_hash=skill.hash,
+            ),
         )
-        st["steps"].append(
+        st.steps.append(
             {
                 "step": 0,
                 "kind": "initial",
@@ -259,13 +263,12 @@ class Trainer:
         )
         # the initial decision and the status that says it is done are one checkpoint:
         # resume must never evaluate and record step 0 again
-        st["status"] = "running"
+        st.status = "running"
         self.checkpoint()
         self.emit("decision", step=0, kind="initial", accepted=True, val=val, best=val, commit=sha)
 
     def _step(self, epoch: int, k: int, batch: list[Task]) -> None:
-        st = self.state
-        step = st["step"] + 1
+        step = self.state.step + 1
         regular = epoch * self.per_epoch + k
         budget = edit_budget(
             regular,
@@ -286,7 +289,7 @@ class Trainer:
         proposals = self._proposals(step, epoch, incumbent, failures, successes, budget)
         merged = merge_edits([p.edits for p in proposals], budget)
         candidate, report = apply_edits(incumbent, merged.kept)
-        record: dict[str, Any] = {
+        record: StepRecord = {
             "step": step,
             "kind": "step",
             "epoch": epoch + 1,
@@ -308,9 +311,10 @@ class Trainer:
 
     def _proposals(self, step, epoch, incumbent, failures, successes, budget) -> list[Proposal]:
         st = self.state
-        pending = st.get("pending") or {}
-        if pending.get("step") == step:  # resumed inside this step: reuse finished calls
-            return [Proposal.from_dict(p) for p in pending["proposals"]]
+        pending = st.pending
+        if pending is not None and pending.step == step and pending.proposals is not None:
+            # resumed inside this step: reuse finished calls
+            return [Proposal.from_dict(p) for p in pending.proposals]
         requests = [
             ProposalRequest(incumbent, "failures", mb, self.tasks, budget, self.memory, step, epoch)
             for mb in chunks(failures, self.s.minibatch_size)
@@ -338,7 +342,7 @@ class Trainer:
                 calls=p.calls,
             )
         self._stop_if_hopeless(proposals)
-        st["pending"] = {"step": step, "proposals": [p.to_dict() for p in proposals]}
+        st.pending = Pending(step, proposals=[p.to_dict() for p in proposals])
         self.checkpoint()
         return proposals
 
@@ -363,7 +367,7 @@ class Trainer:
         incumbent: Skill,
         candidate: Skill,
         report: ApplyReport,
-        record: dict,
+        record: StepRecord,
         kind: str = "step",
     ) -> None:
         """Gate the candidate, commit it, update incumbent and memory, record."""
@@ -386,9 +390,7 @@ class Trainer:
             else:
                 reason = "the optimizer proposed no edit"
             record.update(decision="no_candidate", reason=reason)
-            st["steps"].append(record)
-            st["step"] = step
-            st["pending"] = None
+            self._record(record)
             self.emit(
                 "decision",
                 step=step,
@@ -396,8 +398,8 @@ class Trainer:
                 accepted=False,
                 decision="no_candidate",
                 reason=record["reason"],
-                val=st["incumbent"]["val"],
-                best=st["incumbent"]["val"],
+                val=st.incumbent.val,
+                best=st.incumbent.val,
             )
             return
         self.stage("gate", step=step)
@@ -405,17 +407,12 @@ class Trainer:
         cand = self.val_outcomes(candidate, f"step {step} · val (candidate)")
         decision = self.gate.decide(inc, cand)
         verdict = "accepted" if decision.accepted else "rejected"
-        subject, body, trailers = _commit_message(
-            step, epoch, kind, verdict, decision, report, self.gate.name
+        subject, body, evidence = _commit_message(
+            step, epoch, kind, verdict, decision, report, self.gate.name, candidate.hash
         )
-        trailers["Skillopt-Skill-Hash"] = candidate.hash
-        sha = self.audit.commit(candidate, step, verdict, subject, body, trailers)
+        sha = self.audit.commit(candidate, subject, body, evidence)
         if decision.accepted:
-            st["incumbent"] = {
-                "text": candidate.text,
-                "hash": candidate.hash,
-                "val": decision.candidate_mean,
-            }
+            st.incumbent = Revision(candidate.text, candidate.hash, decision.candidate_mean)
         else:
             self.memory.reject(step, applied, decision.delta, decision.reason)
         record.update(
@@ -425,9 +422,7 @@ class Trainer:
             commit=sha,
             skill_hash=candidate.hash,
         )
-        st["steps"].append(record)
-        st["step"] = step
-        st["pending"] = None
+        self._record(record)
         self.emit(
             "decision",
             step=step,
@@ -437,17 +432,24 @@ class Trainer:
             delta=decision.delta,
             p_value=decision.p_value,
             val=decision.candidate_mean,
-            best=st["incumbent"]["val"],
+            best=st.incumbent.val,
             reason=decision.reason,
             commit=sha,
         )
 
+    def _record(self, record: StepRecord) -> None:
+        """The step is done: its record is kept and its pending replies are spent."""
+        st = self.state
+        st.steps.append(record)
+        st.step = record["step"]
+        st.pending = None
+
     # -- epoch end ---------------------------------------------------------------------
     def _slow_update(self, epoch: int) -> None:
         st = self.state
-        step = st["step"] + 1
+        step = st.step + 1
         current = self.incumbent
-        previous = self._skill(st["epoch_start"]["text"])
+        previous = self._skill(st.epoch_start.text)
         if not isinstance(self.optimizer, SlowUpdater):
             return
         self.stage("slow_update", step=step, epoch=epoch + 1)
@@ -455,17 +457,17 @@ class Trainer:
         sample = random.Random(f"{self.s.seed}:slow:{epoch}").sample(self.train, n)
         before = task_outcomes(self.rollouts(previous, sample, f"slow update {epoch + 1} · before"))
         after = task_outcomes(self.rollouts(current, sample, f"slow update {epoch + 1} · after"))
-        pending = st.get("pending") or {}
-        if pending.get("step") == step and "slow_update" in pending:
-            result = TextResult.from_dict(pending["slow_update"])  # asked before a restart
+        pending = st.pending
+        if pending is not None and pending.step == step and pending.slow_update is not None:
+            result = TextResult.from_dict(pending.slow_update)  # asked before a restart
         else:
             comparison = _comparison(sample, before, after)
             result = self.optimizer.slow_update(current, previous, comparison, self.memory)
             self._stop_if_hopeless([result])
             # checkpointed like proposals: a restart gates this guidance, never a new one
-            st["pending"] = {"step": step, "slow_update": result.to_dict()}
+            st.pending = Pending(step, slow_update=result.to_dict())
             self.checkpoint()
-        record: dict[str, Any] = {
+        record: StepRecord = {
             "step": step,
             "kind": "slow_update",
             "epoch": epoch + 1,
@@ -477,9 +479,7 @@ class Trainer:
             record.update(
                 decision="no_candidate", reason=result.skipped or "the optimizer gave no guidance"
             )
-            st["steps"].append(record)
-            st["step"] = step
-            st["pending"] = None
+            self._record(record)
             self.emit(
                 "decision",
                 step=step,
@@ -487,8 +487,8 @@ class Trainer:
                 accepted=False,
                 decision="no_candidate",
                 reason=record["reason"],
-                val=st["incumbent"]["val"],
-                best=st["incumbent"]["val"],
+                val=st.incumbent.val,
+                best=st.incumbent.val,
             )
             return
         edit = Edit(
@@ -512,7 +512,7 @@ class Trainer:
         if not isinstance(self.optimizer, NoteTaker):
             return
         lines = []
-        for rec in self.state["steps"]:
+        for rec in self.state.steps:
             if rec.get("epoch") != epoch + 1 or rec["kind"] == "initial":
                 continue
             edits = [a["edit"] for a in rec.get("apply", []) if a["status"] == "applied"]
@@ -528,12 +528,10 @@ class Trainer:
         result = self.optimizer.meta_notes(epoch + 1, "\n".join(lines) or "(no steps)")
         self._stop_if_hopeless([result])
         if result.skipped:
-            self.state.setdefault("skipped_notes", []).append(
-                {"epoch": epoch + 1, "reason": result.skipped}
-            )
+            self.state.skipped_notes.append(SkippedNote(epoch + 1, result.skipped))
             self.emit(
                 "proposal",
-                step=self.state["step"],
+                step=self.state.step,
                 kind="notes",
                 tasks=[],
                 edits=0,
@@ -547,25 +545,22 @@ class Trainer:
     def _finish(self) -> dict:
         st = self.state
         best = self.incumbent
-        initial = self._skill(st["initial"]["text"])
+        initial = self._skill(st.initial.text)
         best.write(self.run_dir.path / "best")  # with the skill's supporting files
-        test: dict[str, Any] = {}
+        test: dict[str, SplitScore] = {}
         if self.test:
             self.stage("test")
             for name, skill in (("no_skill", Skill.empty()), ("initial", initial), ("best", best)):
                 outcomes = task_outcomes(
                     self.rollouts(skill, self.test, f"test · {name}", self.s.samples)
                 )
-                test[name] = {
-                    "mean": mean_value(outcomes),
-                    "n": scored_count(outcomes),
-                    "pass_rate": pass_rate(outcomes),
-                }
-        st["test"] = test
-        self.emit(
-            "finished", test=test, best_val=st["incumbent"]["val"], initial_val=st["initial"]["val"]
-        )
-        return test
+                test[name] = SplitScore(
+                    mean_value(outcomes), scored_count(outcomes), pass_rate(outcomes)
+                )
+        st.test = test
+        result = {name: asdict(score) for name, score in test.items()}
+        self.emit("finished", test=result, best_val=st.incumbent.val, initial_val=st.initial.val)
+        return result
 
 
 # ---------------------------------------------------------------------- helpers
@@ -600,8 +595,16 @@ def _comparison(tasks: list[Task], before, after) -> str:
 
 
 def _commit_message(
-    step: int, epoch: int, kind: str, verdict: str, d: Decision, report: ApplyReport, gate: str
-) -> tuple[str, str, dict]:
+    step: int,
+    epoch: int,
+    kind: str,
+    verdict: str,
+    d: Decision,
+    report: ApplyReport,
+    gate: str,
+    skill_hash: str,
+) -> tuple[str, str, StepTrailers]:
+    """The subject, body and trailers of a gated candidate's audit commit."""
     label = "slow update" if kind == "slow_update" else "step"
     val = (
         f"{display.score(d.incumbent_mean, none=NA)} -> {display.score(d.candidate_mean, none=NA)}"
@@ -622,55 +625,21 @@ def _commit_message(
         f"Flips fail->pass ({len(d.fail_to_pass)}): {', '.join(d.fail_to_pass) or '-'}",
         f"Flips pass->fail ({len(d.pass_to_fail)}): {', '.join(d.pass_to_fail) or '-'}",
     ]
-    trailers = {
-        "Skillopt-Epoch": epoch + 1,
-        "Skillopt-Kind": kind,
-        "Skillopt-Gate": gate,
-        "Skillopt-Val": f"{val} (n={d.n})",
-        "Skillopt-Delta": display.delta(d.delta, none=NA),
-        "Skillopt-P-Value": display.p_value(d.p_value, 4, none=NA),
-        "Skillopt-Flips": f"fail->pass {len(d.fail_to_pass)}, pass->fail {len(d.pass_to_fail)}",
-        "Skillopt-Edits": report.summary(),
-    }
-    return subject, "\n".join(body), trailers
-
-
-def accounting(spend: dict, steps: list[dict]) -> dict:
-    """The run's accounting (summary, report, console) from the store's ledger totals
-    and the step records."""
-    target, opt = spend.get("target") or {}, spend.get("optimizer") or {}
-    skipped = sum(1 for rec in steps for p in rec.get("proposals") or [] if p.get("skipped"))
-    return {
-        "optimizer_calls": opt.get("calls", 0),
-        "optimizer_input_tokens": opt.get("input_tokens", 0),
-        "optimizer_output_tokens": opt.get("output_tokens", 0),
-        "optimizer_cost": opt.get("cost"),
-        "skipped_minibatches": skipped,
-        "target_rollouts": target.get("rollouts", 0),
-        "cached_rollouts": target.get("cached", 0),
-        "unscored_rollouts": target.get("unscored", 0),
-        "target_calls": target.get("calls", 0),
-        "target_input_tokens": target.get("input_tokens", 0),
-        "target_output_tokens": target.get("output_tokens", 0),
-        "target_cost": target.get("cost"),
-    }
-
-
-def new_state(skill: Skill) -> dict:
-    return {
-        "status": "new",
-        "epoch": 0,
-        "k": 0,
-        "step": 0,
-        "slow_done": False,
-        "notes_done": False,
-        "incumbent": {"text": skill.text, "hash": skill.hash, "val": None},
-        "initial": {"text": skill.text, "hash": skill.hash, "val": None},
-        "epoch_start": {"text": skill.text, "hash": skill.hash, "val": None},
-        "support": [list(x) for x in skill.support],
-        "steps": [],
-        "pending": None,
-        "memory": Memory().to_dict(),
-        "accounting": accounting({}, []),
-        "started_at": time.time(),
-    }
+    evidence = StepTrailers(
+        step=step,
+        decision=verdict,
+        epoch=epoch + 1,
+        kind=kind,
+        gate=gate,
+        val=d.candidate_mean,
+        incumbent_val=d.incumbent_mean,
+        n=d.n,
+        delta=d.delta,
+        p_value=d.p_value,
+        fail_to_pass=len(d.fail_to_pass),
+        pass_to_fail=len(d.pass_to_fail),
+        edits_applied=len(report.applied),
+        edits_skipped=len(report.not_applied),
+        skill_hash=skill_hash,
+    )
+    return subject, "\n".join(body), evidence

@@ -20,10 +20,9 @@ Invariants:
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
 
@@ -33,9 +32,9 @@ from gitdb.base import IStream
 
 from skillopt.errors import InputError
 from skillopt.skill.document import SKILL_FILE, Skill
+from skillopt.store.trailers import StepTrailers, parse_trailers
 
 ACTOR = git.Actor("skillopt", "skillopt@localhost")
-_TRAILER = re.compile(r"^(Skillopt-[A-Za-z-]+):\s?(.*)$")
 _DIR_MODE = 0o040000
 _FILE_MODE = 0o100644
 _EXEC_MODE = 0o100755
@@ -43,22 +42,17 @@ _EXEC_MODE = 0o100755
 
 @dataclass(frozen=True)
 class AuditCommit:
+    """One commit of a run: `evidence` is its trailers read as typed values,
+    `trailers` the same trailers as written (strings)."""
+
     sha: str
     step: int
     decision: str  # initial | accepted | rejected
     subject: str
     message: str
-    trailers: dict
+    trailers: dict[str, str]
     parent: str | None
-
-
-def parse_trailers(message: str) -> dict[str, str]:
-    out = {}
-    for line in message.splitlines():
-        m = _TRAILER.match(line.strip())
-        if m:
-            out[m.group(1)] = m.group(2).strip()
-    return out
+    evidence: StepTrailers
 
 
 def _bare_repo(path: Path) -> git.Repo:
@@ -121,14 +115,16 @@ class Audit:
     def commit(
         self,
         skill: Skill,
-        step: int,
-        decision: str,
         subject: str,
         body: str,
-        trailers: dict[str, object],
+        evidence: StepTrailers,
     ) -> str:
-        """Record one revision; return its sha. `decision` is initial, accepted or
-        rejected (rejected commits leave the branch where it is)."""
+        """Record one revision; return its sha. `evidence` names the step and its
+        decision (initial, accepted or rejected: rejected commits leave the branch
+        where it is); the run is this audit's."""
+        step, decision = evidence.step, evidence.decision
+        if step is None or decision is None:
+            raise ValueError("an audit commit needs its step and decision")
         existing = self.find_step(step)
         if existing is not None:
             return existing.sha
@@ -142,15 +138,8 @@ class Audit:
         tree_sha = self._replace_path(
             base_tree, self.skill_path.split("/"), self._skill_tree(skill)
         )
-        lines = [
-            f"{k}: {v}"
-            for k, v in {
-                "Skillopt-Run": self.run_id,
-                "Skillopt-Step": step,
-                "Skillopt-Decision": decision,
-                **trailers,
-            }.items()
-        ]
+        trailers = replace(evidence, run=self.run_id).to_trailers()
+        lines = [f"{k}: {v}" for k, v in trailers.items()]
         message = (
             subject.strip()
             + "\n\n"
@@ -250,17 +239,18 @@ class Audit:
         return commit.hexsha if commit is not None else None
 
     def _record(self, commit: git.Commit) -> AuditCommit | None:
-        trailers = parse_trailers(commit.message)
-        if trailers.get("Skillopt-Run") != self.run_id:
+        evidence = StepTrailers.parse(commit.message)
+        if evidence.run != self.run_id:
             return None
         return AuditCommit(
             commit.hexsha,
-            int(trailers.get("Skillopt-Step", -1)),
-            trailers.get("Skillopt-Decision", ""),
+            evidence.step if evidence.step is not None else -1,
+            evidence.decision or "",
             commit.summary,
             commit.message,
-            trailers,
+            parse_trailers(commit.message),
             commit.parents[0].hexsha if commit.parents else None,
+            evidence,
         )
 
     def accepted(self) -> list[AuditCommit]:

@@ -1,8 +1,9 @@
 """A run directory: `runs/<run-id>/` with its config, event log and checkpoint.
 
-Invariants: `state.json` is versioned and replaced atomically (temp file +
-`os.replace`), so a crash leaves the previous checkpoint intact; `events.jsonl`
-is append-only, one JSON object per line; `run.yaml` never holds a secret.
+Invariants: `state.json` is replaced atomically (temp file + `os.replace`), so a
+crash leaves the previous checkpoint intact; what it holds, and its version, belong
+to `skillopt.optimize.state`. `events.jsonl` is append-only, one JSON object per
+line; `run.yaml` never holds a secret.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import yaml
 from skillopt import secrets
 from skillopt.errors import InputError
 from skillopt.text import safe
-
-STATE_VERSION = 1
 
 
 def new_run_id(skill_name: str) -> str:
@@ -78,33 +77,28 @@ class RunDir:
         return yaml.safe_load((self.path / "run.yaml").read_text(encoding="utf-8")) or {}
 
     # -- state -----------------------------------------------------------------------
-    def save_state(self, state: dict) -> None:
+    @property
+    def state_path(self) -> Path:
+        return self.path / "state.json"
+
+    def save_state(self, data: dict) -> None:
+        """Replace the checkpoint with `data` (the trainer's state, already in its
+        versioned format: `skillopt.optimize.state` owns what it holds)."""
         # compact JSON: the C encoder, a few ms even for a long run's state
         write_atomic(
-            self.path / "state.json",
-            json.dumps(
-                {"version": STATE_VERSION, **state},
-                ensure_ascii=False,
-                separators=(",", ":"),
-                default=str,
-            ),
+            self.state_path,
+            json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str),
         )
 
     def load_state(self) -> dict | None:
-        path = self.path / "state.json"
+        """The checkpoint's JSON data as written, or None if there is none yet."""
+        path = self.state_path
         if not path.is_file():
             return None
         try:
-            state = json.loads(path.read_text(encoding="utf-8"))
+            return json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise InputError(f"the checkpoint is corrupt: {exc.msg}", path=path) from None
-        if state.get("version") != STATE_VERSION:
-            raise InputError(
-                f"checkpoint version {state.get('version')} is not supported "
-                f"(expected {STATE_VERSION})",
-                path=path,
-            )
-        return state
 
     # -- events ----------------------------------------------------------------------
     def event(self, kind: str, /, **data: Any) -> None:
