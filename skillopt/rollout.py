@@ -140,6 +140,10 @@ class RolloutEngine:
         self._scorer_fps: dict[int, dict] = {}
         self._streak: tuple[str | None, int, str] = (None, 0, "")  # kind, count, message
 
+    def subscribe(self, observer: Observer) -> None:
+        """Send `observer` every later rollout event as well."""
+        self.observers.append(observer)
+
     def scorer_fingerprint(self, task: Task) -> dict:
         cached = self._scorer_fps.get(id(task.scorer))
         if cached is None:

@@ -10,8 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from skillopt.config import Settings
-from skillopt.optimize.schedule import edit_budget
-from skillopt.optimize.trainer import steps_per_epoch
+from skillopt.optimize.schedule import edit_budget, steps_per_epoch
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Suite
 

@@ -1,4 +1,5 @@
-"""The textual learning rate: how many edits a step may apply.
+"""The schedule of a run: how many steps an epoch has, the training batches, and
+the textual learning rate (how many edits a step may apply).
 
 A pure function of the step index: `constant` keeps the maximum, `linear` and
 `cosine` decay from the maximum at the first step to the minimum at the last.
@@ -7,6 +8,8 @@ A pure function of the step index: `constant` keeps the maximum, `linear` and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 SCHEDULES = ("constant", "linear", "cosine")
 
@@ -26,3 +29,11 @@ def edit_budget(
     else:
         value = low + (high - low) * (1 + math.cos(math.pi * t)) / 2
     return max(low, min(high, math.floor(value + 0.5)))  # round half up, not to even
+
+
+def steps_per_epoch(n_train: int, batch_size: int) -> int:
+    return max(1, math.ceil(n_train / batch_size))
+
+
+def chunks(items: Sequence[Any], size: int) -> list[list[Any]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]

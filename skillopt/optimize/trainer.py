@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,9 +34,10 @@ from skillopt.optimize.base import (
     SlowUpdater,
     TextResult,
 )
-from skillopt.optimize.gate import Decision, Gate, build_gate
+from skillopt.optimize.evidence import commit_message, comparison
+from skillopt.optimize.gate import Gate, build_gate
 from skillopt.optimize.merge import merge_edits
-from skillopt.optimize.schedule import edit_budget
+from skillopt.optimize.schedule import chunks, edit_budget, steps_per_epoch
 from skillopt.optimize.state import (
     Accounting,
     Pending,
@@ -75,17 +75,9 @@ class TrainEvent:
 TrainObserver = Callable[[TrainEvent], None]
 
 
-def steps_per_epoch(n_train: int, batch_size: int) -> int:
-    return max(1, math.ceil(n_train / batch_size))
-
-
-def chunks(items: Sequence, size: int) -> list[list]:
-    return [list(items[i : i + size]) for i in range(0, len(items), size)]
-
-
 class Trainer:
-    """One training run. Build it with `Trainer.start(...)` or `Trainer.resume(...)`
-    (see `skillopt.api.train`) and call `run()`."""
+    """One training run over a checkpoint state: `run()` continues it from wherever
+    the state says it is (`skillopt.training` builds it for a new or resumed run)."""
 
     def __init__(
         self,
@@ -119,7 +111,7 @@ class Trainer:
         self.memory = state.memory
         self.per_epoch = steps_per_epoch(len(self.train), settings.batch_size)
         self.total_steps = self.per_epoch * settings.epochs
-        engine.observers.append(self._forward_rollout)
+        engine.subscribe(self._forward_rollout)
         self._stage = ""
 
     # -- plumbing ----------------------------------------------------------------------
@@ -407,7 +399,7 @@ class Trainer:
         cand = self.val_outcomes(candidate, f"step {step} · val (candidate)")
         decision = self.gate.decide(inc, cand)
         verdict = "accepted" if decision.accepted else "rejected"
-        subject, body, evidence = _commit_message(
+        subject, body, evidence = commit_message(
             step, epoch, kind, verdict, decision, report, self.gate.name, candidate.hash
         )
         sha = self.audit.commit(candidate, subject, body, evidence)
@@ -461,8 +453,8 @@ class Trainer:
         if pending is not None and pending.step == step and pending.slow_update is not None:
             result = TextResult.from_dict(pending.slow_update)  # asked before a restart
         else:
-            comparison = _comparison(sample, before, after)
-            result = self.optimizer.slow_update(current, previous, comparison, self.memory)
+            moved = comparison(sample, before, after)
+            result = self.optimizer.slow_update(current, previous, moved, self.memory)
             self._stop_if_hopeless([result])
             # checkpointed like proposals: a restart gates this guidance, never a new one
             st.pending = Pending(step, slow_update=result.to_dict())
@@ -561,85 +553,3 @@ class Trainer:
         result = {name: asdict(score) for name, score in test.items()}
         self.emit("finished", test=result, best_val=st.incumbent.val, initial_val=st.initial.val)
         return result
-
-
-# ---------------------------------------------------------------------- helpers
-def _comparison(tasks: list[Task], before, after) -> str:
-    groups: dict[str, list[str]] = {
-        "improved": [],
-        "regressed": [],
-        "still failing": [],
-        "still passing": [],
-    }
-    for t in tasks:
-        b, a = before.get(t.id), after.get(t.id)
-        if b is None or a is None or b.passed is None or a.passed is None:
-            continue
-        key = (
-            "improved"
-            if a.passed and not b.passed
-            else "regressed"
-            if b.passed and not a.passed
-            else "still passing"
-            if a.passed
-            else "still failing"
-        )
-        groups[key].append(
-            f"  - {t.id}: input {t.prompt[:160]!r} → expected {str(t.expected)[:80]!r}"
-        )
-    out = []
-    for name, lines in groups.items():
-        out.append(f"{name.capitalize()} ({len(lines)}):")
-        out.extend(lines[:12] if name != "still passing" else [])
-    return "\n".join(out)
-
-
-def _commit_message(
-    step: int,
-    epoch: int,
-    kind: str,
-    verdict: str,
-    d: Decision,
-    report: ApplyReport,
-    gate: str,
-    skill_hash: str,
-) -> tuple[str, str, StepTrailers]:
-    """The subject, body and trailers of a gated candidate's audit commit."""
-    label = "slow update" if kind == "slow_update" else "step"
-    val = (
-        f"{display.score(d.incumbent_mean, none=NA)} -> {display.score(d.candidate_mean, none=NA)}"
-    )
-    subject = f"{label} {step}: {verdict} — val {val}" + (
-        f" ({display.delta(d.delta)})" if d.delta is not None else ""
-    )
-    body = [d.reason[0].upper() + d.reason[1:] + ".", "", "Edits:"]
-    for r in report.results:
-        status = "applied" if r.applied else f"not applied: {r.status}"
-        body.append(f"- [{status}] {r.edit.describe(100)}")
-        if r.edit.rationale:
-            body.append(f"  why: {r.edit.rationale}")
-        if r.edit.evidence:
-            body.append(f"  evidence: {', '.join(r.edit.evidence)}")
-    body += [
-        "",
-        f"Flips fail->pass ({len(d.fail_to_pass)}): {', '.join(d.fail_to_pass) or '-'}",
-        f"Flips pass->fail ({len(d.pass_to_fail)}): {', '.join(d.pass_to_fail) or '-'}",
-    ]
-    evidence = StepTrailers(
-        step=step,
-        decision=verdict,
-        epoch=epoch + 1,
-        kind=kind,
-        gate=gate,
-        val=d.candidate_mean,
-        incumbent_val=d.incumbent_mean,
-        n=d.n,
-        delta=d.delta,
-        p_value=d.p_value,
-        fail_to_pass=len(d.fail_to_pass),
-        pass_to_fail=len(d.pass_to_fail),
-        edits_applied=len(report.applied),
-        edits_skipped=len(report.not_applied),
-        skill_hash=skill_hash,
-    )
-    return subject, "\n".join(body), evidence

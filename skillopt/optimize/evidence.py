@@ -1,0 +1,100 @@
+"""What a step's evidence says, in the words its readers need: the audit commit's
+message and trailers (people and `skillopt log`), and the before/after comparison
+the slow update shows the optimizer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from skillopt import display
+from skillopt.display import NA
+from skillopt.evaluation import TaskOutcome
+from skillopt.optimize.gate import Decision
+from skillopt.skill.edits import ApplyReport
+from skillopt.store.trailers import StepTrailers
+from skillopt.suite.task import Task
+
+
+def comparison(
+    tasks: list[Task], before: Mapping[str, TaskOutcome], after: Mapping[str, TaskOutcome]
+) -> str:
+    """The tasks grouped by how the skill's change moved them (improved, regressed,
+    still failing; still passing counted only), each with its input and expected."""
+    groups: dict[str, list[str]] = {
+        "improved": [],
+        "regressed": [],
+        "still failing": [],
+        "still passing": [],
+    }
+    for t in tasks:
+        b, a = before.get(t.id), after.get(t.id)
+        if b is None or a is None or b.passed is None or a.passed is None:
+            continue
+        key = (
+            "improved"
+            if a.passed and not b.passed
+            else "regressed"
+            if b.passed and not a.passed
+            else "still passing"
+            if a.passed
+            else "still failing"
+        )
+        groups[key].append(
+            f"  - {t.id}: input {t.prompt[:160]!r} → expected {str(t.expected)[:80]!r}"
+        )
+    out = []
+    for name, lines in groups.items():
+        out.append(f"{name.capitalize()} ({len(lines)}):")
+        out.extend(lines[:12] if name != "still passing" else [])
+    return "\n".join(out)
+
+
+def commit_message(
+    step: int,
+    epoch: int,
+    kind: str,
+    verdict: str,
+    d: Decision,
+    report: ApplyReport,
+    gate: str,
+    skill_hash: str,
+) -> tuple[str, str, StepTrailers]:
+    """The subject, body and trailers of a gated candidate's audit commit."""
+    label = "slow update" if kind == "slow_update" else "step"
+    val = (
+        f"{display.score(d.incumbent_mean, none=NA)} -> {display.score(d.candidate_mean, none=NA)}"
+    )
+    subject = f"{label} {step}: {verdict} — val {val}" + (
+        f" ({display.delta(d.delta)})" if d.delta is not None else ""
+    )
+    body = [d.reason[0].upper() + d.reason[1:] + ".", "", "Edits:"]
+    for r in report.results:
+        status = "applied" if r.applied else f"not applied: {r.status}"
+        body.append(f"- [{status}] {r.edit.describe(100)}")
+        if r.edit.rationale:
+            body.append(f"  why: {r.edit.rationale}")
+        if r.edit.evidence:
+            body.append(f"  evidence: {', '.join(r.edit.evidence)}")
+    body += [
+        "",
+        f"Flips fail->pass ({len(d.fail_to_pass)}): {', '.join(d.fail_to_pass) or '-'}",
+        f"Flips pass->fail ({len(d.pass_to_fail)}): {', '.join(d.pass_to_fail) or '-'}",
+    ]
+    evidence = StepTrailers(
+        step=step,
+        decision=verdict,
+        epoch=epoch + 1,
+        kind=kind,
+        gate=gate,
+        val=d.candidate_mean,
+        incumbent_val=d.incumbent_mean,
+        n=d.n,
+        delta=d.delta,
+        p_value=d.p_value,
+        fail_to_pass=len(d.fail_to_pass),
+        pass_to_fail=len(d.pass_to_fail),
+        edits_applied=len(report.applied),
+        edits_skipped=len(report.not_applied),
+        skill_hash=skill_hash,
+    )
+    return subject, "\n".join(body), evidence
