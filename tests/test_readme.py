@@ -7,6 +7,7 @@ import shlex
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from skillopt.cli.main import app
@@ -30,6 +31,7 @@ def readme_commands() -> list[str]:
     return commands
 
 
+@pytest.mark.slow  # the bundled suites' evals and validate run on the embedded model
 def test_readme_commands_run(isolated, agents):
     """`agents` puts stand-in claude/codex on PATH for the --harness examples."""
     for folder in ("skills", "tasks"):
