@@ -53,7 +53,9 @@ def check_skill(skill: Skill, source: str | Path | None = None) -> list[Problem]
     given by, if any."""
     if skill.is_empty and source is None and skill.root is None:  # the no-skill baseline
         return []  # (an empty SKILL.md on disk is a bad skill, never the baseline)
-    if source is not None:
+    if source is not None and _is_run_best(Path(source)):
+        problems = lint_loaded(skill)  # `best/` is not named after the skill, by design
+    elif source is not None:
         problems = lint_skill(source)
     elif skill.root is not None and _on_disk_as_is(skill):
         problems = lint_skill(skill.root)
@@ -86,6 +88,12 @@ def context_warnings(skill: Skill, target: Model | None) -> list[Problem]:
             "warning",
         )
     ]
+
+
+def _is_run_best(path: Path) -> bool:
+    """Whether `path` is a run's best skill (`runs/<run-id>/best`, or its SKILL.md)."""
+    folder = path if path.is_dir() else path.parent
+    return folder.name == "best" and (folder.parent / "run.yaml").is_file()
 
 
 def _on_disk_as_is(skill: Skill) -> bool:

@@ -30,6 +30,7 @@ from skillopt import api
 from skillopt.store.audit import parse_trailers
 
 HERE = Path(__file__).resolve().parent
+pytestmark = pytest.mark.slow  # a dozen `skillopt train` child processes, killed and resumed
 SPLITS = ["train", "train", "train", "val", "val", "test", "test", "train"]
 
 

@@ -20,7 +20,13 @@ from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite
 
 HAVE_LOCAL = have_local()
-needs_local = pytest.mark.skipif(not HAVE_LOCAL, reason='needs pip install -e ".[local]"')
+
+
+def needs_local(test):
+    """Runs the embedded model: skipped without the `local` extra, and slow."""
+    skip = pytest.mark.skipif(not HAVE_LOCAL, reason='needs pip install -e ".[local]"')
+    return pytest.mark.slow(skip(test))
+
 
 from skillopt.models import local  # noqa: E402
 

@@ -18,6 +18,7 @@ from skillopt.cli.main import app
 ROOT = Path(__file__).resolve().parents[2]
 
 HAVE_LOCAL = have_local()
+pytestmark = pytest.mark.slow  # a whole training run on the embedded model
 
 
 def main_command() -> str:

@@ -110,3 +110,36 @@ def test_resume_finished_run_reports_again(world, models):
     assert again.exit_code == 0, again.output
     assert models["target"].call_count == calls
     assert "validation 0.500 → 1.000" in again.stdout
+
+
+def test_a_runs_best_skill_is_scored_by_its_directory(world, models):
+    """`skillopt eval runs/<run-id>/best`, as the README shows it: `best/` is not named
+    after the skill, so it is linted under the skill's name, not refused for that."""
+    models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
+    first = runner.invoke(app, train_args(world, "--epochs", "1"))
+    run_id = first.stdout.split("history: git log skillopt/")[1].split()[0]
+    res = runner.invoke(
+        app,
+        [
+            "eval",
+            f"runs/{run_id}/best",
+            "--tasks",
+            str(world["suite"]),
+            "--target",
+            "scripted/test-target",
+            "--compare-no-skill",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    rows = [line.split() for line in res.stdout.splitlines()]
+    assert ["test", "skill", "1.000", "100.0%", "4"] == next(
+        r for r in rows if r[:2] == ["test", "skill"]
+    )[:5]
+    # a skill directory of the wrong name is still refused
+    wrong = world["skill"].parent / "renamed"
+    world["skill"].rename(wrong)
+    res = runner.invoke(
+        app,
+        ["eval", str(wrong), "--tasks", str(world["suite"]), "--target", "scripted/test-target"],
+    )
+    assert res.exit_code == 2 and "must equal the skill directory name" in res.stderr

@@ -1,0 +1,232 @@
+"""The README's figures from the bundled offline runs, produced by running them.
+
+Each figure sits in README.md between `<!-- figures:NAME -->` and
+`<!-- /figures:NAME -->` (HTML comments: not rendered, and outside any code
+block the tests read):
+
+- `quickstart`: the stdout of `skillopt train skills/product-codes --tasks
+  tasks/product-codes.yaml` (decision lines, test split, accounting);
+- `eval`: the stdout of `skillopt eval runs/<run-id>/best --tasks
+  tasks/product-codes.yaml --compare-no-skill` right after that run;
+- `bundled`: the table of the three bundled suites, from each run's summary.json.
+
+The commands run for real and offline, as `python -m skillopt` child processes of
+this checkout, with the embedded model (the suites' `defaults:`), in a fresh
+temporary directory holding copies of `skills/` and `tasks/` (so with its own
+rollout store and `runs/`), with no `SKILLOPT_*` variable set.
+
+What differs from run to run is written in one fixed form, the one the README
+already shows, so `--check` compares exactly and is stable: the run id as
+`product-codes-20261203-135850-a42e` (`RUN_ID`), the temporary directory as
+`/home/me/skillopt` (so the audit repository reads
+`/home/me/skillopt/runs/audit.git`), and the eval's wall times as `0.00s` (that
+eval is served entirely from the store, in milliseconds); trailing spaces are
+dropped. Everything else (scores, decisions, p-values, counts, the skill hash)
+is what the commands printed: the embedded model is greedy, so it is the same on
+every run of the same code and weights. The first column of the bundled table
+(what each suite teaches) is words, kept in `SUITES`.
+
+Run: python benchmarks/readme_figures.py --print | --write | --check
+         [--only quickstart,eval,bundled]
+`--check` exits 1 and prints a diff when README.md differs from a fresh run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's skillopt, as in the child processes
+README = ROOT / "README.md"
+
+RUN_ID = "product-codes-20261203-135850-a42e"
+WORKDIR = "/home/me/skillopt"
+QUICKSTART = "product-codes"
+SUITES = {
+    "product-codes": "messy codes → `ABC-123`",
+    "name-format": "`JOHN SMITH` → `Smith, John`",
+    "snake-case": "`Total Price` → `total_price`",
+}
+FIGURES = ("quickstart", "eval", "bundled")
+WALL = re.compile(r"(?<= )\d+\.\d\ds$")
+
+
+def skillopt(cwd: Path, *args: str) -> str:
+    """Run `skillopt ARGS` in `cwd` as a child process of this checkout; its stdout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLOPT_")}
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        env.pop(var, None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["COLUMNS"] = "100"
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillopt", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"skillopt {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}{proc.stdout}"
+        )
+    return proc.stdout
+
+
+def train(cwd: Path, name: str) -> tuple[str, str, dict]:
+    """Train a bundled skill with its suite's defaults: (run id, stdout, summary)."""
+    stdout = skillopt(cwd, "train", f"skills/{name}", "--tasks", f"tasks/{name}.yaml")
+    match = re.search(r"^Run (\S+): ", stdout, re.MULTILINE)
+    if not match:
+        raise RuntimeError(f"no run id in the output of training {name}:\n{stdout}")
+    run_id = match.group(1)
+    summary = json.loads((cwd / "runs" / run_id / "summary.json").read_text(encoding="utf-8"))
+    return run_id, stdout, summary
+
+
+def normalise(text: str, cwd: Path, run_id: str) -> str:
+    for path in {str(cwd), str(cwd.resolve())}:
+        text = text.replace(path, WORKDIR)
+    text = text.replace(run_id, RUN_ID)
+    return "".join(line.rstrip() + "\n" for line in text.splitlines())
+
+
+def code_block(text: str) -> str:
+    return f"```\n{text}```\n"
+
+
+def split_sizes(suite: Path) -> tuple[int, int, int]:
+    from skillopt.suite.loader import load_suite
+
+    loaded = load_suite(suite)
+    return tuple(len(loaded.split(s)) for s in ("train", "val", "test"))
+
+
+def bundled_table(cwd: Path, summaries: dict[str, dict]) -> str:
+    lines = [
+        "| suite | items (train/val/test) | test: no skill | initial | best |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, s in summaries.items():
+        t = s["test"]
+        n = split_sizes(cwd / "tasks" / f"{name}.yaml")
+        lines.append(
+            f"| `{name}` ({SUITES[name]}) | {sum(n)} ({n[0]}/{n[1]}/{n[2]}) | "
+            f"{t['no_skill']['mean']:.3f} | {t['initial']['mean']:.3f} | {t['best']['mean']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def produce(only: tuple[str, ...] = FIGURES) -> dict[str, str]:
+    """Run the bundled examples and return the README region of each figure in
+    `only`, normalised (see the module docstring)."""
+    blocks: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="readme-figures-") as tmp:
+        cwd = Path(tmp)
+        for folder in ("skills", "tasks"):
+            shutil.copytree(ROOT / folder, cwd / folder)
+        run_id, stdout, summary = train(cwd, QUICKSTART)
+        if "quickstart" in only:
+            blocks["quickstart"] = code_block(normalise(stdout, cwd, run_id))
+        if "eval" in only:
+            out = skillopt(
+                cwd,
+                "eval",
+                f"runs/{run_id}/best",
+                "--tasks",
+                f"tasks/{QUICKSTART}.yaml",
+                "--compare-no-skill",
+            )
+            out = "".join(
+                WALL.sub(lambda m: "0.00s".rjust(len(m.group())), line) + "\n"
+                for line in out.splitlines()
+            )
+            blocks["eval"] = code_block(normalise(out, cwd, run_id))
+        if "bundled" in only:
+            summaries = {QUICKSTART: summary}
+            for name in SUITES:
+                if name != QUICKSTART:
+                    summaries[name] = train(cwd, name)[2]
+            blocks["bundled"] = bundled_table(cwd, summaries)
+    return {name: blocks[name] for name in FIGURES if name in blocks}
+
+
+def region(name: str) -> re.Pattern:
+    return re.compile(rf"(<!-- figures:{name} -->\n)(.*?)(<!-- /figures:{name} -->)", re.DOTALL)
+
+
+def current(text: str, name: str) -> str:
+    """The README's region `name` as it stands."""
+    match = region(name).search(text)
+    if not match:
+        raise KeyError(f"README.md has no region <!-- figures:{name} -->")
+    return match.group(2)
+
+
+def rewrite(text: str, blocks: dict[str, str]) -> str:
+    """`text` with each region replaced by its block; nothing else changes."""
+    for name, block in blocks.items():
+        current(text, name)  # the region must exist
+        text = region(name).sub(lambda m, b=block: m.group(1) + b + m.group(3), text)
+    return text
+
+
+def diff(text: str, blocks: dict[str, str]) -> str:
+    """A unified diff from the README's regions to `blocks`; empty when they agree."""
+    lines = []
+    for name, block in blocks.items():
+        lines += difflib.unified_diff(
+            current(text, name).splitlines(keepends=True),
+            block.splitlines(keepends=True),
+            f"README.md (figures:{name})",
+            f"fresh run (figures:{name})",
+        )
+    return "".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--print", action="store_true", help="print the regions")
+    mode.add_argument("--write", action="store_true", help="rewrite README.md's regions")
+    mode.add_argument("--check", action="store_true", help="exit 1 with a diff if stale")
+    parser.add_argument(
+        "--only", default=",".join(FIGURES), help=f"comma-separated, of {', '.join(FIGURES)}"
+    )
+    args = parser.parse_args(argv)
+    only = tuple(n.strip() for n in args.only.split(",") if n.strip())
+    unknown = set(only) - set(FIGURES)
+    if unknown:
+        parser.error(f"unknown figure(s): {', '.join(sorted(unknown))}")
+    blocks = produce(only)
+    text = README.read_text(encoding="utf-8")
+    if args.print:
+        for name, block in blocks.items():
+            print(f"<!-- figures:{name} -->\n{block}<!-- /figures:{name} -->\n")
+        return 0
+    if args.write:
+        new = rewrite(text, blocks)
+        if new != text:
+            README.write_text(new, encoding="utf-8")
+        print(f"README.md: {'updated' if new != text else 'unchanged'} ({', '.join(blocks)})")
+        return 0
+    stale = diff(text, blocks)
+    if stale:
+        sys.stdout.write(stale)
+        print("README.md figures are stale: python benchmarks/readme_figures.py --write")
+        return 1
+    print(f"README.md figures are current ({', '.join(blocks)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
