@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 from skillopt.errors import InputError
 from skillopt.harness.base import (
     Cancellable,
+    Describes,
     Harness,
     ReleasesWorkspaces,
+    ShowsTask,
     Trajectory,
     WorkspaceHarness,
 )
@@ -62,9 +64,11 @@ __all__ = [
     "AGENT_HARNESSES",
     "Cancellable",
     "ChatHarness",
+    "Describes",
     "HARNESSES",
     "Harness",
     "ReleasesWorkspaces",
+    "ShowsTask",
     "Trajectory",
     "WorkspaceHarness",
     "build_harness",

@@ -307,6 +307,37 @@ class AgentHarness:
         self._cancelled.set()
         process.kill_all()
 
+    # -- what the optimizer is told (`Describes`) ------------------------------------------
+    agent_label = "an agent program"
+
+    def target_model(self) -> str | None:
+        """The model the agent runs, as far as is known before it runs; None for the
+        agent's own default."""
+        return None
+
+    def describe_target(self) -> str:
+        """The agent, its model, where the skill is installed and how the agent comes
+        to read it."""
+        model = self.target_model()
+        text = (
+            f"The target is {self.agent_label} running "
+            + (f"the model `{model}`" if model else "its default model")
+            + ", in a fresh workspace for each task. The skill is installed there as "
+            f"`{self.skills_dir}/<name>/SKILL.md` (frontmatter and body, with its "
+            "supporting files), and the task is the agent's prompt. The agent first "
+            "sees only the skill's name and description (the frontmatter, which these "
+            "edits cannot change) and decides from the description whether to load "
+            "the skill; only then does it read the body. It may use tools, and its "
+            "final message is the answer. A trajectory marked `Skill invoked: no` "
+            "means the agent never read the body."
+        )
+        if self.agent.invoke == "explicit":
+            text += (
+                f" In this run the prompt starts with `{self.invoke_prefix}<name> `, "
+                "which makes the agent load the skill for every task."
+            )
+        return text
+
     # -- pieces a subclass may change -----------------------------------------------------
     def prompt(self, skill: Skill, task: Task) -> str:
         if self.agent.invoke == "explicit" and not skill.is_empty:

@@ -78,7 +78,8 @@ class Harness(Protocol):
         ...
 
 
-# Optional capabilities. The engine checks for each with `isinstance`; a harness
+# Optional capabilities, checked with `isinstance` where they are used (the
+# engine; the optimizer's run context for `Describes` and `ShowsTask`); a harness
 # offers one by defining its method (no base class needed).
 
 
@@ -101,6 +102,29 @@ class Cancellable(Protocol):
     def cancel(self) -> None:
         """Kill every agent process still running; runs that start afterwards end at
         once as cancelled (unscored)."""
+        ...
+
+
+@runtime_checkable
+class Describes(Protocol):
+    """A harness, or the model a chat harness calls, that can tell the optimizer
+    what the target is and how a skill and a task reach it: every optimizer prompt
+    shows it, so the edits are written for that target."""
+
+    def describe_target(self) -> str:
+        """A few Markdown lines: the target model, the harness, how the skill reaches
+        the target (and when it is loaded), and for a completion-style target the
+        exact template and the shape of an example it is cued with. Never raises."""
+        ...
+
+
+@runtime_checkable
+class ShowsTask(Protocol):
+    """A harness, or a model, whose target does not read a task's prompt as it is
+    (the embedded base model reads it behind an answer cue)."""
+
+    def task_as_seen(self, task: str) -> str:
+        """The task's prompt as the target reads it after the skill."""
         ...
 
 

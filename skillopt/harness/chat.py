@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.errors import InputError, ModelError
-from skillopt.harness.base import Trajectory
+from skillopt.harness.base import Describes, ShowsTask, Trajectory
 from skillopt.models.base import Model, SelfChecking
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
@@ -42,6 +42,23 @@ class ChatHarness:
         """Models that load something (the embedded model) do it now, before any task."""
         if isinstance(self.model, SelfChecking):
             self.model.check()
+
+    def describe_target(self) -> str:
+        """The target for the optimizer: the model, how the skill and task reach it,
+        and the model's own account of how it reads them when it offers one."""
+        text = (
+            f"The target is the model `{self.model.name}`, called through the chat "
+            "harness: the skill body is the system message, the task is the user "
+            "message, and the model's reply is the answer (scored as it is). The "
+            "skill's frontmatter is not sent, and the model uses no tools."
+        )
+        if isinstance(self.model, Describes):
+            text += "\n\n" + self.model.describe_target()
+        return text
+
+    def task_as_seen(self, task: str) -> str:
+        """The task as the model reads it (its own shape, when it has one)."""
+        return self.model.task_as_seen(task) if isinstance(self.model, ShowsTask) else task
 
     def messages(self, skill: Skill, task: Task) -> list[dict]:
         messages = []

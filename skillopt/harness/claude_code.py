@@ -82,6 +82,10 @@ class ClaudeCodeHarness(AgentHarness):
         self._settings: dict | None = None
 
     shadow_reason = "Claude Code prefers personal skills to project skills,"
+    agent_label = "Claude Code (`claude -p`, loading a skill with its `Skill` tool)"
+
+    def target_model(self) -> str | None:
+        return self.resolved_model()
 
     def config_dir(self) -> Path:
         """The user's Claude Code directory (settings, credentials, personal skills)."""

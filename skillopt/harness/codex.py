@@ -100,6 +100,11 @@ class CodexHarness(AgentHarness):
         self._private_config: str | None = None  # the config.toml of a private CODEX_HOME
 
     shadow_reason = "Codex would list both copies and could read either,"
+    agent_label = "Codex (`codex exec`)"
+
+    def target_model(self) -> str | None:
+        model = self.model or self.user_config().get("model")
+        return str(model) if model else None
 
     def codex_home(self) -> Path:
         """The user's CODEX_HOME (config.toml, auth.json, AGENTS.md, sessions)."""

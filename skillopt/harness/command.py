@@ -95,6 +95,29 @@ class CommandHarness(AgentHarness):
             "invoke": self.agent.invoke,
         }
 
+    def describe_target(self) -> str:
+        """The program, its model, where the skill is installed and what it answers
+        with; how the program uses the skill is its own business."""
+        answer = (
+            "what it prints on stdout"
+            if self.conf.output == "stdout"
+            else f"the file `{self.conf.output}` it writes"
+        )
+        text = (
+            f"The target is the program `{self.template[0]}` (the command harness) "
+            + (f"running the model `{self.model}`" if self.model else "with no model named")
+            + ", in a fresh workspace for each task. The skill is installed there as "
+            f"`{self.skills_dir}/<name>/SKILL.md` (frontmatter and body, with its "
+            "supporting files), and the task is its prompt; its answer is "
+            f"{answer}. How it finds and uses the skill is up to the program: an agent "
+            "usually sees only the skill's name and description (the frontmatter, which "
+            "these edits cannot change) and decides from the description whether to "
+            "load the skill and read the body."
+        )
+        if self.agent.invoke == "explicit":
+            text += f" In this run the prompt starts with `{self.invoke_prefix}<name> `."
+        return text
+
     def check(self, skills: Sequence[Skill] = ()) -> None:
         # the program's skill directories are its own business: only the binary is checked
         self._resolved = self.resolve_binary()

@@ -48,10 +48,20 @@ _call_lock = threading.Lock()
 _loaded: dict[tuple, Any] = {}
 
 
+SKILL_PLACEHOLDER = "<the skill body>"
+TASK_PLACEHOLDER = "<the task>"
+
+
+def cue(task: str) -> str:
+    """The task behind the answer cue: what the model reads after the skill, and
+    continues after `Output:`."""
+    return f"Input: {task.strip()}\nOutput:"
+
+
 def format_example(task_prompt: str, answer: str) -> str:
     """One worked example in the exact shape of the completion prompt's cue, so a
     base model continues the pattern."""
-    return f"Input: {task_prompt.strip()}\nOutput: {answer.strip()}"
+    return f"{cue(task_prompt)} {answer.strip()}"
 
 
 def completion_prompt(prompt: Prompt) -> str:
@@ -63,8 +73,40 @@ def completion_prompt(prompt: Prompt) -> str:
         if m.get("role") == "system" and m.get("content", "").strip()
     )
     task = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
-    cue = f"Input: {task.strip()}\nOutput:"
-    return f"{system}\n\n{cue}" if system else cue
+    return f"{system}\n\n{cue(task)}" if system else cue(task)
+
+
+def template() -> str:
+    """The completion prompt for placeholder messages (`SKILL_PLACEHOLDER` as the
+    system message, `TASK_PLACEHOLDER` as the user message): the exact shape every
+    prompt has, drawn by `completion_prompt` itself."""
+    return completion_prompt(
+        [
+            {"role": "system", "content": SKILL_PLACEHOLDER},
+            {"role": "user", "content": TASK_PLACEHOLDER},
+        ]
+    )
+
+
+def describe(*, temperature: float, max_tokens: int) -> str:
+    """How the embedded model reads a skill and a task, for the optimizer: the
+    template and the example shape come from `template` and `format_example`."""
+    sampling = "greedy decoding" if temperature == 0 else f"temperature {temperature:g}"
+    example = format_example("<an input>", "<its answer>")
+    return (
+        f"`{NAME}` is a small *base* model (Gemma 3 270M), not an instruction-tuned "
+        "chat model: it continues text rather than following instructions. The system "
+        "message (the skill body) and the user message (the task) become one completion "
+        "prompt, always exactly this template:\n\n"
+        f"```text\n{template()}\n```\n\n"
+        f"It writes its answer after `Output:` ({sampling}, at most {max_tokens} tokens) "
+        "and stops at the end of the first line, so an answer is a single line. It "
+        "imitates the text right before the cue: worked examples in exactly the cue's "
+        "shape, each an input and its answer,\n\n"
+        f"```text\n{example}\n```\n\n"
+        "are what it continues best; rules and explanations in prose tend to help it "
+        "far less. The last lines of the skill sit directly before the cue."
+    )
 
 
 def cache_dir() -> Path:
@@ -240,6 +282,14 @@ class LocalModel:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
+
+    def describe_target(self) -> str:
+        """How this model reads a skill and a task (`Describes`, for the optimizer)."""
+        return describe(temperature=self.temperature, max_tokens=self.max_tokens)
+
+    def task_as_seen(self, task: str) -> str:
+        """The task as this model reads it after the skill: behind the answer cue."""
+        return completion_prompt(task)
 
     @property
     def context_window(self) -> int:

@@ -1,6 +1,6 @@
-"""The optimizer contract: what a training step asks (`ProposalRequest`), what comes
-back (`Proposal`, `TextResult`), and the `Optimizer` Protocol with its optional
-capabilities (`SlowUpdater`, `NoteTaker`).
+"""The optimizer contract: what a training step asks (`ProposalRequest`, with the
+run's `RunContext`), what comes back (`Proposal`, `TextResult`), and the `Optimizer`
+Protocol with its optional capabilities (`SlowUpdater`, `NoteTaker`).
 
 Any object with `name` and `propose` is an optimizer (`skillopt.train(...,
 optimizer=obj)` or a plugin); the trainer asks for the optional capabilities with
@@ -9,15 +9,44 @@ optimizer=obj)` or a plugin); the trainer asks for the optional capabilities wit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from skillopt.harness.base import Describes, ShowsTask
 from skillopt.models.base import Usage
 from skillopt.optimize.memory import Memory
 from skillopt.record import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.suite.task import Task
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What an optimizer is told besides its minibatch and memory: the target (how a
+    skill and a task reach it) and where the run stands. Scores and counts only:
+    never a validation or test task."""
+
+    target: str = ""  # the harness's `describe_target()`; "" when it cannot describe itself
+    task_as_seen: Callable[[str], str] | None = None  # a task's prompt as the target reads it
+    total_steps: int = 0  # the last step number the run plans; 0 when unknown
+    epochs: int = 0
+    val: float | None = None  # the incumbent's validation score
+
+    @classmethod
+    def of(cls, harness: object, *, total_steps: int, epochs: int, val: float | None) -> RunContext:
+        """The context of a run on `harness`, which describes its target when it can."""
+        return cls(
+            harness.describe_target() if isinstance(harness, Describes) else "",
+            harness.task_as_seen if isinstance(harness, ShowsTask) else None,
+            total_steps,
+            epochs,
+            val,
+        )
+
+
+NO_CONTEXT = RunContext()
 
 
 @dataclass
@@ -30,6 +59,7 @@ class ProposalRequest:
     memory: Memory
     step: int = 0
     epoch: int = 0
+    context: RunContext = NO_CONTEXT
 
 
 @dataclass
@@ -133,7 +163,12 @@ class SlowUpdater(Protocol):
     protected block of the skill)."""
 
     def slow_update(
-        self, skill: Skill, previous: Skill, comparison: str, memory: Memory
+        self,
+        skill: Skill,
+        previous: Skill,
+        comparison: str,
+        memory: Memory,
+        context: RunContext = NO_CONTEXT,
     ) -> TextResult:
         """Guidance text (`TextResult.text`), or a result whose `skipped` says why
         there is none; never raises."""
@@ -144,6 +179,6 @@ class SlowUpdater(Protocol):
 class NoteTaker(Protocol):
     """An optimizer that keeps notes across epochs (never shown to the agent)."""
 
-    def meta_notes(self, epoch: int, history: str) -> TextResult:
+    def meta_notes(self, epoch: int, history: str, context: RunContext = NO_CONTEXT) -> TextResult:
         """Notes carried into the next epoch's prompts; never raises."""
         ...

@@ -1,29 +1,71 @@
-"""What the optimizer must remember: rejected edits with their score deltas,
-not-applied edits with their reasons, and its own notes from earlier epochs.
+"""What the optimizer must remember: the edits the gate accepted and rejected (with
+their score deltas and flip counts), the edits that could not be applied (with
+their reasons), and its own notes from earlier epochs.
 
-Invariant: memory is plain data (JSON-serialisable) persisted in the run's state,
-so it survives `--resume`; rendering for a prompt shows the most recent entries.
+Invariants:
+- Memory is plain data (JSON-serialisable) persisted in the run's state, so it
+  survives `--resume`; rendering for a prompt shows the most recent entries.
+- It holds no validation or test content: a gate decision is kept as its delta,
+  its score and its flip *counts*, never the tasks' ids, inputs or answers.
+- An edit is rendered whole (fenced, newlines kept), never clipped to one line.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from skillopt import display
 from skillopt.display import NA
 from skillopt.skill.edits import Edit
 
+Flips = tuple[int, int]  # (fail → pass, pass → fail) on the validation tasks
+
 
 @dataclass
 class Memory:
-    rejected: list[dict] = field(default_factory=list)  # {step, edit, delta, reason}
+    rejected: list[dict] = field(default_factory=list)  # {step, edit, delta, reason, flips?}
     not_applied: list[dict] = field(default_factory=list)  # {step, edit, reason}
     meta_notes: list[dict] = field(default_factory=list)  # {epoch, notes}
+    accepted: list[dict] = field(default_factory=list)  # {step, edit, delta, val, flips?}
 
-    def reject(self, step: int, edits: list[Edit], delta: float | None, reason: str) -> None:
+    def accept(
+        self,
+        step: int,
+        edits: list[Edit],
+        delta: float | None,
+        *,
+        val: float | None = None,
+        flips: Flips | None = None,
+    ) -> None:
+        """The gate kept `edits` (applied together at `step`); `val` is the new
+        validation score, `flips` the (fail → pass, pass → fail) counts."""
+        for e in edits:
+            self.accepted.append(
+                {"step": step, "edit": e.to_dict(), "delta": delta, "val": val, **_flips(flips)}
+            )
+
+    def reject(
+        self,
+        step: int,
+        edits: list[Edit],
+        delta: float | None,
+        reason: str,
+        *,
+        flips: Flips | None = None,
+    ) -> None:
+        """The gate refused `edits` (applied together at `step`) for `reason`."""
         for e in edits:
             self.rejected.append(
-                {"step": step, "edit": e.to_dict(), "delta": delta, "reason": reason}
+                {
+                    "step": step,
+                    "edit": e.to_dict(),
+                    "delta": delta,
+                    "reason": reason,
+                    **_flips(flips),
+                }
             )
 
     def skip(self, step: int, edit: Edit, reason: str) -> None:
@@ -33,11 +75,19 @@ class Memory:
         if notes.strip():
             self.meta_notes.append({"epoch": epoch, "notes": notes.strip()})
 
+    def best_val(self, current: float | None) -> float | None:
+        """The best validation score the run has seen: `current` (the incumbent's)
+        or one an accepted candidate reached."""
+        values = [current, *(a.get("val") for a in self.accepted)]
+        known = [v for v in values if v is not None]
+        return max(known) if known else None
+
     def to_dict(self) -> dict:
         return {
             "rejected": self.rejected,
             "not_applied": self.not_applied,
             "meta_notes": self.meta_notes,
+            "accepted": self.accepted,
         }
 
     @classmethod
@@ -47,34 +97,176 @@ class Memory:
             list(data.get("rejected", [])),
             list(data.get("not_applied", [])),
             list(data.get("meta_notes", [])),
+            list(data.get("accepted", [])),
         )
 
     def render(self, limit: int = 12) -> str:
-        """The memory as the optimizer reads it (most recent entries last)."""
-        lines: list[str] = []
+        """The memory as the optimizer reads it: the `limit` most recent entries of
+        each kind, grouped by step (most recent last), every edit whole."""
+        parts: list[str] = []
+        if self.accepted:
+            parts.append(
+                _section(
+                    "Edits ACCEPTED by the validation gate (they are in the skill now):",
+                    self.accepted,
+                    limit,
+                    lambda r: "accepted, " + _gate(r["delta"], r.get("flips"), r.get("val")),
+                    "accepted edits",
+                )
+            )
         if self.rejected:
-            lines.append(
-                "Edits tried and REJECTED by the validation gate (do not propose "
-                "them again unchanged):"
-            )
-            for r in self.rejected[-limit:]:
-                delta = display.delta(r["delta"], none=NA)
-                lines.append(
-                    f"- step {r['step']}: {Edit.from_dict(r['edit']).describe(90)} "
-                    f"(validation delta {delta})"
+            parts.append(
+                _section(
+                    "Edits tried and REJECTED by the validation gate (do not propose them "
+                    "again unchanged; a tie with tasks flipped both ways did have an "
+                    "effect: the edits fixed some validation tasks and broke as many):",
+                    self.rejected,
+                    limit,
+                    lambda r: f"rejected ({r['reason']}), " + _gate(r["delta"], r.get("flips")),
+                    "rejected edits",
                 )
+            )
         if self.not_applied:
-            lines.append(
-                "Edits NOT APPLIED because they could not be placed (fix the anchor "
-                "or the content):"
-            )
-            for r in self.not_applied[-limit:]:
-                lines.append(
-                    f"- step {r['step']}: {Edit.from_dict(r['edit']).describe(90)} — {r['reason']}"
+            parts.append(
+                _section(
+                    "Edits NOT APPLIED because they could not be placed (fix the anchor or "
+                    "the content):",
+                    self.not_applied,
+                    limit,
+                    lambda r: f"not applied ({r['reason']})",
+                    "edits not applied",
+                    per_edit=True,
                 )
-        return "\n".join(lines) if lines else "(nothing yet)"
+            )
+        return "\n\n".join(parts) if parts else "(nothing yet)"
 
     def render_notes(self) -> str:
         if not self.meta_notes:
             return "(none yet)"
-        return "\n".join(f"- after epoch {n['epoch']}: {n['notes']}" for n in self.meta_notes)
+        return "\n\n".join(f"After epoch {n['epoch']}:\n{n['notes']}" for n in self.meta_notes)
+
+
+# ------------------------------------------------------------------------ rendering
+def _flips(flips: Flips | None) -> dict:
+    if flips is None:
+        return {}
+    return {"flips": {"fail_to_pass": int(flips[0]), "pass_to_fail": int(flips[1])}}
+
+
+def _gate(delta: float | None, flips: Mapping[str, int] | None, val: float | None = None) -> str:
+    """A gate decision as numbers: the delta, the flip counts and the score reached."""
+    text = f"validation delta {display.delta(delta, none=NA)}"
+    if flips is not None:
+        text += (
+            f" ({flips.get('fail_to_pass', 0)} fail → pass, "
+            f"{flips.get('pass_to_fail', 0)} pass → fail)"
+        )
+    if val is not None:
+        text += f", validation score {display.score(val)}"
+    return text
+
+
+def fenced(text: str) -> str:
+    """`text` whole in a code fence longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text.rstrip("\n")
+    return f"{fence}\n{body}\n{fence}"
+
+
+def render_edit(edit: Edit) -> str:
+    """One edit whole: what it does, its anchor and content fenced, newlines kept."""
+    content = fenced(edit.content or "")
+    if edit.source == "slow_update":
+        text = f"set the protected guidance block to:\n{content}"
+    elif edit.op == "delete":
+        text = f"delete:\n{fenced(edit.anchor or '')}"
+    elif edit.op == "replace":
+        text = f"replace:\n{fenced(edit.anchor or '')}\nwith:\n{content}"
+    elif edit.anchor:
+        text = f"add after the line containing:\n{fenced(edit.anchor)}\nthis content:\n{content}"
+    elif edit.section:
+        text = f"add at the end of the section {edit.section!r}:\n{content}"
+    else:
+        text = f"add at the end of the skill:\n{content}"
+    rationale = " ".join(edit.rationale.split())
+    return f"{text}\nWhy: {rationale}" if rationale else text
+
+
+def _section(
+    title: str,
+    entries: list[dict],
+    limit: int,
+    outcome: Callable[[dict], str],
+    noun: str,
+    *,
+    per_edit: bool = False,
+) -> str:
+    """`title`, then the last `limit` entries, one paragraph per step (or per edit),
+    each headed by the step and `outcome(entry)`."""
+    shown = entries[-limit:] if limit > 0 else []
+    lines = [title]
+    if len(entries) > len(shown):
+        lines.append(f"({len(entries) - len(shown)} earlier {noun} not shown)")
+    for group in _groups(shown, per_edit):
+        first = group[0]
+        count = f"{len(group)} edits, gated together" if len(group) > 1 else "1 edit"
+        lines.append("")
+        lines.append(
+            f"Step {first['step']} — {outcome(first)}" + ("" if per_edit else f" — {count}") + ":"
+        )
+        for i, entry in enumerate(group, 1):
+            edit = Edit.from_dict(entry["edit"])
+            prefix = f"Edit {i}: " if len(group) > 1 else ""
+            lines.append(prefix + render_edit(edit))
+    return "\n".join(lines)
+
+
+def _groups(entries: Iterable[dict], per_edit: bool) -> list[list[dict]]:
+    """Consecutive entries of one step (one gate decision) together."""
+    groups: list[list[dict]] = []
+    for entry in entries:
+        if groups and not per_edit and groups[-1][0]["step"] == entry["step"]:
+            groups[-1].append(entry)
+        else:
+            groups.append([entry])
+    return groups
+
+
+def epoch_history(steps: Sequence[Mapping[str, Any]], epoch: int) -> str:
+    """What happened in `epoch` (1-based), for the meta-notes prompt: each step's
+    decision with its delta and flip counts, the edits applied and those that were
+    not (with why), every edit whole. No validation task is named."""
+    parts = []
+    for rec in steps:
+        if rec.get("epoch") != epoch or rec.get("kind") == "initial":
+            continue
+        gate = rec.get("gate") or {}
+        head = f"Step {rec['step']} ({rec['kind']}): {rec.get('decision', '')}"
+        if gate:
+            flips = {
+                "fail_to_pass": len(gate.get("fail_to_pass") or ()),
+                "pass_to_fail": len(gate.get("pass_to_fail") or ()),
+            }
+            head += f", {_gate(gate.get('delta'), flips)}"
+        if rec.get("reason"):
+            head += f" — {rec['reason']}"
+        lines = [head]
+        results = rec.get("apply") or []
+        applied = [a for a in results if a.get("status") == "applied"]
+        failed = [a for a in results if a.get("status") != "applied"]
+        dropped = rec.get("dropped") or []
+        if applied:
+            lines.append(f"Applied ({len(applied)}):")
+            lines += [render_edit(Edit.from_dict(a["edit"])) for a in applied]
+        if failed or dropped:
+            lines.append(f"Not applied ({len(failed) + len(dropped)}):")
+            for a in failed:
+                why = f"{a['status']}: {a['detail']}" if a.get("detail") else a["status"]
+                lines.append(f"{render_edit(Edit.from_dict(a['edit']))}\nNot applied: {why}")
+            for d in dropped:
+                lines.append(
+                    f"{render_edit(Edit.from_dict(d['edit']))}\nNot applied: {d['reason']}"
+                )
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) or "(no steps)"

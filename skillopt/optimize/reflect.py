@@ -4,22 +4,31 @@ Contract (`Optimizer`): `propose(request) -> Proposal` never raises for a bad
 reply or a failed call. A reply that is not JSON, breaks the schema or uses an
 unknown op gets one repair re-ask; if that fails too the minibatch is recorded as
 *skipped* with the reason. The optimizer only ever sees training rollouts.
+
+Every prompt describes the target (`RunContext.target`, from the harness) and the
+reflection prompts say where the run stands (step, scores, memory): scores and
+counts, never a validation or test task.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from skillopt import display
+from skillopt.display import NA
 from skillopt.errors import ModelError, first_error
 from skillopt.models.base import JsonMode, Model, Usage
 from skillopt.optimize.base import (
+    NO_CONTEXT,
     NoteTaker,
     Optimizer,
     Proposal,
     ProposalRequest,
+    RunContext,
     SlowUpdater,
     TextResult,
 )
@@ -36,6 +45,7 @@ FIELD_LIMIT = 1500
 STEP_LIMIT = 600
 RAW_LIMIT = 20_000  # characters of a raw reply kept in the checkpoint
 REPAIR_ECHO_LIMIT = 8_000  # characters of a bad reply quoted back in the repair re-ask
+NOT_DESCRIBED = "(the target did not describe itself)"
 
 
 # ---------------------------------------------------------------------- reply schema
@@ -125,17 +135,45 @@ def _clip(text: Any, limit: int) -> str:
     return clip(s, limit, "\n…[truncated {cut} characters]")
 
 
-def render_trajectories(rollouts: list[Rollout], tasks: dict[str, Task]) -> str:
-    """Rollouts as the optimizer reads them: input, expected, answer, feedback, and
-    the agent's tool steps when the harness recorded them (truncated, marked)."""
+def render_target(context: RunContext) -> str:
+    """The target as every optimizer prompt describes it."""
+    return context.target.strip() or NOT_DESCRIBED
+
+
+def render_state(request: ProposalRequest) -> str:
+    """Where the run stands: the step and the current and best validation scores
+    (numbers only, no validation task)."""
+    c = request.context
+    where = f"Step {request.step}" + (f" of {c.total_steps}" if c.total_steps else "")
+    if c.epochs:
+        where += f" (epoch {request.epoch + 1} of {c.epochs})"
+    best = request.memory.best_val(c.val)
+    return (
+        f"{where}. Validation score of the current skill: {display.score(c.val, none=NA)}; "
+        f"best so far: {display.score(best, none=NA)}."
+    )
+
+
+def render_trajectories(
+    rollouts: list[Rollout],
+    tasks: dict[str, Task],
+    task_as_seen: Callable[[str], str] | None = None,
+) -> str:
+    """Rollouts as the optimizer reads them: input (as the target read it, when
+    `task_as_seen` says it reads a task otherwise than as it is), expected, answer,
+    feedback, and the agent's tool steps when the harness recorded them (truncated,
+    marked)."""
     parts = []
     for r in rollouts:
         task = tasks[r.task_id]
+        seen = task_as_seen(task.prompt) if task_as_seen is not None else task.prompt
         lines = [
             f"## Task {r.task_id}",
-            "Input (as the agent saw it):",
+            "Input (as the agent saw it"
+            + (", right after the skill" if seen != task.prompt else "")
+            + "):",
             "```",
-            _clip(task.prompt, FIELD_LIMIT),
+            _clip(seen, FIELD_LIMIT),
             "```",
         ]
         if task.expected is not None:
@@ -246,8 +284,12 @@ class LLMOptimizer:
         template = "reflect_failures" if request.kind == "failures" else "reflect_successes"
         prompt = render_prompt(
             template,
+            target=render_target(request.context),
+            state=render_state(request),
             skill=request.skill.body,
-            trajectories=render_trajectories(request.rollouts, request.tasks),
+            trajectories=render_trajectories(
+                request.rollouts, request.tasks, request.context.task_as_seen
+            ),
             memory=request.memory.render(),
             notes=request.memory.render_notes(),
             budget=request.budget,
@@ -296,11 +338,17 @@ class LLMOptimizer:
         )
 
     def slow_update(
-        self, skill: Skill, previous: Skill, comparison: str, memory: Memory
+        self,
+        skill: Skill,
+        previous: Skill,
+        comparison: str,
+        memory: Memory,
+        context: RunContext = NO_CONTEXT,
     ) -> TextResult:
         return self._text(
             render_prompt(
                 "slow_update",
+                target=render_target(context),
                 skill=skill.body,
                 previous=previous.body,
                 comparison=comparison,
@@ -309,8 +357,13 @@ class LLMOptimizer:
             "guidance",
         )
 
-    def meta_notes(self, epoch: int, history: str) -> TextResult:
-        return self._text(render_prompt("meta_notes", epoch=epoch, history=history), "notes")
+    def meta_notes(self, epoch: int, history: str, context: RunContext = NO_CONTEXT) -> TextResult:
+        return self._text(
+            render_prompt(
+                "meta_notes", target=render_target(context), epoch=epoch, history=history
+            ),
+            "notes",
+        )
 
 
 __all__ = [
@@ -319,8 +372,11 @@ __all__ = [
     "Optimizer",
     "Proposal",
     "ProposalRequest",
+    "RunContext",
     "SlowUpdater",
     "TextResult",
     "parse_edits",
+    "render_state",
+    "render_target",
     "render_trajectories",
 ]

@@ -421,7 +421,7 @@ class _Reader:
 
     def memory(self, data: dict) -> Memory:
         m = self.obj(data, "memory")
-        self.only(m, {"rejected", "not_applied", "meta_notes"}, "memory")
+        self.only(m, {"rejected", "not_applied", "meta_notes", "accepted"}, "memory")
         for key in m:
             self.get(m, key, "list", "memory")
         return Memory.from_dict(m)

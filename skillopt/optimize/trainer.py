@@ -31,11 +31,13 @@ from skillopt.optimize.base import (
     Optimizer,
     Proposal,
     ProposalRequest,
+    RunContext,
     SlowUpdater,
     TextResult,
 )
 from skillopt.optimize.evidence import commit_message, comparison
 from skillopt.optimize.gate import Gate, build_gate
+from skillopt.optimize.memory import epoch_history
 from skillopt.optimize.merge import merge_edits
 from skillopt.optimize.schedule import chunks, edit_budget, steps_per_epoch
 from skillopt.optimize.state import (
@@ -166,6 +168,14 @@ class Trainer:
         self, skill: Skill, tasks: list[Task], label: str, samples: int = 1
     ) -> list[Rollout]:
         return self.engine.run(skill, tasks, samples=samples, label=label)
+
+    def _context(self) -> RunContext:
+        """What the optimizer is told about the target and where the run stands (an
+        epoch-end update takes a step number of its own)."""
+        slow = self.s.slow_update and isinstance(self.optimizer, SlowUpdater)
+        last = self.total_steps + (self.s.epochs if slow else 0)
+        val = self.state.incumbent.val
+        return RunContext.of(self.engine.harness, total_steps=last, epochs=self.s.epochs, val=val)
 
     def val_outcomes(self, skill: Skill, label: str):
         return task_outcomes(self.rollouts(skill, self.val, label, self.s.samples))
@@ -307,13 +317,16 @@ class Trainer:
         if pending is not None and pending.step == step and pending.proposals is not None:
             # resumed inside this step: reuse finished calls
             return [Proposal.from_dict(p) for p in pending.proposals]
+        ctx = self._context()
         requests = [
-            ProposalRequest(incumbent, "failures", mb, self.tasks, budget, self.memory, step, epoch)
+            ProposalRequest(
+                incumbent, "failures", mb, self.tasks, budget, self.memory, step, epoch, ctx
+            )
             for mb in chunks(failures, self.s.minibatch_size)
         ]
         requests += [
             ProposalRequest(
-                incumbent, "successes", mb, self.tasks, budget, self.memory, step, epoch
+                incumbent, "successes", mb, self.tasks, budget, self.memory, step, epoch, ctx
             )
             for mb in chunks(successes, self.s.minibatch_size)
         ]
@@ -403,10 +416,12 @@ class Trainer:
             step, epoch, kind, verdict, decision, report, self.gate.name, candidate.hash
         )
         sha = self.audit.commit(candidate, subject, body, evidence)
+        flips = (len(decision.fail_to_pass), len(decision.pass_to_fail))
         if decision.accepted:
             st.incumbent = Revision(candidate.text, candidate.hash, decision.candidate_mean)
+            self.memory.accept(step, applied, decision.delta, val=st.incumbent.val, flips=flips)
         else:
-            self.memory.reject(step, applied, decision.delta, decision.reason)
+            self.memory.reject(step, applied, decision.delta, decision.reason, flips=flips)
         record.update(
             decision=verdict,
             reason=decision.reason,
@@ -454,7 +469,9 @@ class Trainer:
             result = TextResult.from_dict(pending.slow_update)  # asked before a restart
         else:
             moved = comparison(sample, before, after)
-            result = self.optimizer.slow_update(current, previous, moved, self.memory)
+            result = self.optimizer.slow_update(
+                current, previous, moved, self.memory, self._context()
+            )
             self._stop_if_hopeless([result])
             # checkpointed like proposals: a restart gates this guidance, never a new one
             st.pending = Pending(step, slow_update=result.to_dict())
@@ -503,21 +520,9 @@ class Trainer:
     def _meta_notes(self, epoch: int) -> None:
         if not isinstance(self.optimizer, NoteTaker):
             return
-        lines = []
-        for rec in self.state.steps:
-            if rec.get("epoch") != epoch + 1 or rec["kind"] == "initial":
-                continue
-            edits = [a["edit"] for a in rec.get("apply", []) if a["status"] == "applied"]
-            delta = (rec.get("gate") or {}).get("delta")
-            lines.append(
-                f"- step {rec['step']} ({rec['kind']}): {rec['decision']}"
-                + (f", delta {display.delta(delta)}" if delta is not None else "")
-                + f" — {rec.get('reason', '')}"
-            )
-            for e in edits:
-                lines.append(f"    - {Edit.from_dict(e).describe(100)}")
+        history = epoch_history(self.state.steps, epoch + 1)
         self.stage("notes", epoch=epoch + 1)
-        result = self.optimizer.meta_notes(epoch + 1, "\n".join(lines) or "(no steps)")
+        result = self.optimizer.meta_notes(epoch + 1, history, self._context())
         self._stop_if_hopeless([result])
         if result.skipped:
             self.state.skipped_notes.append(SkippedNote(epoch + 1, result.skipped))

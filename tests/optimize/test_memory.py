@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from skillopt.optimize.memory import Memory
+from skillopt.optimize.memory import Memory, render_edit
 from skillopt.skill.edits import Edit
 
 E1 = Edit("add", anchor="## Rules", content="- Always uppercase the prefix.", evidence=("t1",))
@@ -75,18 +75,25 @@ def test_render_shows_rejected_with_deltas_and_not_applied_with_reasons():
     assert "REJECTED" in text
     assert "NOT APPLIED" in text
     rejected_part, not_applied_part = text.split("NOT APPLIED")
-    assert "step 2: " + E1.describe(90) + " (validation delta -0.125)" in rejected_part
-    assert "step 2: " + E2.describe(90) + " (validation delta -0.125)" in rejected_part
-    assert "step 3: " + E3.describe(90) + " (validation delta n/a)" in rejected_part
+    assert (
+        "Step 2 — rejected (worse on validation (-0.125)), validation delta -0.125 — "
+        "2 edits, gated together:" in rejected_part
+    )
+    assert render_edit(E1) in rejected_part and render_edit(E2) in rejected_part
+    assert (
+        "Step 3 — rejected (no validation task was scored for both), validation delta n/a"
+        in rejected_part
+    )
+    assert render_edit(E3) in rejected_part
     assert "missing words" in not_applied_part
-    assert "— anchor_not_found" in not_applied_part
+    assert "not applied (anchor_not_found)" in not_applied_part
     assert "missing words" not in rejected_part
 
 
 def test_render_positive_delta_has_sign():
     m = Memory()
     m.reject(1, [E1], 0.05, "better by +0.050 but p=0.250 > 0.05")
-    assert "(validation delta +0.050)" in m.render()
+    assert "validation delta +0.050" in m.render()
 
 
 def test_render_only_not_applied():
@@ -104,18 +111,122 @@ def test_limit_keeps_most_recent():
         m.skip(step, Edit("delete", anchor=f"skipped-{step}"), "anchor_not_found")
     text = m.render(limit=3)
     for step in range(7):
-        assert f"rejected-{step}'" not in text
-        assert f"skipped-{step}'" not in text
+        assert f"\nrejected-{step}\n" not in text
+        assert f"\nskipped-{step}\n" not in text
     for step in (7, 8, 9):
-        assert f"rejected-{step}'" in text
-        assert f"skipped-{step}'" in text
+        assert f"\nrejected-{step}\n" in text
+        assert f"\nskipped-{step}\n" in text
     assert text.index("rejected-7") < text.index("rejected-9")  # most recent last
-    assert len([ln for ln in text.splitlines() if ln.startswith("- step")]) == 6
+    assert len([ln for ln in text.splitlines() if ln.startswith("Step ")]) == 6
+    assert "(7 earlier rejected edits not shown)" in text
     assert len(m.rejected) == 10  # rendering does not forget
 
 
 def test_render_notes():
     m = Memory()
     m.note(0, "first")
-    m.note(1, "second\n")
-    assert m.render_notes() == "- after epoch 0: first\n- after epoch 1: second"
+    m.note(1, "- second\n- third\n")
+    # the notes' own bullets are not nested inside another bullet
+    assert m.render_notes() == "After epoch 0:\nfirst\n\nAfter epoch 1:\n- second\n- third"
+
+
+EXAMPLES = Edit(
+    "add",
+    section="Examples",
+    content="Input: tj 192\nOutput: TJ-192\n\nInput: ab 7\nOutput: AB-7",
+    rationale="worked examples in the cue's shape",
+)
+
+
+def test_accepted_edits_are_kept_and_rendered_whole():
+    m = Memory()
+    m.accept(2, [EXAMPLES], 0.25, val=0.75, flips=(2, 0))
+    assert m.accepted == [
+        {
+            "step": 2,
+            "edit": EXAMPLES.to_dict(),
+            "delta": 0.25,
+            "val": 0.75,
+            "flips": {"fail_to_pass": 2, "pass_to_fail": 0},
+        }
+    ]
+    text = m.render()
+    assert "ACCEPTED" in text
+    assert (
+        "Step 2 — accepted, validation delta +0.250 (2 fail → pass, 0 pass → fail), "
+        "validation score 0.750 — 1 edit:" in text
+    )
+    # the whole block, its blank line and newlines intact, not one clipped line
+    assert "```\nInput: tj 192\nOutput: TJ-192\n\nInput: ab 7\nOutput: AB-7\n```" in text
+    assert Memory.from_dict(json.loads(json.dumps(m.to_dict()))) == m
+
+
+def test_rejected_tie_shows_its_flips():
+    m = Memory()
+    m.reject(4, [EXAMPLES], 0.0, "tie: no improvement on validation", flips=(1, 1))
+    text = m.render()
+    assert "validation delta +0.000 (1 fail → pass, 1 pass → fail)" in text
+    assert "Input: tj 192\nOutput: TJ-192\n\nInput: ab 7" in text  # not cut at 90 characters
+
+
+def test_a_long_edit_is_not_clipped():
+    long = Edit("replace", anchor="x" * 300, content="\n".join(f"line {i}" for i in range(40)))
+    m = Memory()
+    m.reject(1, [long], -0.1, "worse")
+    m.skip(1, long, "ambiguous_anchor")
+    text = m.render()
+    assert text.count("x" * 300) == 2 and text.count("line 39") == 2
+    assert "…" not in text
+
+
+def test_fences_outlast_the_backticks_inside():
+    assert render_edit(Edit("add", content="```\ncode\n```")) == (
+        "add at the end of the skill:\n````\n```\ncode\n```\n````"
+    )
+
+
+def test_best_val_is_the_incumbent_or_an_accepted_score():
+    m = Memory()
+    assert m.best_val(None) is None
+    assert m.best_val(0.5) == 0.5
+    m.accept(1, [E1], 0.25, val=0.75)
+    assert m.best_val(0.5) == 0.75
+    assert m.best_val(0.875) == 0.875
+
+
+def test_epoch_history_shows_not_applied_edits_and_no_nested_bullets():
+    from skillopt.optimize.memory import epoch_history
+
+    steps = [
+        {"step": 0, "kind": "initial", "epoch": 0, "decision": "initial"},
+        {
+            "step": 1,
+            "kind": "step",
+            "epoch": 1,
+            "decision": "rejected",
+            "reason": "tie: no improvement on validation",
+            "apply": [
+                {"edit": EXAMPLES.to_dict(), "status": "applied", "detail": ""},
+                {"edit": E3.to_dict(), "status": "anchor_not_found", "detail": "no line"},
+            ],
+            "dropped": [{"edit": E2.to_dict(), "reason": "over the budget of 2 edits"}],
+            "gate": {
+                "delta": 0.0,
+                "fail_to_pass": ["val-secret-1"],
+                "pass_to_fail": ["val-secret-2"],
+                "per_task": {"val-secret-1": [0, 1], "val-secret-2": [1, 0]},
+            },
+        },
+        {"step": 2, "kind": "step", "epoch": 2, "decision": "no_candidate", "reason": "-"},
+    ]
+    text = epoch_history(steps, 1)
+    assert text.startswith(
+        "Step 1 (step): rejected, validation delta +0.000 (1 fail → pass, 1 pass → fail) — tie"
+    )
+    assert render_edit(EXAMPLES) in text
+    assert render_edit(E3) + "\nNot applied: anchor_not_found: no line" in text
+    assert render_edit(E2) + "\nNot applied: over the budget of 2 edits" in text
+    assert "val-secret" not in text  # flip counts, never the validation tasks
+    assert "Step 2" not in text  # another epoch
+    assert not [ln for ln in text.splitlines() if ln.startswith("    -")]
+    assert epoch_history(steps, 3) == "(no steps)"

@@ -287,7 +287,7 @@ class TestPropose:
         assert "Normalise this product code: abc 123" in prompt
         assert "at most 3 edits" in prompt
         assert memory.render() in prompt
-        assert "delete '- Uppercase the letters.'" in prompt
+        assert "delete:\n```\n- Uppercase the letters.\n```" in prompt
         assert "-0.250" in prompt
         assert "no such line" in prompt and "anchor_not_found" in prompt
         assert "deletions hurt" in prompt

@@ -151,6 +151,7 @@ def test_version_1_is_migrated_and_saved_as_version_2(tmp_path):
     st.save(run)
     saved = json.loads(run.state_path.read_text())
     assert saved["version"] == 2 and saved["skipped_notes"] == [] and saved["test"] == {}
+    assert saved["memory"].pop("accepted") == []  # the memory of accepted edits starts empty
     assert {k: v for k, v in saved.items() if k not in ("version", "skipped_notes", "test")} == {
         k: v for k, v in V1.items() if k != "version"
     }

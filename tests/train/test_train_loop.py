@@ -238,7 +238,7 @@ def test_meta_notes_reach_the_next_epoch(world, models):
     models["set"](opt)
     api.train(world["skill"], world["suite"], **flags(epochs=2))
     second = [p for p in opt.prompts if "Tasks the agent FAILED" in p][1]
-    assert "after epoch 1: - neutral advice does nothing" in second
+    assert "After epoch 1:\n- neutral advice does nothing" in second
 
 
 def test_bad_optimizer_replies_are_skipped_and_the_run_goes_on(world, models):
