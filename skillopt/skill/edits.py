@@ -250,6 +250,8 @@ def _apply_one(body: str, edit: Edit) -> tuple[str, EditResult]:
                 return body, EditResult(edit, "protected", "the section ends in a protected block")
             return _insert(body, at, content), EditResult(edit, APPLIED)
         title = edit.section.strip().lstrip("#").strip()
+        if title.casefold() == EXAMPLES.casefold() and _ends_in_guidance(body, guarded):
+            guarded = []  # the guidance goes before the examples, not after them
         return _append(body, f"## {title}\n\n{content}", guarded), EditResult(
             edit, APPLIED, f"created section {title!r}"
         )
@@ -277,9 +279,13 @@ def _insert(body: str, at: int, block: str) -> str:
     return head + sep + block + after + rest
 
 
+def _ends_in_guidance(body: str, guarded: list[tuple[int, int]]) -> bool:
+    return bool(guarded) and body[guarded[-1][0] :].startswith(GUIDANCE_OPEN)
+
+
 def _append(body: str, block: str, guarded: list[tuple[int, int]]) -> str:
-    """Append at the end of the body, but before a trailing protected block so the
-    guidance stays last."""
+    """Append at the end of the body, but before a trailing protected block (the
+    guidance of a skill without examples stays last)."""
     if guarded and guarded[-1][1] >= len(body.rstrip()):
         start = guarded[-1][0]
         head = body[:start].rstrip("\n")
@@ -290,6 +296,7 @@ def _append(body: str, block: str, guarded: list[tuple[int, int]]) -> str:
 
 GUIDANCE_OPEN = "<!-- skillopt:protected guidance -->"
 GUIDANCE_CLOSE = "<!-- /skillopt:protected -->"
+EXAMPLES = "Examples"  # the guidance goes before this section (the exemplars optimizer's)
 
 
 def has_protected_marker(text: str) -> bool:
@@ -299,14 +306,40 @@ def has_protected_marker(text: str) -> bool:
 
 
 def set_guidance(skill: Skill, guidance: str) -> Skill:
-    """Write (or replace) the slow-update guidance block at the end of the body."""
+    """Write (or replace) the slow-update guidance block where it does the target the
+    least harm: before an `## Examples` section when the body has one (so a
+    completion-style target reads its worked examples right before its cue), else at
+    the end. A block already before the examples (or in a body without them) is
+    replaced where it stands."""
     block = f"{GUIDANCE_OPEN}\n## Lessons from training\n\n{guidance.strip()}\n{GUIDANCE_CLOSE}"
     body = skill.body
     m = re.search(re.escape(GUIDANCE_OPEN) + r".*?" + re.escape(GUIDANCE_CLOSE), body, re.DOTALL)
     if m:
-        return skill.with_body(body[: m.start()] + block + body[m.end() :])
+        at = _examples_at(skill)
+        if at is None or at > m.start():
+            return skill.with_body(body[: m.start()] + block + body[m.end() :])
+        head, tail = body[: m.start()].rstrip("\n"), body[m.end() :].lstrip("\n")
+        body = head + ("\n\n" if head and tail else "\n" if head else "") + tail
+    at = _examples_at(skill.with_body(body))
+    if at is not None:
+        head = body[:at].rstrip("\n")
+        return skill.with_body((head + "\n\n" if head else "") + block + "\n\n" + body[at:])
     head = body.rstrip("\n")
     return skill.with_body((head + "\n\n" if head else "") + block + "\n")
+
+
+def _examples_at(skill: Skill) -> int | None:
+    """Offset of the first top- or second-level `Examples` heading outside a
+    protected block."""
+    guarded = protected_spans(skill.body)
+    for sec in skill.sections():
+        if (
+            sec.level <= 2
+            and sec.title.casefold() == EXAMPLES.casefold()
+            and not any(s <= sec.start < e for s, e in guarded)
+        ):
+            return sec.start
+    return None
 
 
 def guidance_of(skill: Skill) -> str | None:

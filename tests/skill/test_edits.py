@@ -19,6 +19,7 @@ from skillopt.skill.edits import (
 
 FM = "---\nname: demo\ndescription: Normalise product codes. Use for catalogue work.\n---\n"
 BODY = "# Demo\n\nIntro paragraph.\n\n## Rules\n\n- one\n- two\n\n## Examples\n\nExample text.\n"
+NO_EXAMPLES = "# Demo\n\nIntro paragraph.\n\n## Rules\n\n- one\n- two\n"
 PROTECTED = (
     "<!-- skillopt:protected guidance -->\n"
     "## Lessons from training\n"
@@ -554,20 +555,62 @@ class TestReport:
 # --------------------------------------------------------------------------- guidance
 class TestGuidance:
     def test_set_guidance_inserts_then_replaces(self):
-        s = skill()
+        s = skill(NO_EXAMPLES)  # no examples: the block goes at the end
         assert guidance_of(s) is None
         once = set_guidance(s, "- first lesson\n")
         assert guidance_of(once) == "- first lesson"
-        assert once.body.startswith(BODY)
+        assert once.body.startswith(NO_EXAMPLES)
         assert once.body.rstrip("\n").endswith(GUIDANCE_CLOSE)
         twice = set_guidance(once, "  - second lesson\n- third  ")
         assert guidance_of(twice) == "- second lesson\n- third"
         assert twice.body.count(GUIDANCE_OPEN) == 1
         assert twice.body.count(GUIDANCE_CLOSE) == 1
         assert "first lesson" not in twice.body
-        assert twice.body.startswith(BODY)
+        assert twice.body.startswith(NO_EXAMPLES)
         assert twice.frontmatter_text == FM
-        assert s.body == BODY  # not mutated
+        assert s.body == NO_EXAMPLES  # not mutated
+
+    def test_guidance_goes_before_the_examples(self):
+        once = set_guidance(skill(), "- a lesson")
+        rules, examples = BODY.split("## Examples")
+        assert once.body == rules + PROTECTED.replace("keep the hyphen", "a lesson") + (
+            "\n## Examples" + examples
+        )
+        # replaced where it stands
+        twice = set_guidance(once, "- b lesson")
+        assert twice.body == once.body.replace("a lesson", "b lesson")
+
+    def test_guidance_after_the_examples_moves_before_them(self):
+        # a block written at the end before the body had examples
+        old = set_guidance(skill(NO_EXAMPLES), "- old")
+        with_examples = old.with_body(old.body + "\n## Examples\n\nInput: a\nOutput: A\n")
+        new = set_guidance(with_examples, "- new")
+        assert (
+            new.body
+            == set_guidance(
+                skill(NO_EXAMPLES + "\n## Examples\n\nInput: a\nOutput: A\n"), "- new"
+            ).body
+        )
+        assert new.body.index(GUIDANCE_OPEN) < new.body.index("## Examples")
+        assert new.body.endswith("Output: A\n")
+
+    @pytest.mark.parametrize(
+        "examples", ["### Examples\n\nx\n", "Examples\n", "## Examples of rules\n\nx\n"]
+    )
+    def test_only_an_examples_section_of_the_top_levels_counts(self, examples):
+        g = set_guidance(skill(NO_EXAMPLES + "\n" + examples), "- x")
+        assert g.body.rstrip("\n").endswith(GUIDANCE_CLOSE)
+
+    def test_an_examples_section_created_later_goes_after_the_guidance(self):
+        g = set_guidance(skill(NO_EXAMPLES), "- x")
+        body, res = apply_one(
+            Edit("add", section="Examples", content="Input: a\nOutput: A"), body=g.body
+        )
+        assert res.applied
+        assert body == g.body + "\n## Examples\n\nInput: a\nOutput: A\n"
+        # and another section still goes before the trailing guidance
+        body, res = apply_one(Edit("add", section="Pitfalls", content="Careful."), body=g.body)
+        assert body.index("## Pitfalls") < body.index(GUIDANCE_OPEN)
 
     def test_guidance_block_is_protected(self):
         g = set_guidance(skill(), "- a lesson")
