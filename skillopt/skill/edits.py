@@ -15,12 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from skillopt.skill.document import Skill
+from skillopt.skill.document import PROTECTED_CLOSE, PROTECTED_OPEN, Skill
 
 OPS = ("add", "delete", "replace")
 APPLIED = "applied"
-PROTECTED_OPEN = re.compile(r"<!--\s*skillopt:protected\b[^>]*-->")
-PROTECTED_CLOSE = re.compile(r"<!--\s*/skillopt:protected\s*-->")
 
 
 @dataclass(frozen=True)

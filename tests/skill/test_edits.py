@@ -579,6 +579,10 @@ class TestGuidance:
         # replaced where it stands
         twice = set_guidance(once, "- b lesson")
         assert twice.body == once.body.replace("a lesson", "b lesson")
+        # the target reads the lessons, then the examples right before its cue
+        assert twice.for_target().body == (
+            rules + "## Lessons from training\n\n- b lesson\n\n## Examples" + examples
+        )
 
     def test_guidance_after_the_examples_moves_before_them(self):
         # a block written at the end before the body had examples
