@@ -13,6 +13,7 @@ from skillopt.skill.edits import (
     apply_edits,
     find_anchor,
     guidance_of,
+    nearest_line,
     protected_spans,
     set_guidance,
 )
@@ -314,6 +315,92 @@ class TestAnchors:
         assert find_anchor(text, anchor) == expected
 
 
+# ----------------------------------------------------------- quoting and near misses
+QUOTED = (
+    "# Codes\n\n- Strip a leading `#` and any spaces.\n- Write the letters in "
+    "**UPPER CASE**.\n- Join with a \u201chyphen\u201d, never an _underscore_.\n"
+)
+
+
+class TestQuotingAndNearMisses:
+    @pytest.mark.parametrize(
+        "anchor, content, expected",
+        [
+            (
+                "- Strip a leading # and any spaces.",
+                "- Strip a leading `#`, `*` and any spaces.",
+                "- Strip a leading `#`, `*` and any spaces.\n",
+            ),
+            (  # the anchor names the quoted text whole: no half pair is left
+                "letters in upper case",
+                "letters in capitals",
+                "- Write the letters in capitals.\n",
+            ),
+            (
+                'Join with a "hyphen", never an underscore',
+                "Join with a hyphen",
+                "- Join with a hyphen.\n",
+            ),
+            ("`Join` with a 'hyphen'", "Join with a dash", "- Join with a dash, never"),
+        ],
+    )
+    def test_markdown_quoting_is_ignored(self, anchor, content, expected):
+        body, res = apply_one(Edit("replace", anchor=anchor, content=content), body=QUOTED)
+        assert res.applied, res.detail
+        assert expected in body
+
+    def test_a_delete_takes_the_quoting_around_its_anchor(self):
+        text = "Rules:\n**Always `upper` case.**\nEnd.\n"
+        body, res = apply_one(Edit("delete", anchor="Always upper case."), body=text)
+        assert res.applied
+        assert body == "Rules:\nEnd.\n"
+
+    def test_ignoring_quoting_still_refuses_ambiguity(self):
+        text = "Use `a` here.\nUse *a* here.\n"
+        body, res = apply_one(Edit("delete", anchor="Use a here."), body=text)
+        assert res.status == "ambiguous_anchor"
+        assert body == text
+
+    def test_a_match_without_ignoring_quoting_wins(self):
+        # whitespace and case alone find one place; ignoring quoting would find two
+        text = "Keep A B.\nkeep `a` b.\n"
+        state, span = find_anchor(text, "keep a b.")
+        assert state == "found" and span == (0, 9)
+
+    def test_an_anchor_of_quoting_only_is_not_found(self):
+        assert find_anchor("a `b` c\n", "**") == ("missing", None)
+
+    def test_not_found_names_the_nearest_line(self):
+        body, res = apply_one(
+            Edit("replace", anchor="- Strip the leading hash and spaces.", content="x"),
+            body=QUOTED,
+        )
+        assert res.status == "anchor_not_found"
+        assert body == QUOTED
+        assert res.detail.startswith("the anchor is not in the skill (exactly or normalised); ")
+        assert "nearest line: '- Strip a leading `#` and any spaces.' (similarity 0." in res.detail
+
+    def test_a_multi_line_anchor_is_matched_against_as_many_lines(self):
+        near = nearest_line(QUOTED, "- Strip a leading #\n\n- Write letters in upper case")
+        assert near is not None
+        assert (
+            near[0]
+            == "- Strip a leading `#` and any spaces.\n- Write the letters in **UPPER CASE**."
+        )
+        _, res = apply_one(Edit("delete", anchor="- Strip # first\n- Write upper"), body=QUOTED)
+        assert "nearest lines: '- Strip a leading" in res.detail
+
+    def test_the_nearest_line_is_never_in_a_protected_block(self):
+        text = "Intro.\n" + PROTECTED
+        near = nearest_line(text, "- keep the hyphen!")
+        assert near is not None and near[0] == "Intro."
+
+    def test_an_empty_body_has_no_nearest_line(self):
+        assert nearest_line("\n\n", "x") is None
+        _, res = apply_one(Edit("delete", anchor="x"), body="")
+        assert res.detail == "the anchor is not in the skill (exactly or normalised)"
+
+
 # ------------------------------------------------------------------------ frontmatter
 class TestFrontmatter:
     def test_anchor_only_in_frontmatter_is_not_found(self):
@@ -516,7 +603,8 @@ class TestReport:
             {
                 "edit": Edit("delete", anchor="nope", evidence=("t1",)).to_dict(),
                 "status": "anchor_not_found",
-                "detail": "the anchor is not in the skill (exactly or normalised)",
+                "detail": "the anchor is not in the skill (exactly or normalised); "
+                "nearest line: '- one' (similarity 0.44)",
             }
         ]
 
