@@ -279,7 +279,12 @@ class Trainer:
         train_mean = mean_value(task_outcomes(rollouts))
 
         proposals = self._proposals(step, epoch, incumbent, failures, successes, budget)
-        merged = merge_edits([p.edits for p in proposals], budget)
+        merged = merge_edits(
+            [p.edits for p in proposals],
+            budget,
+            max_edit_lines=self.s.max_edit_lines,
+            max_step_lines=self.s.max_step_lines,
+        )
         candidate, report = apply_edits(incumbent, merged.kept)
         record: StepRecord = {
             "step": step,
@@ -295,7 +300,7 @@ class Trainer:
             "apply": report.to_list(),
         }
         for e, why in merged.dropped:
-            if why.startswith("conflicts"):
+            if why.startswith(("conflicts", "too large")):
                 self.memory.skip(step, e, why)
         for r in report.not_applied:
             self.memory.skip(step, r.edit, f"{r.status}: {r.detail}" if r.detail else r.status)

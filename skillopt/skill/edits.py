@@ -22,6 +22,10 @@ from skillopt.text import clip
 
 OPS = ("add", "delete", "replace")
 APPLIED = "applied"
+# what an edit may carry, in non-blank lines of content: per edit and per step (the
+# defaults of the `max_edit_lines` and `max_step_lines` settings)
+MAX_EDIT_LINES = 8
+MAX_STEP_LINES = 24
 _QUOTING = frozenset("`'\"\u2018\u2019\u201c\u201d*_")
 
 
@@ -40,6 +44,14 @@ class Edit:
     evidence: tuple[str, ...] = ()
     source: str = "failures"
     support: int = 1
+
+    @property
+    def lines(self) -> int:
+        """Non-blank lines of content the edit adds (a delete adds none): what the
+        per-edit and per-step limits count."""
+        if self.op == "delete":
+            return 0
+        return sum(1 for line in (self.content or "").splitlines() if line.strip())
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -777,3 +777,15 @@ class TestEdit:
     def test_describe_shortens_long_text(self):
         text = Edit("delete", anchor="x" * 100).describe(width=10)
         assert text == "delete '" + "x" * 9 + "…'"
+
+    @pytest.mark.parametrize(
+        "edit, lines",
+        [
+            (Edit("add", content="- one\n\n- two\n"), 2),
+            (Edit("replace", anchor="a", content="Input: x\nOutput: X"), 2),
+            (Edit("delete", anchor="a\nb\nc"), 0),
+            (Edit("add"), 0),
+        ],
+    )
+    def test_lines_count_the_non_blank_lines_an_edit_adds(self, edit, lines):
+        assert edit.lines == lines
