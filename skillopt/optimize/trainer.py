@@ -312,13 +312,16 @@ class Trainer:
         if pending is not None and pending.step == step and pending.proposals is not None:
             # resumed inside this step: reuse finished calls
             return [Proposal.from_dict(p) for p in pending.proposals]
+        limits = {"max_edit_lines": self.s.max_edit_lines, "max_step_lines": self.s.max_step_lines}
         requests = [
-            ProposalRequest(incumbent, "failures", mb, self.tasks, budget, self.memory, step, epoch)
+            ProposalRequest(
+                incumbent, "failures", mb, self.tasks, budget, self.memory, step, epoch, **limits
+            )
             for mb in chunks(failures, self.s.minibatch_size)
         ]
         requests += [
             ProposalRequest(
-                incumbent, "successes", mb, self.tasks, budget, self.memory, step, epoch
+                incumbent, "successes", mb, self.tasks, budget, self.memory, step, epoch, **limits
             )
             for mb in chunks(successes, self.s.minibatch_size)
         ]

@@ -315,7 +315,16 @@ class TestContentLimits:
 
     def test_the_defaults_are_one_source(self):
         from skillopt.config import Settings
+        from skillopt.optimize.base import ProposalRequest
+        from skillopt.optimize.memory import Memory
+        from skillopt.skill.document import Skill
         from skillopt.skill.edits import MAX_EDIT_LINES, MAX_STEP_LINES
 
         s = Settings()
+        request = ProposalRequest(Skill.empty(), "failures", [], {}, 4, Memory())
         assert (s.max_edit_lines, s.max_step_lines) == (MAX_EDIT_LINES, MAX_STEP_LINES)
+        assert (request.max_edit_lines, request.max_step_lines) == (MAX_EDIT_LINES, MAX_STEP_LINES)
+        assert request.edit_limits == (
+            f"at most {MAX_EDIT_LINES} non-blank lines of `content` per edit and "
+            f"{MAX_STEP_LINES} for all your edits together"
+        )
