@@ -133,6 +133,8 @@ class Settings(BaseModel):
     lr: int = Field(4, ge=1, description="maximum edits per step")
     min_lr: int = Field(2, ge=1)
     schedule: Literal["constant", "linear", "cosine"] = "cosine"
+    max_edit_lines: int = Field(8, ge=1, description="non-blank lines of content one edit may add")
+    max_step_lines: int = Field(24, ge=1, description="non-blank lines all edits of a step may add")
     gate: str = Field("strict", description="strict, margin, paired, or a plugin's gate")
     min_delta: float = Field(0.0, ge=0)
     alpha: float = Field(0.05, gt=0, lt=1)

@@ -13,7 +13,9 @@ and Cursor read `.agents/skills/` too):
 | `agents`      | `.agents/skills/<name>/`      | `~/.agents/skills/<name>/` |
 | `agents-md`   | a section of `AGENTS.md`      | `$CODEX_HOME/AGENTS.md`    |
 
-Invariants: the skill is linted first (the portable rules for `codex` and
+Invariants: what is shipped is the skill as a target sees it (`Skill.for_target`:
+no protection markers; `adopt` keeps them, since the source is trained again);
+the skill is linted first (the portable rules for `codex` and
 `agents`) and nothing is written when it has errors; an existing, different skill
 is never overwritten without `force` (the refusal carries the diff); an
 unchanged one is left alone; the `AGENTS.md` section is delimited so a re-export
@@ -107,6 +109,7 @@ def export(
 ) -> ExportResult:
     """Write `skill` where `target` loads it; see the module notes for the rules."""
     path = destination(target, skill.name, scope=scope, dest=dest)
+    skill = skill.for_target()
     problems = lint_loaded(skill, strict=target in STRICT)
     errors = [p for p in problems if p.severity == "error"]
     if errors:

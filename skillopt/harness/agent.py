@@ -149,7 +149,7 @@ class AgentHarness:
     """Base of the harnesses that run an agent program in a workspace."""
 
     name = "agent"
-    version = "1"
+    version = "2"  # 2: the installed SKILL.md holds no protection markers
     binary_label = "agent"
     skills_dir = ".agents/skills"
     env_names: tuple[str, ...] = ()

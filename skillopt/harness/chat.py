@@ -1,5 +1,6 @@
-"""The chat harness: the skill body is the system prompt, the rendered task the
-user message, the model's reply the answer.
+"""The chat harness: the skill body as the target sees it (`Skill.for_target`: no
+protection markers) is the system prompt, the rendered task the user message, the
+model's reply the answer.
 
 Invariant: an empty skill sends no system message at all, so the no-skill
 baseline is the bare model, not a model with an empty instruction.
@@ -21,7 +22,7 @@ from skillopt.suite.task import Task
 
 class ChatHarness:
     name = "chat"
-    version = "1"
+    version = "2"  # 2: the target sees the skill without protection markers
 
     def __init__(self, model: Model):
         self.model = model
@@ -62,7 +63,7 @@ class ChatHarness:
 
     def messages(self, skill: Skill, task: Task) -> list[dict]:
         messages = []
-        body = skill.body.strip()
+        body = skill.for_target().body.strip()
         if body:
             messages.append({"role": "system", "content": body})
         messages.append({"role": "user", "content": task.prompt})

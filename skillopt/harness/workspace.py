@@ -48,7 +48,7 @@ class Workspace:
         skill_dir = None
         if not skill.is_empty:
             skill_dir = work / skills_dir / install_name(skill)
-            skill.write(skill_dir)
+            skill.for_target().write(skill_dir)  # the agent never sees protection markers
         for rel, content in task.files.items():
             dest = work / rel
             dest.parent.mkdir(parents=True, exist_ok=True)

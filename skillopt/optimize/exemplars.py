@@ -110,6 +110,7 @@ class ExemplarOptimizer:
             )
             candidates.append((Example(task.prompt.strip(), answer.strip()), r))
         picks: list[tuple[Example, str]] = []
+        lines = 0  # what the picks add; an example over the limits would be dropped unapplied
         covered = {shape(e.input) for e in existing}
         # new shapes first, then examples never rejected; within that, input order (the
         # batch is a seeded shuffle)
@@ -124,6 +125,10 @@ class ExemplarOptimizer:
                 continue
             if any(shape(ex.input) == shape(p.input) for p, _ in picks):
                 continue  # one new example per shape per step
+            size = Edit("add", content=ex.text).lines
+            if size > request.max_edit_lines or lines + size > request.max_step_lines:
+                continue
+            lines += size
             picks.append((ex, r.task_id))
             if len(picks) >= request.budget:
                 break

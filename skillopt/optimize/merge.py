@@ -2,8 +2,11 @@
 
 Invariants: duplicates are merged (their support and evidence add up); no two
 kept edits touch the same text; failure-derived edits rank before
-success-derived ones, then by support; the list is clipped to the step's budget.
-Every dropped edit is returned with its reason, so nothing silently vanishes.
+success-derived ones, then by support; the list is clipped to the step's budget
+of edits and, when limits are given, to what an edit and the whole step may add
+(non-blank lines of content: an edit carrying ten examples is not one edit's
+worth). Every dropped edit is returned with its reason, so nothing silently
+vanishes; an edit is never cut short.
 """
 
 from __future__ import annotations
@@ -44,8 +47,18 @@ def _touches(a: Edit, b: Edit) -> bool:
     return ta in tb or tb in ta
 
 
-def merge_edits(proposals: list[list[Edit]], budget: int) -> MergeResult:
-    """Deduplicate, rank, resolve conflicts and clip `proposals` to `budget`."""
+def merge_edits(
+    proposals: list[list[Edit]],
+    budget: int,
+    *,
+    max_edit_lines: int | None = None,
+    max_step_lines: int | None = None,
+) -> MergeResult:
+    """Deduplicate, rank, resolve conflicts and clip `proposals` to `budget` edits.
+    An edit adding more than `max_edit_lines` non-blank lines is dropped as too
+    large (its reason starts "too large"); one that would bring the kept edits past
+    `max_step_lines` is dropped and a smaller one after it may still fit (None: no
+    limit)."""
     result = MergeResult()
     merged: dict[tuple, Edit] = {}
     order: dict[tuple, int] = {}
@@ -72,15 +85,33 @@ def merge_edits(proposals: list[list[Edit]], budget: int) -> MergeResult:
             order[k],
         ),
     )
+    added = 0  # non-blank lines the kept edits add
     for k in ranked:
         edit = merged[k]
         clash = next((kept for kept in result.kept if _touches(kept, edit)), None)
-        if clash is not None:
+        if max_edit_lines is not None and edit.lines > max_edit_lines:
+            result.dropped.append(
+                (
+                    edit,
+                    f"too large: {edit.lines} non-blank lines of content, over the "
+                    f"limit of {max_edit_lines} per edit",
+                )
+            )
+        elif clash is not None:
             result.dropped.append(
                 (edit, f"conflicts with a higher-ranked edit: {clash.describe()}")
             )
         elif len(result.kept) >= budget:
             result.dropped.append((edit, f"over this step's budget of {budget} edits"))
+        elif max_step_lines is not None and added + edit.lines > max_step_lines:
+            result.dropped.append(
+                (
+                    edit,
+                    f"over this step's limit of {max_step_lines} non-blank lines of content "
+                    f"({added} kept, this edit adds {edit.lines})",
+                )
+            )
         else:
             result.kept.append(edit)
+            added += edit.lines
     return result

@@ -293,6 +293,7 @@ class LLMOptimizer:
             memory=request.memory.render(),
             notes=request.memory.render_notes(),
             budget=request.budget,
+            edit_limits=request.edit_limits,
         )
         edits, skipped, acc, raw = self._ask(
             prompt,

@@ -289,7 +289,12 @@ class Trainer:
         train_mean = mean_value(task_outcomes(rollouts))
 
         proposals = self._proposals(step, epoch, incumbent, failures, successes, budget)
-        merged = merge_edits([p.edits for p in proposals], budget)
+        merged = merge_edits(
+            [p.edits for p in proposals],
+            budget,
+            max_edit_lines=self.s.max_edit_lines,
+            max_step_lines=self.s.max_step_lines,
+        )
         candidate, report = apply_edits(incumbent, merged.kept)
         record: StepRecord = {
             "step": step,
@@ -305,7 +310,7 @@ class Trainer:
             "apply": report.to_list(),
         }
         for e, why in merged.dropped:
-            if why.startswith("conflicts"):
+            if why.startswith(("conflicts", "too large")):
                 self.memory.skip(step, e, why)
         for r in report.not_applied:
             self.memory.skip(step, r.edit, f"{r.status}: {r.detail}" if r.detail else r.status)
@@ -318,15 +323,34 @@ class Trainer:
             # resumed inside this step: reuse finished calls
             return [Proposal.from_dict(p) for p in pending.proposals]
         ctx = self._context()
+        limits = {"max_edit_lines": self.s.max_edit_lines, "max_step_lines": self.s.max_step_lines}
         requests = [
             ProposalRequest(
-                incumbent, "failures", mb, self.tasks, budget, self.memory, step, epoch, ctx
+                incumbent,
+                "failures",
+                mb,
+                self.tasks,
+                budget,
+                self.memory,
+                step,
+                epoch,
+                ctx,
+                **limits,
             )
             for mb in chunks(failures, self.s.minibatch_size)
         ]
         requests += [
             ProposalRequest(
-                incumbent, "successes", mb, self.tasks, budget, self.memory, step, epoch, ctx
+                incumbent,
+                "successes",
+                mb,
+                self.tasks,
+                budget,
+                self.memory,
+                step,
+                epoch,
+                ctx,
+                **limits,
             )
             for mb in chunks(successes, self.s.minibatch_size)
         ]

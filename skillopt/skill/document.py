@@ -5,6 +5,9 @@ Invariants:
   re-serialised, so an untouched frontmatter survives training exactly as written.
 - The content hash covers SKILL.md and every supporting file, because agent
   harnesses copy those files into the workspace and they can change the outcome.
+- A target never sees a protection marker (`<!-- skillopt:protected … -->`):
+  `Skill.for_target` is the skill as every harness hands it over; the stored and
+  trained text keeps the markers, which the optimizer needs to find its blocks.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
 _SKIP_DIRS = {".git", "__pycache__", ".DS_Store"}
+# the markers of a protected block (skillopt.skill.edits guards what lies between)
+PROTECTED_OPEN = re.compile(r"<!--\s*skillopt:protected\b[^>]*-->")
+PROTECTED_CLOSE = re.compile(r"<!--\s*/skillopt:protected\s*-->")
+_MARKER = re.compile(f"{PROTECTED_OPEN.pattern}|{PROTECTED_CLOSE.pattern}")
+_MARKER_LINE = re.compile(rf"^[ \t]*(?:(?:{_MARKER.pattern})[ \t]*)+(?:\r\n?|\n|\Z)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,16 @@ class Skill:
     def with_body(self, body: str) -> Skill:
         """A new skill with the same frontmatter, root and supporting files."""
         return replace(self, body=body)
+
+    def for_target(self) -> Skill:
+        """The skill as the target sees it: the protection markers taken out (a line
+        holding nothing else goes whole), everything else byte for byte. Every harness
+        hands this to the target (the chat system prompt, the SKILL.md installed in a
+        workspace), and `export` ships it; a skill without markers is returned as is.
+        A pure function of the skill, so the skill hash still keys its rollouts."""
+        if not _MARKER.search(self.body):
+            return self
+        return self.with_body(_MARKER.sub("", _MARKER_LINE.sub("", self.body)))
 
     # -- views ----------------------------------------------------------------------
     @property

@@ -1,9 +1,10 @@
 """Bounded edits to a skill body, and applying them with a per-edit report.
 
 Invariants:
-- An anchor is matched exactly first, then whitespace- and case-normalised; more
-  than one match is `ambiguous_anchor`, none is `anchor_not_found`. Nothing is
-  guessed.
+- An anchor is matched exactly first, then whitespace- and case-normalised, then
+  also ignoring Markdown quoting (backticks, straight and curly quotes, `*` and `_`);
+  more than one match is `ambiguous_anchor`, none is `anchor_not_found`, whose
+  detail names the body's nearest line. Nothing is guessed.
 - Edits never touch the frontmatter (only the body is edited) nor a protected
   block (`<!-- skillopt:protected … -->` … `<!-- /skillopt:protected -->`).
 - Every edit gets exactly one status; the skill is never mutated (a new `Skill`
@@ -12,15 +13,20 @@ Invariants:
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import asdict, dataclass, field
 
-from skillopt.skill.document import Skill
+from skillopt.skill.document import PROTECTED_CLOSE, PROTECTED_OPEN, Skill
+from skillopt.text import clip
 
 OPS = ("add", "delete", "replace")
 APPLIED = "applied"
-PROTECTED_OPEN = re.compile(r"<!--\s*skillopt:protected\b[^>]*-->")
-PROTECTED_CLOSE = re.compile(r"<!--\s*/skillopt:protected\s*-->")
+# what an edit may carry, in non-blank lines of content: per edit and per step (the
+# defaults of the `max_edit_lines` and `max_step_lines` settings)
+MAX_EDIT_LINES = 8
+MAX_STEP_LINES = 24
+_QUOTING = frozenset("`'\"\u2018\u2019\u201c\u201d*_")
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,14 @@ class Edit:
     evidence: tuple[str, ...] = ()
     source: str = "failures"
     support: int = 1
+
+    @property
+    def lines(self) -> int:
+        """Non-blank lines of content the edit adds (a delete adds none): what the
+        per-edit and per-step limits count."""
+        if self.op == "delete":
+            return 0
+        return sum(1 for line in (self.content or "").splitlines() if line.strip())
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -120,12 +134,15 @@ def protected_spans(text: str) -> list[tuple[int, int]]:
         pos = end
 
 
-def _normalise_with_map(text: str) -> tuple[str, list[int]]:
-    """Casefolded text with whitespace runs collapsed to one space, and for each
-    character of the result its offset in `text`."""
+def _normalise_with_map(text: str, unquote: bool = False) -> tuple[str, list[int]]:
+    """Casefolded text with whitespace runs collapsed to one space (and, with
+    `unquote`, Markdown quoting left out), and for each character of the result its
+    offset in `text`."""
     out, index = [], []
     in_space = False
     for i, ch in enumerate(text):
+        if unquote and ch in _QUOTING:
+            continue
         if ch.isspace():
             if not in_space and out:
                 out.append(" ")
@@ -143,7 +160,12 @@ def _normalise_with_map(text: str) -> tuple[str, list[int]]:
 
 
 def find_anchor(text: str, anchor: str) -> tuple[str, tuple[int, int] | None]:
-    """('found', span) | ('ambiguous', None) | ('missing', None)."""
+    """('found', span) | ('ambiguous', None) | ('missing', None).
+
+    Exact first, then whitespace- and case-normalised, then also ignoring Markdown
+    quoting: tried only when the previous way finds nothing, so an anchor that
+    matched one place before never matches another now. A match that ignored quoting
+    spans the quoting right around it too."""
     if not anchor or not anchor.strip():
         return "missing", None
     start = text.find(anchor)
@@ -152,18 +174,72 @@ def find_anchor(text: str, anchor: str) -> tuple[str, tuple[int, int] | None]:
         if text.find(anchor, start + 1) != -1:
             return "ambiguous", None
         return "found", (start, start + len(anchor))
-    norm_text, index = _normalise_with_map(text)
-    norm_anchor, _ = _normalise_with_map(anchor)
-    if not norm_anchor:
-        return "missing", None
-    starts = [m.start() for m in re.finditer(f"(?={re.escape(norm_anchor)})", norm_text)]
-    if len(starts) > 1:
-        return "ambiguous", None
-    if not starts:
-        return "missing", None
-    s = starts[0]
-    e = s + len(norm_anchor) - 1
-    return "found", (index[s], index[e] + 1)
+    for unquote in (False, True):
+        norm_text, index = _normalise_with_map(text, unquote)
+        norm_anchor, _ = _normalise_with_map(anchor, unquote)
+        if not norm_anchor:
+            return "missing", None
+        starts = [m.start() for m in re.finditer(f"(?={re.escape(norm_anchor)})", norm_text)]
+        if len(starts) > 1:
+            return "ambiguous", None
+        if starts:
+            s = starts[0]
+            span = (index[s], index[s + len(norm_anchor) - 1] + 1)
+            return "found", _widen(text, span) if unquote else span
+    return "missing", None
+
+
+def _widen(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """`span` grown over the quoting right around it: an anchor that left the quoting
+    out names the quoted text whole (`letters in upper case` takes the closing `**` of
+    `letters in **UPPER CASE**`), so no edit leaves half a pair behind."""
+    start, end = span
+    while start > 0 and text[start - 1] in _QUOTING:
+        start -= 1
+    while end < len(text) and text[end] in _QUOTING:
+        end += 1
+    return start, end
+
+
+def nearest_line(text: str, anchor: str) -> tuple[str, float] | None:
+    """The line of `text` most like `anchor` (for an anchor of several lines, the run
+    of as many non-blank lines, up to 5, most like its first ones, line by line), by
+    difflib's ratio over casefolded text, and that ratio; lines in a protected block
+    are left out. None when `text` or `anchor` has no such line."""
+    guarded = protected_spans(text)
+    lines, offset = [], 0
+    for line in text.splitlines(keepends=True):
+        if line.strip() and not any(s <= offset < e for s, e in guarded):
+            lines.append(line.strip())
+        offset += len(line)
+    want = [line.strip().casefold() for line in anchor.splitlines() if line.strip()]
+    k = min(len(want), len(lines), 5)
+    if not k:
+        return None
+    matcher = difflib.SequenceMatcher(None, autojunk=False)  # a ratio that means the same
+    ratios = []  # ratios[j][i]: the anchor's line j against the body's line i
+    for w in want[:k]:
+        matcher.set_seq2(w)  # difflib caches what it knows of seq2
+        row = []
+        for line in lines:
+            matcher.set_seq1(line.casefold())
+            row.append(matcher.ratio())
+        ratios.append(row)
+    best: tuple[str, float] | None = None
+    for i in range(len(lines) - k + 1):
+        score = sum(ratios[j][i + j] for j in range(k)) / k
+        if best is None or score > best[1]:
+            best = ("\n".join(lines[i : i + k]), score)
+    return best
+
+
+def _not_found(body: str, anchor: str) -> str:
+    detail = "the anchor is not in the skill (exactly or normalised)"
+    near = nearest_line(body, anchor)
+    if near is None:
+        return detail
+    what = "line" if "\n" not in near[0] else "lines"
+    return f"{detail}; nearest {what}: {clip(near[0], 200)!r} (similarity {near[1]:.2f})"
 
 
 def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
@@ -202,9 +278,7 @@ def _apply_one(body: str, edit: Edit) -> tuple[str, EditResult]:
                 edit, "ambiguous_anchor", "the anchor occurs more than once; quote more context"
             )
         if state == "missing":
-            return body, EditResult(
-                edit, "anchor_not_found", "the anchor is not in the skill (exactly or normalised)"
-            )
+            return body, EditResult(edit, "anchor_not_found", _not_found(body, edit.anchor))
         assert span is not None
         if _overlaps(span, guarded) or any(s <= span[0] < e for s, e in guarded):
             return body, EditResult(edit, "protected", "the anchor is inside a protected block")
@@ -250,6 +324,8 @@ def _apply_one(body: str, edit: Edit) -> tuple[str, EditResult]:
                 return body, EditResult(edit, "protected", "the section ends in a protected block")
             return _insert(body, at, content), EditResult(edit, APPLIED)
         title = edit.section.strip().lstrip("#").strip()
+        if title.casefold() == EXAMPLES.casefold() and _ends_in_guidance(body, guarded):
+            guarded = []  # the guidance goes before the examples, not after them
         return _append(body, f"## {title}\n\n{content}", guarded), EditResult(
             edit, APPLIED, f"created section {title!r}"
         )
@@ -277,9 +353,13 @@ def _insert(body: str, at: int, block: str) -> str:
     return head + sep + block + after + rest
 
 
+def _ends_in_guidance(body: str, guarded: list[tuple[int, int]]) -> bool:
+    return bool(guarded) and body[guarded[-1][0] :].startswith(GUIDANCE_OPEN)
+
+
 def _append(body: str, block: str, guarded: list[tuple[int, int]]) -> str:
-    """Append at the end of the body, but before a trailing protected block so the
-    guidance stays last."""
+    """Append at the end of the body, but before a trailing protected block (the
+    guidance of a skill without examples stays last)."""
     if guarded and guarded[-1][1] >= len(body.rstrip()):
         start = guarded[-1][0]
         head = body[:start].rstrip("\n")
@@ -290,6 +370,7 @@ def _append(body: str, block: str, guarded: list[tuple[int, int]]) -> str:
 
 GUIDANCE_OPEN = "<!-- skillopt:protected guidance -->"
 GUIDANCE_CLOSE = "<!-- /skillopt:protected -->"
+EXAMPLES = "Examples"  # the guidance goes before this section (the exemplars optimizer's)
 
 
 def has_protected_marker(text: str) -> bool:
@@ -299,14 +380,40 @@ def has_protected_marker(text: str) -> bool:
 
 
 def set_guidance(skill: Skill, guidance: str) -> Skill:
-    """Write (or replace) the slow-update guidance block at the end of the body."""
+    """Write (or replace) the slow-update guidance block where it does the target the
+    least harm: before an `## Examples` section when the body has one (so a
+    completion-style target reads its worked examples right before its cue), else at
+    the end. A block already before the examples (or in a body without them) is
+    replaced where it stands."""
     block = f"{GUIDANCE_OPEN}\n## Lessons from training\n\n{guidance.strip()}\n{GUIDANCE_CLOSE}"
     body = skill.body
     m = re.search(re.escape(GUIDANCE_OPEN) + r".*?" + re.escape(GUIDANCE_CLOSE), body, re.DOTALL)
     if m:
-        return skill.with_body(body[: m.start()] + block + body[m.end() :])
+        at = _examples_at(skill)
+        if at is None or at > m.start():
+            return skill.with_body(body[: m.start()] + block + body[m.end() :])
+        head, tail = body[: m.start()].rstrip("\n"), body[m.end() :].lstrip("\n")
+        body = head + ("\n\n" if head and tail else "\n" if head else "") + tail
+    at = _examples_at(skill.with_body(body))
+    if at is not None:
+        head = body[:at].rstrip("\n")
+        return skill.with_body((head + "\n\n" if head else "") + block + "\n\n" + body[at:])
     head = body.rstrip("\n")
     return skill.with_body((head + "\n\n" if head else "") + block + "\n")
+
+
+def _examples_at(skill: Skill) -> int | None:
+    """Offset of the first top- or second-level `Examples` heading outside a
+    protected block."""
+    guarded = protected_spans(skill.body)
+    for sec in skill.sections():
+        if (
+            sec.level <= 2
+            and sec.title.casefold() == EXAMPLES.casefold()
+            and not any(s <= sec.start < e for s, e in guarded)
+        ):
+            return sec.start
+    return None
 
 
 def guidance_of(skill: Skill) -> str | None:

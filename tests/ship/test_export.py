@@ -121,6 +121,24 @@ def test_agents_md_section_is_replaced_in_place(skill, isolated):
     assert "supporting file(s) are not part of AGENTS.md" in res.stderr
 
 
+def test_the_exported_skill_has_no_protection_markers(skill, isolated):
+    from skillopt.skill.document import Skill
+    from skillopt.skill.edits import set_guidance
+
+    guided = set_guidance(Skill.load(skill), "- Keep it short.")
+    guided.write(skill)
+    assert invoke("export", skill, "--to", "claude-code").exit_code == 0
+    shipped = (isolated / ".claude" / "skills" / "caps" / "SKILL.md").read_text()
+    assert shipped == guided.for_target().text
+    assert "skillopt:protected" not in shipped and "- Keep it short." in shipped
+    again = invoke("export", skill, "--to", "claude-code")
+    assert again.exit_code == 0 and "unchanged" in again.stderr
+    assert invoke("export", skill, "--to", "agents-md").exit_code == 0
+    section = (isolated / "AGENTS.md").read_text()
+    assert "skillopt:protected" not in section and "- Keep it short." in section
+    assert "skillopt:protected" in (skill / "SKILL.md").read_text()  # the source keeps them
+
+
 def test_agents_md_with_a_broken_section_is_an_input_error(skill, isolated):
     (isolated / "AGENTS.md").write_text(begin_marker("caps") + "\nhalf a section\n")
     res = invoke("export", skill, "--to", "agents-md")

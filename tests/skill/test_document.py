@@ -768,3 +768,41 @@ def test_write_in_memory_skill(tmp_path):
 def test_write_empty_skill(tmp_path):
     target = Skill.empty().write(tmp_path / "none")
     assert target.read_bytes() == b""
+
+
+# -- the skill as the target sees it ----------------------------------------------------
+GUIDED = (
+    "---\nname: demo\ndescription: A demo.\n---\n# Demo\n\nRules.\n\n"
+    "<!-- skillopt:protected guidance -->\n## Lessons from training\n\n- a lesson\n"
+    "<!-- /skillopt:protected -->\n\n## Examples\n\nInput: a\nOutput: A\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TRIP))
+def test_a_skill_without_markers_reaches_the_target_as_it_is(name):
+    skill = Skill.parse(ROUND_TRIP[name])
+    assert skill.for_target() is skill
+
+
+def test_the_target_never_sees_a_protection_marker():
+    skill = Skill.parse(GUIDED, root=Path("/somewhere"), support=(("a.txt", "0" * 64),))
+    shown = skill.for_target()
+    assert shown.body == (
+        "# Demo\n\nRules.\n\n## Lessons from training\n\n- a lesson\n\n"
+        "## Examples\n\nInput: a\nOutput: A\n"
+    )
+    assert shown.frontmatter_text == skill.frontmatter_text
+    assert (shown.root, shown.support) == (skill.root, skill.support)
+    assert "skillopt:protected" in skill.body  # the stored skill keeps its markers
+
+
+@pytest.mark.parametrize(
+    "body, shown",
+    [
+        ("a <!-- skillopt:protected note --> b\n", "a  b\n"),  # inside a line: the marker only
+        ("  <!--skillopt:protected-->  \r\nkept\r\n<!-- /skillopt:protected -->", "kept\r\n"),
+        ("x\n<!-- skillopt:protected --><!-- /skillopt:protected -->\ny\n", "x\ny\n"),
+    ],
+)
+def test_marker_lines_go_whole_and_inline_markers_alone(body, shown):
+    assert Skill.parse(body).for_target().body == shown

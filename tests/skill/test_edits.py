@@ -13,12 +13,14 @@ from skillopt.skill.edits import (
     apply_edits,
     find_anchor,
     guidance_of,
+    nearest_line,
     protected_spans,
     set_guidance,
 )
 
 FM = "---\nname: demo\ndescription: Normalise product codes. Use for catalogue work.\n---\n"
 BODY = "# Demo\n\nIntro paragraph.\n\n## Rules\n\n- one\n- two\n\n## Examples\n\nExample text.\n"
+NO_EXAMPLES = "# Demo\n\nIntro paragraph.\n\n## Rules\n\n- one\n- two\n"
 PROTECTED = (
     "<!-- skillopt:protected guidance -->\n"
     "## Lessons from training\n"
@@ -313,6 +315,92 @@ class TestAnchors:
         assert find_anchor(text, anchor) == expected
 
 
+# ----------------------------------------------------------- quoting and near misses
+QUOTED = (
+    "# Codes\n\n- Strip a leading `#` and any spaces.\n- Write the letters in "
+    "**UPPER CASE**.\n- Join with a \u201chyphen\u201d, never an _underscore_.\n"
+)
+
+
+class TestQuotingAndNearMisses:
+    @pytest.mark.parametrize(
+        "anchor, content, expected",
+        [
+            (
+                "- Strip a leading # and any spaces.",
+                "- Strip a leading `#`, `*` and any spaces.",
+                "- Strip a leading `#`, `*` and any spaces.\n",
+            ),
+            (  # the anchor names the quoted text whole: no half pair is left
+                "letters in upper case",
+                "letters in capitals",
+                "- Write the letters in capitals.\n",
+            ),
+            (
+                'Join with a "hyphen", never an underscore',
+                "Join with a hyphen",
+                "- Join with a hyphen.\n",
+            ),
+            ("`Join` with a 'hyphen'", "Join with a dash", "- Join with a dash, never"),
+        ],
+    )
+    def test_markdown_quoting_is_ignored(self, anchor, content, expected):
+        body, res = apply_one(Edit("replace", anchor=anchor, content=content), body=QUOTED)
+        assert res.applied, res.detail
+        assert expected in body
+
+    def test_a_delete_takes_the_quoting_around_its_anchor(self):
+        text = "Rules:\n**Always `upper` case.**\nEnd.\n"
+        body, res = apply_one(Edit("delete", anchor="Always upper case."), body=text)
+        assert res.applied
+        assert body == "Rules:\nEnd.\n"
+
+    def test_ignoring_quoting_still_refuses_ambiguity(self):
+        text = "Use `a` here.\nUse *a* here.\n"
+        body, res = apply_one(Edit("delete", anchor="Use a here."), body=text)
+        assert res.status == "ambiguous_anchor"
+        assert body == text
+
+    def test_a_match_without_ignoring_quoting_wins(self):
+        # whitespace and case alone find one place; ignoring quoting would find two
+        text = "Keep A B.\nkeep `a` b.\n"
+        state, span = find_anchor(text, "keep a b.")
+        assert state == "found" and span == (0, 9)
+
+    def test_an_anchor_of_quoting_only_is_not_found(self):
+        assert find_anchor("a `b` c\n", "**") == ("missing", None)
+
+    def test_not_found_names_the_nearest_line(self):
+        body, res = apply_one(
+            Edit("replace", anchor="- Strip the leading hash and spaces.", content="x"),
+            body=QUOTED,
+        )
+        assert res.status == "anchor_not_found"
+        assert body == QUOTED
+        assert res.detail.startswith("the anchor is not in the skill (exactly or normalised); ")
+        assert "nearest line: '- Strip a leading `#` and any spaces.' (similarity 0." in res.detail
+
+    def test_a_multi_line_anchor_is_matched_against_as_many_lines(self):
+        near = nearest_line(QUOTED, "- Strip a leading #\n\n- Write letters in upper case")
+        assert near is not None
+        assert (
+            near[0]
+            == "- Strip a leading `#` and any spaces.\n- Write the letters in **UPPER CASE**."
+        )
+        _, res = apply_one(Edit("delete", anchor="- Strip # first\n- Write upper"), body=QUOTED)
+        assert "nearest lines: '- Strip a leading" in res.detail
+
+    def test_the_nearest_line_is_never_in_a_protected_block(self):
+        text = "Intro.\n" + PROTECTED
+        near = nearest_line(text, "- keep the hyphen!")
+        assert near is not None and near[0] == "Intro."
+
+    def test_an_empty_body_has_no_nearest_line(self):
+        assert nearest_line("\n\n", "x") is None
+        _, res = apply_one(Edit("delete", anchor="x"), body="")
+        assert res.detail == "the anchor is not in the skill (exactly or normalised)"
+
+
 # ------------------------------------------------------------------------ frontmatter
 class TestFrontmatter:
     def test_anchor_only_in_frontmatter_is_not_found(self):
@@ -515,7 +603,8 @@ class TestReport:
             {
                 "edit": Edit("delete", anchor="nope", evidence=("t1",)).to_dict(),
                 "status": "anchor_not_found",
-                "detail": "the anchor is not in the skill (exactly or normalised)",
+                "detail": "the anchor is not in the skill (exactly or normalised); "
+                "nearest line: '- one' (similarity 0.44)",
             }
         ]
 
@@ -554,20 +643,66 @@ class TestReport:
 # --------------------------------------------------------------------------- guidance
 class TestGuidance:
     def test_set_guidance_inserts_then_replaces(self):
-        s = skill()
+        s = skill(NO_EXAMPLES)  # no examples: the block goes at the end
         assert guidance_of(s) is None
         once = set_guidance(s, "- first lesson\n")
         assert guidance_of(once) == "- first lesson"
-        assert once.body.startswith(BODY)
+        assert once.body.startswith(NO_EXAMPLES)
         assert once.body.rstrip("\n").endswith(GUIDANCE_CLOSE)
         twice = set_guidance(once, "  - second lesson\n- third  ")
         assert guidance_of(twice) == "- second lesson\n- third"
         assert twice.body.count(GUIDANCE_OPEN) == 1
         assert twice.body.count(GUIDANCE_CLOSE) == 1
         assert "first lesson" not in twice.body
-        assert twice.body.startswith(BODY)
+        assert twice.body.startswith(NO_EXAMPLES)
         assert twice.frontmatter_text == FM
-        assert s.body == BODY  # not mutated
+        assert s.body == NO_EXAMPLES  # not mutated
+
+    def test_guidance_goes_before_the_examples(self):
+        once = set_guidance(skill(), "- a lesson")
+        rules, examples = BODY.split("## Examples")
+        assert once.body == rules + PROTECTED.replace("keep the hyphen", "a lesson") + (
+            "\n## Examples" + examples
+        )
+        # replaced where it stands
+        twice = set_guidance(once, "- b lesson")
+        assert twice.body == once.body.replace("a lesson", "b lesson")
+        # the target reads the lessons, then the examples right before its cue
+        assert twice.for_target().body == (
+            rules + "## Lessons from training\n\n- b lesson\n\n## Examples" + examples
+        )
+
+    def test_guidance_after_the_examples_moves_before_them(self):
+        # a block written at the end before the body had examples
+        old = set_guidance(skill(NO_EXAMPLES), "- old")
+        with_examples = old.with_body(old.body + "\n## Examples\n\nInput: a\nOutput: A\n")
+        new = set_guidance(with_examples, "- new")
+        assert (
+            new.body
+            == set_guidance(
+                skill(NO_EXAMPLES + "\n## Examples\n\nInput: a\nOutput: A\n"), "- new"
+            ).body
+        )
+        assert new.body.index(GUIDANCE_OPEN) < new.body.index("## Examples")
+        assert new.body.endswith("Output: A\n")
+
+    @pytest.mark.parametrize(
+        "examples", ["### Examples\n\nx\n", "Examples\n", "## Examples of rules\n\nx\n"]
+    )
+    def test_only_an_examples_section_of_the_top_levels_counts(self, examples):
+        g = set_guidance(skill(NO_EXAMPLES + "\n" + examples), "- x")
+        assert g.body.rstrip("\n").endswith(GUIDANCE_CLOSE)
+
+    def test_an_examples_section_created_later_goes_after_the_guidance(self):
+        g = set_guidance(skill(NO_EXAMPLES), "- x")
+        body, res = apply_one(
+            Edit("add", section="Examples", content="Input: a\nOutput: A"), body=g.body
+        )
+        assert res.applied
+        assert body == g.body + "\n## Examples\n\nInput: a\nOutput: A\n"
+        # and another section still goes before the trailing guidance
+        body, res = apply_one(Edit("add", section="Pitfalls", content="Careful."), body=g.body)
+        assert body.index("## Pitfalls") < body.index(GUIDANCE_OPEN)
 
     def test_guidance_block_is_protected(self):
         g = set_guidance(skill(), "- a lesson")
@@ -642,3 +777,15 @@ class TestEdit:
     def test_describe_shortens_long_text(self):
         text = Edit("delete", anchor="x" * 100).describe(width=10)
         assert text == "delete '" + "x" * 9 + "…'"
+
+    @pytest.mark.parametrize(
+        "edit, lines",
+        [
+            (Edit("add", content="- one\n\n- two\n"), 2),
+            (Edit("replace", anchor="a", content="Input: x\nOutput: X"), 2),
+            (Edit("delete", anchor="a\nb\nc"), 0),
+            (Edit("add"), 0),
+        ],
+    )
+    def test_lines_count_the_non_blank_lines_an_edit_adds(self, edit, lines):
+        assert edit.lines == lines

@@ -88,6 +88,23 @@ def test_budget_clips_the_proposal(world, models):
     assert len(clipped) == 3
 
 
+def test_an_edit_carrying_too_much_is_dropped_and_the_optimizer_told(world, models):
+    ten = "\n".join(f"- Note {i}." for i in range(10))  # over the default 8 lines per edit
+    opt = ScriptedOptimizer([edits_reply(ten[2:]), edits_reply(HELPFUL)])
+    models["set"](opt)
+    result = api.train(world["skill"], world["suite"], **flags(epochs=2))
+    assert decisions(result)[1] == (1, "no_candidate")
+    state = json.loads((result.run_dir / "state.json").read_text())
+    [dropped] = state["steps"][1]["dropped"]
+    assert dropped["edit"]["content"] == ten  # whole, never cut short
+    assert dropped["reason"] == (
+        "too large: 10 non-blank lines of content, over the limit of 8 per edit"
+    )
+    first, second = [p for p in opt.prompts if "Tasks the agent FAILED" in p][:2]
+    assert "Size: at most 8 non-blank lines of `content` per edit and 24" in first
+    assert "NOT APPLIED" in second and "too large: 10 non-blank lines" in second
+
+
 def test_git_history_matches_the_decisions(world, models):
     repo = git.Repo.init(world["root"])
     (world["root"] / ".gitignore").write_text("runs/\n")
