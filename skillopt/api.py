@@ -158,6 +158,7 @@ def train(
     harness: str | Harness | None = None,
     judge: str | Model | None = None,
     optimizer: str | Optimizer | None = None,
+    optimizer_concurrency: int | None = None,
     gate: str | Gate | None = None,
     epochs: int | None = None,
     batch_size: int | None = None,
@@ -209,6 +210,7 @@ def plan(
     harness: str | Harness | None = None,
     judge: str | Model | None = None,
     optimizer: str | Optimizer | None = None,
+    optimizer_concurrency: int | None = None,
     gate: str | Gate | None = None,
     epochs: int | None = None,
     batch_size: int | None = None,
@@ -284,6 +286,7 @@ def _train_inputs(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         **{
             key: values[key]
             for key in (
+                "optimizer_concurrency",
                 "epochs",
                 "batch_size",
                 "minibatch_size",

@@ -127,6 +127,13 @@ class Settings(BaseModel):
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     # training (skillopt train)
     optimizer: str | None = None
+    optimizer_concurrency: int = Field(
+        4,
+        ge=1,
+        le=256,
+        description="optimizer calls run at once (a step's reflections); independent of "
+        "`concurrency`, which bounds rollouts",
+    )
     epochs: int = Field(4, ge=1)
     batch_size: int = Field(40, ge=1)
     minibatch_size: int = Field(8, ge=1)

@@ -115,6 +115,15 @@ def train_cmd(
             "--optimizer", help="Model that proposes edits (a litellm name).", show_default=False
         ),
     ] = None,
+    optimizer_concurrency: Annotated[
+        Optional[int],
+        typer.Option(
+            "--optimizer-concurrency",
+            min=1,
+            help="Optimizer calls run at once, independent of --concurrency [default: 4].",
+            show_default=False,
+        ),
+    ] = None,
     epochs: Annotated[
         Optional[int],
         typer.Option(
@@ -215,6 +224,7 @@ def train_cmd(
     settings = {
         "target": target,
         "optimizer": optimizer,
+        "optimizer_concurrency": optimizer_concurrency,
         "epochs": epochs,
         "batch_size": batch_size,
         "minibatch_size": minibatch_size,

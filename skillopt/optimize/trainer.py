@@ -320,7 +320,7 @@ class Trainer:
         self.stage("reflect", step=step, minibatches=len(requests))
         if not requests:
             return []
-        workers = max(1, min(self.s.concurrency, len(requests)))
+        workers = max(1, min(self.s.optimizer_concurrency, len(requests)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillopt-reflect") as pool:
             proposals = list(pool.map(self.optimizer.propose, requests))
         for req, p in zip(requests, proposals):
