@@ -83,8 +83,9 @@ def decision_line(d: dict) -> str:
         return f"step 0   initial      val {display.score(d.get('val'))}"
     label = "slow " if d.get("kind") == "slow_update" else ""
     decision = d.get("decision", "")
-    if decision == "no_candidate":
-        return f"step {step:<3} {label}no candidate — {escape(d.get('reason', ''))}"
+    if decision in ("no_candidate", "skipped"):
+        what = "no candidate" if decision == "no_candidate" else "skipped"
+        return f"step {step:<3} {label}{what} — {escape(d.get('reason', ''))}"
     color = "green" if d.get("accepted") else "red"
     delta = d.get("delta")
     p = d.get("p_value")

@@ -37,7 +37,7 @@ class _StepHead(TypedDict):
     step: int
     kind: str  # initial | step | slow_update
     epoch: int
-    decision: str  # initial | accepted | rejected | no_candidate
+    decision: str  # initial | accepted | rejected | no_candidate | skipped (slow update)
 
 
 class StepRecord(_StepHead, total=False):

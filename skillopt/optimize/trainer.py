@@ -1,5 +1,6 @@
 """The SkillOpt loop: rollout → reflect → merge → apply → gate → audit → memory,
-with a slow update and optimizer notes at every epoch end.
+with a slow update at each epoch end where the skill changed during the epoch, and
+optimizer notes at each epoch end but the last (where no later prompt reads them).
 
 Invariants:
 - The incumbent only changes through the gate: a candidate is kept only when it
@@ -194,7 +195,7 @@ class Trainer:
                 self._slow_update(epoch)
                 st.slow_done = True
                 self.checkpoint()
-            if not st.notes_done:
+            if not st.notes_done and epoch + 1 < self.s.epochs:  # none after the last: unread
                 self._meta_notes(epoch)
                 st.notes_done = True
                 self.checkpoint()  # the notes are paid for: never asked twice
@@ -444,6 +445,12 @@ class Trainer:
         previous = self._skill(st.epoch_start.text)
         if not isinstance(self.optimizer, SlowUpdater):
             return
+        if st.incumbent.hash == st.epoch_start.hash:
+            # the comparison would be the skill with itself: no call, no rollouts, no gate
+            self._skip_slow_update(
+                step, epoch, f"the skill has not changed since epoch {epoch + 1} began"
+            )
+            return
         self.stage("slow_update", step=step, epoch=epoch + 1)
         n = min(self.s.batch_size, len(self.train))
         sample = random.Random(f"{self.s.seed}:slow:{epoch}").sample(self.train, n)
@@ -499,6 +506,27 @@ class Trainer:
             report = ApplyReport([EditResult(edit, "applied", "guidance block")])
         record["apply"] = report.to_list()
         self._judge(step, epoch, current, candidate, report, record, kind="slow_update")
+
+    def _skip_slow_update(self, step: int, epoch: int, reason: str) -> None:
+        st = self.state
+        record: StepRecord = {
+            "step": step,
+            "kind": "slow_update",
+            "epoch": epoch + 1,
+            "decision": "skipped",
+            "reason": reason,
+        }
+        self._record(record)
+        self.emit(
+            "decision",
+            step=step,
+            kind="slow_update",
+            accepted=False,
+            decision="skipped",
+            reason=reason,
+            val=st.incumbent.val,
+            best=st.incumbent.val,
+        )
 
     def _meta_notes(self, epoch: int) -> None:
         if not isinstance(self.optimizer, NoteTaker):

@@ -3,11 +3,12 @@ no call is spent where its answer could not be used."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import yaml
 from typer.testing import CliRunner
-from world import HELPFUL, ScriptedOptimizer, edits_reply, flags
+from world import HELPFUL, NEUTRAL, PARTIAL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.cli.main import app
@@ -79,3 +80,71 @@ def test_optimizer_concurrency_is_a_flag_recorded_with_the_run(world, models):
     assert config["settings"]["optimizer_concurrency"] == 3
     plan = api.plan(world["skill"], world["suite"], **flags(optimizer_concurrency=5))
     assert plan.total_steps == 3  # accepted by the dry run's keywords too
+
+
+def guidance_prompts(opt: ScriptedOptimizer) -> list[str]:
+    return [p for p in opt.prompts if '"guidance"' in p]
+
+
+def notes_prompts(opt: ScriptedOptimizer) -> list[str]:
+    return [p for p in opt.prompts if '"notes"' in p]
+
+
+def test_no_slow_update_when_the_epoch_left_the_skill_unchanged(world, models):
+    """Epoch 1 rejects its only candidate: its slow update would compare the skill with
+    itself, so it is recorded as skipped with no call, no rollout and no gate. Epoch 2
+    accepts one, and its slow update runs."""
+    opt = ScriptedOptimizer([edits_reply(NEUTRAL), edits_reply(PARTIAL)], guidance=f"- {HELPFUL}")
+    models["set"](opt)
+    result = api.train(world["skill"], world["suite"], **flags(epochs=2, slow_update=True))
+    steps = result.summary["steps"]
+    assert [(s["step"], s["kind"], s["decision"]) for s in steps] == [
+        (0, "initial", "initial"),
+        (1, "step", "rejected"),
+        (2, "slow_update", "skipped"),
+        (3, "step", "accepted"),
+        (4, "slow_update", "accepted"),
+    ]
+    assert steps[2]["reason"] == "the skill has not changed since epoch 1 began"
+    assert len(guidance_prompts(opt)) == 1  # epoch 2's only
+    state = json.loads((result.run_dir / "state.json").read_text())
+    assert "gate" not in state["steps"][2] and "commit" not in state["steps"][2]
+    labels = {
+        json.loads(line).get("label")
+        for line in (result.run_dir / "events.jsonl").read_text().splitlines()
+    }
+    assert "slow update 1 · before" not in labels and "slow update 2 · before" in labels
+    assert result.summary["decisions"]["skipped"] == 1
+    assert "| 2 | slow_update | 1 |" in (result.run_dir / "report.md").read_text()
+
+
+def test_the_skipped_slow_update_is_printed_with_its_reason(world, models):
+    models["set"](ScriptedOptimizer([edits_reply(NEUTRAL)], guidance=f"- {HELPFUL}"))
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            str(world["skill"]),
+            "--tasks",
+            str(world["suite"]),
+            "--target",
+            "scripted/test-target",
+            "--optimizer",
+            "scripted/test-optimizer",
+            "--epochs",
+            "1",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "step 2   slow skipped — the skill has not changed since epoch 1 began" in res.stdout
+    assert "decisions: 1 rejected, 1 skipped" in res.stdout
+
+
+def test_no_notes_after_the_last_epoch(world, models):
+    opt = ScriptedOptimizer([edits_reply(NEUTRAL)] * 3, notes="- neutral advice does nothing")
+    models["set"](opt)
+    result = api.train(world["skill"], world["suite"], **flags(epochs=3))
+    notes = notes_prompts(opt)
+    assert len(notes) == 2  # after epochs 1 and 2, read by epochs 2 and 3
+    state = json.loads((result.run_dir / "state.json").read_text())
+    assert [n["epoch"] for n in state["memory"]["meta_notes"]] == [1, 2]

@@ -6,7 +6,7 @@ import json
 
 import git
 import pytest
-from world import HARMFUL, HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, flags
+from world import HARMFUL, HELPFUL, NEUTRAL, PARTIAL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.errors import InputError
@@ -214,7 +214,8 @@ def test_resume_after_a_crash_redoes_no_finished_work(world, models):
 
 
 def test_slow_update_is_gated(world, models):
-    harmful = ScriptedOptimizer([edits_reply(NEUTRAL)], guidance=f"- {HARMFUL}")
+    # the step's edit is accepted (0.5 -> 0.75), so the epoch changed the skill
+    harmful = ScriptedOptimizer([edits_reply(PARTIAL)], guidance=f"- {HARMFUL}")
     models["set"](harmful)
     result = api.train(world["skill"], world["suite"], **flags(epochs=1, slow_update=True))
     slow = [s for s in result.summary["steps"] if s["kind"] == "slow_update"]
@@ -222,7 +223,7 @@ def test_slow_update_is_gated(world, models):
     best = (result.run_dir / "best" / "SKILL.md").read_text()
     assert "Lessons from training" not in best
 
-    helpful = ScriptedOptimizer([edits_reply(NEUTRAL)], guidance=f"- {HELPFUL}")
+    helpful = ScriptedOptimizer([edits_reply(PARTIAL)], guidance=f"- {HELPFUL}")
     models["set"](helpful)
     result = api.train(world["skill"], world["suite"], **flags(epochs=1, slow_update=True))
     slow = [s for s in result.summary["steps"] if s["kind"] == "slow_update"]
