@@ -38,7 +38,12 @@ from skillopt.optimize.base import (
 from skillopt.optimize.evidence import commit_message, comparison
 from skillopt.optimize.gate import Gate, build_gate
 from skillopt.optimize.merge import merge_edits
-from skillopt.optimize.schedule import chunks, edit_budget, steps_per_epoch
+from skillopt.optimize.schedule import (
+    chunks,
+    edit_budget,
+    steps_per_epoch,
+    successes_to_reflect,
+)
 from skillopt.optimize.state import (
     Accounting,
     Pending,
@@ -276,7 +281,8 @@ class Trainer:
         )
         rollouts = self.rollouts(incumbent, batch, f"step {step} · train")
         failures = [r for r in rollouts if r.scored and not r.passed]
-        successes = [r for r in rollouts if r.scored and r.passed]
+        passed = [r for r in rollouts if r.scored and r.passed]
+        successes = successes_to_reflect(failures, passed, self.s.minibatch_size)  # to ask about
         train_mean = mean_value(task_outcomes(rollouts))
 
         proposals = self._proposals(step, epoch, incumbent, failures, successes, budget)
@@ -289,7 +295,7 @@ class Trainer:
             "budget": budget,
             "train_mean": train_mean,
             "failures": len(failures),
-            "successes": len(successes),
+            "successes": len(passed),
             "unscored": sum(1 for r in rollouts if not r.scored),
             "proposals": [p.to_dict() for p in proposals],
             "dropped": [{"edit": e.to_dict(), "reason": why} for e, why in merged.dropped],

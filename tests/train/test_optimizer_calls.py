@@ -148,3 +148,26 @@ def test_no_notes_after_the_last_epoch(world, models):
     assert len(notes) == 2  # after epochs 1 and 2, read by epochs 2 and 3
     state = json.loads((result.run_dir / "state.json").read_text())
     assert [n["epoch"] for n in state["memory"]["meta_notes"]] == [1, 2]
+
+
+def test_successes_are_reflected_on_once_and_only_beside_failures(world, models):
+    """Step 1 has 4 failures and 4 successes in minibatches of 2: two failures calls
+    and one successes call. Step 2 (the helpful rule accepted) has no failure left:
+    no call at all."""
+    opt = ScriptedOptimizer([edits_reply(HELPFUL)])
+    models["set"](opt)
+    result = api.train(world["skill"], world["suite"], **flags(epochs=2, minibatch_size=2))
+    assert [s["decision"] for s in result.summary["steps"]] == [
+        "initial",
+        "accepted",
+        "no_candidate",
+    ]
+    solved = [p for p in opt.prompts if "Tasks the agent SOLVED" in p]
+    assert opt.failure_calls == 2 and len(solved) == 1
+    assert solved[0].count("## Task keep-") == 2
+    state = json.loads((result.run_dir / "state.json").read_text())
+    assert [len(s.get("proposals", [])) for s in state["steps"][1:]] == [3, 0]
+    assert state["steps"][2]["successes"] == 8
+    assert state["steps"][2]["reason"] == "no failures to learn from and no edit proposed"
+    # failures (2) + successes (1) + notes after epoch 1 (1)
+    assert result.summary["accounting"]["optimizer_calls"] == 4
