@@ -460,8 +460,8 @@ class Trainer:
         self.stage("slow_update", step=step, epoch=epoch + 1)
         n = min(self.s.batch_size, len(self.train))
         sample = random.Random(f"{self.s.seed}:slow:{epoch}").sample(self.train, n)
-        before = task_outcomes(self.rollouts(previous, sample, f"slow update {epoch + 1} · before"))
-        after = task_outcomes(self.rollouts(current, sample, f"slow update {epoch + 1} · after"))
+        before = self.rollouts(previous, sample, f"slow update {epoch + 1} · before")
+        after = self.rollouts(current, sample, f"slow update {epoch + 1} · after")
         pending = st.pending
         if pending is not None and pending.step == step and pending.slow_update is not None:
             result = TextResult.from_dict(pending.slow_update)  # asked before a restart

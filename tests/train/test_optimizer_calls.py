@@ -171,3 +171,17 @@ def test_successes_are_reflected_on_once_and_only_beside_failures(world, models)
     assert state["steps"][2]["reason"] == "no failures to learn from and no edit proposed"
     # failures (2) + successes (1) + notes after epoch 1 (1)
     assert result.summary["accounting"]["optimizer_calls"] == 4
+
+
+def test_the_slow_update_sees_the_agents_answers_before_and_after(world, models):
+    opt = ScriptedOptimizer([edits_reply(PARTIAL)], guidance=f"- {NEUTRAL}")
+    models["set"](opt)
+    api.train(world["skill"], world["suite"], **flags(epochs=1, slow_update=True))
+    (prompt,) = guidance_prompts(opt)
+    compared = prompt.split("# How the two did on the same training tasks")[1]
+    improved = compared.split("Improved (2):")[1].split("Regressed (0):")[0]
+    assert "word-1: input 'word-1' → expected 'WORD-1'" in improved
+    assert "answer before 'word-1' → after 'WORD-1'" in improved
+    failing = compared.split("Still failing (2):")[1].split("Still passing")[0]
+    assert "answer before 'word-0' → after 'word-0'" in failing
+    assert "Still passing (4):" in compared and "keep-0" not in compared  # counted only
