@@ -185,3 +185,15 @@ def test_the_slow_update_sees_the_agents_answers_before_and_after(world, models)
     failing = compared.split("Still failing (2):")[1].split("Still passing")[0]
     assert "answer before 'word-0' → after 'word-0'" in failing
     assert "Still passing (4):" in compared and "keep-0" not in compared  # counted only
+
+
+def test_the_plan_bounds_the_calls_a_run_makes(world, models):
+    """The dry run's upper bound holds the worst case of each rule: one success beside
+    batch - 1 failures, a slow update every epoch, notes after all epochs but the last."""
+    settings = flags(epochs=3, batch_size=5, minibatch_size=2, slow_update=True)
+    plan = api.plan(world["skill"], world["suite"], **settings)
+    assert plan.total_steps == 2 * 3
+    # 4 failures in 2 calls + 1 successes call per step; 3 slow updates; 2 notes
+    assert plan.optimizer_calls == 6 * 3 + 3 + 2
+    one = api.plan(world["skill"], world["suite"], **(settings | {"batch_size": 1}))
+    assert one.optimizer_calls == 8 * 3 * 1 + 3 + 2
