@@ -146,6 +146,13 @@ class Settings(BaseModel):
     seed: int = 0
     run_dir: str = "runs"
     slow_update: bool = True
+    stall_patience: int = Field(
+        3,
+        ge=0,
+        description="stop training early after this many steps in a row that showed the "
+        "optimizer the same failing training tasks of the same skill and gave no better "
+        "candidate; 0: never",
+    )
     # agent harnesses
     agent: AgentSettings = Field(default_factory=AgentSettings)
     claude_code: ClaudeCodeSettings = Field(default_factory=ClaudeCodeSettings)

@@ -65,6 +65,8 @@ class TrainProgress:
             self.current = d.get("val")
             self.best = d.get("best")
             out.print(decision_line(d), soft_wrap=True)
+        elif ev.kind == "stopped":
+            out.print(stopped_line(d), soft_wrap=True)
         elif ev.kind == "proposal" and d.get("skipped"):
             what = (
                 "meta notes"
@@ -75,6 +77,13 @@ class TrainProgress:
                 f"step {d['step']:<3} [yellow]skipped[/] {what} — {escape(d['skipped'])}",
                 soft_wrap=True,
             )
+
+
+def stopped_line(stop: dict) -> str:
+    return (
+        f"[yellow]stopped early[/] after step {stop['step']} (epoch {stop['epoch']}) — "
+        f"{escape(stop['reason'])}"
+    )
 
 
 def decision_line(d: dict) -> str:
@@ -208,6 +217,16 @@ def train_cmd(
     no_slow_update: Annotated[
         bool, typer.Option("--no-slow-update", help="Skip the epoch-end slow update.")
     ] = False,
+    stall_patience: Annotated[
+        Optional[int],
+        typer.Option(
+            "--stall-patience",
+            min=0,
+            help="Stop early after this many steps in a row with the same failing train "
+            "tasks, the same skill and no better candidate; 0: never [default: 3].",
+            show_default=False,
+        ),
+    ] = None,
     resume: Annotated[
         Optional[str],
         typer.Option(
@@ -243,6 +262,7 @@ def train_cmd(
         "store": store,
         "run_dir": run_dir,
         "slow_update": False if no_slow_update else None,
+        "stall_patience": stall_patience,
     }
     if not resume and (skill is None or tasks is None):
         raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
@@ -314,6 +334,8 @@ def render_summary(result: api.TrainResult) -> None:
         out.print("[yellow]the suite has no test split: no test scores[/]")
     decisions = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in s["decisions"].items())
     out.print(f"decisions: {decisions or 'none'}")
+    if s.get("stopped_early"):
+        out.print(stopped_line(s["stopped_early"]), soft_wrap=True)
     out.print(
         f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
         f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "

@@ -94,6 +94,13 @@ def make_plan(
         "rollout counts are upper bounds: the store serves repeated evaluations "
         "(the incumbent on validation, unchanged skills on train tasks)"
     ]
+    if s.stall_patience:
+        notes.append(
+            f"a run may stop early on a stall: after {s.stall_patience} steps in a row that "
+            "show the optimizer the same failing training tasks of the same skill and give "
+            "no better candidate, training ends and the test split is scored (stall_patience; "
+            "0: never)"
+        )
     if s.harness != "chat":
         notes.append(
             f"the {s.harness} harness runs an agent per task: its tokens and cost "

@@ -1,6 +1,7 @@
 """The SkillOpt loop: rollout → reflect → merge → apply → gate → audit → memory,
 with a slow update at each epoch end where the skill changed during the epoch, and
 optimizer notes at each epoch end but the last (where no later prompt reads them).
+A run that stalls (`optimize/stall`) stops early and finishes as usual.
 
 Invariants:
 - The incumbent only changes through the gate: a candidate is kept only when it
@@ -44,8 +45,10 @@ from skillopt.optimize.schedule import (
     steps_per_epoch,
     successes_to_reflect,
 )
+from skillopt.optimize.stall import stalled
 from skillopt.optimize.state import (
     Accounting,
+    EarlyStop,
     Pending,
     Revision,
     SkippedNote,
@@ -71,8 +74,9 @@ from skillopt.suite.task import Suite, Task
 
 @dataclass(frozen=True)
 class TrainEvent:
-    """Progress for observers: kind is run_started, stage, rollout, decision,
-    epoch_end or finished; `data` holds the details."""
+    """Progress for observers: kind is run_started, stage, rollout, proposal,
+    decision, stopped (a stall ended training early), epoch_end or finished; `data`
+    holds the details."""
 
     kind: str
     data: dict = field(default_factory=dict)
@@ -189,13 +193,16 @@ class Trainer:
         if st.status == "new":
             self._initial()
         st.status = "running"
-        while st.epoch < self.s.epochs:
+        while st.epoch < self.s.epochs and st.stopped_early is None:
             epoch = st.epoch
             batches = self._batches(epoch)
-            while st.k < len(batches):
+            while st.k < len(batches) and st.stopped_early is None:
                 self._step(epoch, st.k, batches[st.k])
                 st.k += 1
+                self._stop_if_stalled(epoch)
                 self.checkpoint()
+            if st.stopped_early is not None:
+                break  # the rest of the epoch, its slow update and notes are not run
             if self.s.slow_update and not st.slow_done:
                 self._slow_update(epoch)
                 st.slow_done = True
@@ -295,6 +302,8 @@ class Trainer:
             "budget": budget,
             "train_mean": train_mean,
             "failures": len(failures),
+            "failing": sorted({r.task_id for r in failures}),
+            "incumbent_hash": incumbent.hash,
             "successes": len(passed),
             "unscored": sum(1 for r in rollouts if not r.scored),
             "proposals": [p.to_dict() for p in proposals],
@@ -344,6 +353,17 @@ class Trainer:
         st.pending = Pending(step, proposals=[p.to_dict() for p in proposals])
         self.checkpoint()
         return proposals
+
+    def _stop_if_stalled(self, epoch: int) -> None:
+        """End training after this step when the run has stalled (`stalled`), unless the
+        step was the run's last anyway; the test split and reports follow as usual."""
+        st = self.state
+        if epoch + 1 == self.s.epochs and st.k == self.per_epoch:
+            return
+        reason = stalled(st.steps, self.s.stall_patience)
+        if reason is not None:
+            st.stopped_early = EarlyStop(st.step, epoch + 1, reason)
+            self.emit("stopped", step=st.step, epoch=epoch + 1, reason=reason)
 
     def _stop_if_hopeless(self, results: Sequence[Proposal | TextResult]) -> None:
         """An optimizer failure no retry can fix (a bad key, no quota, no such model)
