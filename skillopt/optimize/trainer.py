@@ -1,6 +1,7 @@
 """The SkillOpt loop: rollout → reflect → merge → apply → gate → audit → memory,
 with a slow update at each epoch end where the skill changed during the epoch, and
-optimizer notes at each epoch end but the last (where no later prompt reads them).
+optimizer notes at each epoch end that a later prompt can read (not after the last
+epoch, nor after one that left nothing to learn).
 A run that stalls (`optimize/stall`) stops early and finishes as usual.
 
 Invariants:
@@ -207,7 +208,7 @@ class Trainer:
                 self._slow_update(epoch)
                 st.slow_done = True
                 self.checkpoint()
-            if not st.notes_done and epoch + 1 < self.s.epochs:  # none after the last: unread
+            if not st.notes_done and not self._notes_unread(epoch):
                 self._meta_notes(epoch)
                 st.notes_done = True
                 self.checkpoint()  # the notes are paid for: never asked twice
@@ -220,6 +221,21 @@ class Trainer:
         st.status = "finished"
         self.checkpoint()
         return result
+
+    def _notes_unread(self, epoch: int) -> bool:
+        """No prompt would read notes taken after this epoch: it is the last, or it left
+        nothing to learn (the skill it began with passed every training task, unscored
+        none), so every later epoch is served the same rollouts from the store, has no
+        failure to reflect on and no change for a slow update: no optimizer call."""
+        st = self.state
+        if epoch + 1 >= self.s.epochs:
+            return True
+        steps = [r for r in st.steps if r["kind"] == "step" and r["epoch"] == epoch + 1]
+        return (
+            st.incumbent.hash == st.epoch_start.hash
+            and len(steps) == self.per_epoch
+            and all(r.get("failures") == 0 and r.get("unscored") == 0 for r in steps)
+        )
 
     def _batches(self, epoch: int) -> list[list[Task]]:
         order = list(self.train)

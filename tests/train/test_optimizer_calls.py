@@ -197,3 +197,17 @@ def test_the_plan_bounds_the_calls_a_run_makes(world, models):
     assert plan.optimizer_calls == 6 * 3 + 3 + 2
     one = api.plan(world["skill"], world["suite"], **(settings | {"batch_size": 1}))
     assert one.optimizer_calls == 8 * 3 * 1 + 3 + 2
+
+
+def test_no_notes_after_an_epoch_that_left_nothing_to_learn(world, models):
+    """Epoch 1 accepts the helpful rule; epoch 2 passes every training task with the
+    skill it began with, so epochs 3 and 4 would ask the optimizer nothing: notes
+    after epoch 2 (or 3) would never be read. Only epoch 1's are taken."""
+    opt = ScriptedOptimizer([edits_reply(HELPFUL)])
+    models["set"](opt)
+    result = api.train(world["skill"], world["suite"], **flags(epochs=4))
+    assert [s["decision"] for s in result.summary["steps"]][1:] == ["accepted"] + [
+        "no_candidate"
+    ] * 3
+    assert len(notes_prompts(opt)) == 1
+    assert len(opt.prompts) == 3  # failures, successes, notes after epoch 1
