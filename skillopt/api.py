@@ -158,6 +158,7 @@ def train(
     harness: str | Harness | None = None,
     judge: str | Model | None = None,
     optimizer: str | Optimizer | None = None,
+    optimizer_concurrency: int | None = None,
     gate: str | Gate | None = None,
     epochs: int | None = None,
     batch_size: int | None = None,
@@ -168,6 +169,7 @@ def train(
     min_delta: float | None = None,
     alpha: float | None = None,
     slow_update: bool | None = None,
+    stall_patience: int | None = None,
     seed: int | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
@@ -209,6 +211,7 @@ def plan(
     harness: str | Harness | None = None,
     judge: str | Model | None = None,
     optimizer: str | Optimizer | None = None,
+    optimizer_concurrency: int | None = None,
     gate: str | Gate | None = None,
     epochs: int | None = None,
     batch_size: int | None = None,
@@ -219,6 +222,7 @@ def plan(
     min_delta: float | None = None,
     alpha: float | None = None,
     slow_update: bool | None = None,
+    stall_patience: int | None = None,
     seed: int | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
@@ -284,6 +288,7 @@ def _train_inputs(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         **{
             key: values[key]
             for key in (
+                "optimizer_concurrency",
                 "epochs",
                 "batch_size",
                 "minibatch_size",
@@ -293,6 +298,7 @@ def _train_inputs(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
                 "min_delta",
                 "alpha",
                 "slow_update",
+                "stall_patience",
                 "seed",
                 "samples",
                 "concurrency",

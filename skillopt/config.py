@@ -127,6 +127,13 @@ class Settings(BaseModel):
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     # training (skillopt train)
     optimizer: str | None = None
+    optimizer_concurrency: int = Field(
+        4,
+        ge=1,
+        le=256,
+        description="optimizer calls run at once (a step's reflections); independent of "
+        "`concurrency`, which bounds rollouts",
+    )
     epochs: int = Field(4, ge=1)
     batch_size: int = Field(40, ge=1)
     minibatch_size: int = Field(8, ge=1)
@@ -141,6 +148,13 @@ class Settings(BaseModel):
     seed: int = 0
     run_dir: str = "runs"
     slow_update: bool = True
+    stall_patience: int = Field(
+        3,
+        ge=0,
+        description="stop training early after this many steps in a row that showed the "
+        "optimizer the same failing training tasks of the same skill and gave no better "
+        "candidate; 0: never",
+    )
     # agent harnesses
     agent: AgentSettings = Field(default_factory=AgentSettings)
     claude_code: ClaudeCodeSettings = Field(default_factory=ClaudeCodeSettings)

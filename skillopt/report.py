@@ -35,6 +35,7 @@ def summary(state: TrainState, config: dict) -> dict:
         "target": config.get("settings", {}).get("target"),
         "optimizer": config.get("settings", {}).get("optimizer"),
         "status": state.status,
+        "stopped_early": None if state.stopped_early is None else asdict(state.stopped_early),
         "initial_val": state.initial.val,
         "best_val": state.incumbent.val,
         "best_skill_hash": state.incumbent.hash,
@@ -93,8 +94,13 @@ def markdown(summary: dict) -> str:
         f"- Target: `{s['target']}` · optimizer: `{s['optimizer']}`",
         f"- Validation: {display.score(s['initial_val'], none=NA)} (initial) → "
         f"{display.score(s['best_val'], none=NA)} (best)",
-        "",
     ]
+    stop = s.get("stopped_early")
+    if stop:
+        lines.append(
+            f"- Stopped early after step {stop['step']} (epoch {stop['epoch']}): {stop['reason']}"
+        )
+    lines.append("")
     test = s.get("test") or {}
     if test:
         lines += ["## Test split", "", "| skill | mean | pass rate | n |", "|---|---:|---:|---:|"]

@@ -65,6 +65,8 @@ class TrainProgress:
             self.current = d.get("val")
             self.best = d.get("best")
             out.print(decision_line(d), soft_wrap=True)
+        elif ev.kind == "stopped":
+            out.print(stopped_line(d), soft_wrap=True)
         elif ev.kind == "proposal" and d.get("skipped"):
             what = (
                 "meta notes"
@@ -77,14 +79,22 @@ class TrainProgress:
             )
 
 
+def stopped_line(stop: dict) -> str:
+    return (
+        f"[yellow]stopped early[/] after step {stop['step']} (epoch {stop['epoch']}) — "
+        f"{escape(stop['reason'])}"
+    )
+
+
 def decision_line(d: dict) -> str:
     step = d["step"]
     if d.get("kind") == "initial":
         return f"step 0   initial      val {display.score(d.get('val'))}"
     label = "slow " if d.get("kind") == "slow_update" else ""
     decision = d.get("decision", "")
-    if decision == "no_candidate":
-        return f"step {step:<3} {label}no candidate — {escape(d.get('reason', ''))}"
+    if decision in ("no_candidate", "skipped"):
+        what = "no candidate" if decision == "no_candidate" else "skipped"
+        return f"step {step:<3} {label}{what} — {escape(d.get('reason', ''))}"
     color = "green" if d.get("accepted") else "red"
     delta = d.get("delta")
     p = d.get("p_value")
@@ -113,6 +123,15 @@ def train_cmd(
         Optional[str],
         typer.Option(
             "--optimizer", help="Model that proposes edits (a litellm name).", show_default=False
+        ),
+    ] = None,
+    optimizer_concurrency: Annotated[
+        Optional[int],
+        typer.Option(
+            "--optimizer-concurrency",
+            min=1,
+            help="Optimizer calls run at once, independent of --concurrency [default: 4].",
+            show_default=False,
         ),
     ] = None,
     epochs: Annotated[
@@ -198,6 +217,16 @@ def train_cmd(
     no_slow_update: Annotated[
         bool, typer.Option("--no-slow-update", help="Skip the epoch-end slow update.")
     ] = False,
+    stall_patience: Annotated[
+        Optional[int],
+        typer.Option(
+            "--stall-patience",
+            min=0,
+            help="Stop early after this many steps in a row with the same failing train "
+            "tasks, the same skill and no better candidate; 0: never [default: 3].",
+            show_default=False,
+        ),
+    ] = None,
     resume: Annotated[
         Optional[str],
         typer.Option(
@@ -215,6 +244,7 @@ def train_cmd(
     settings = {
         "target": target,
         "optimizer": optimizer,
+        "optimizer_concurrency": optimizer_concurrency,
         "epochs": epochs,
         "batch_size": batch_size,
         "minibatch_size": minibatch_size,
@@ -232,6 +262,7 @@ def train_cmd(
         "store": store,
         "run_dir": run_dir,
         "slow_update": False if no_slow_update else None,
+        "stall_patience": stall_patience,
     }
     if not resume and (skill is None or tasks is None):
         raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
@@ -303,6 +334,8 @@ def render_summary(result: api.TrainResult) -> None:
         out.print("[yellow]the suite has no test split: no test scores[/]")
     decisions = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in s["decisions"].items())
     out.print(f"decisions: {decisions or 'none'}")
+    if s.get("stopped_early"):
+        out.print(stopped_line(s["stopped_early"]), soft_wrap=True)
     out.print(
         f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
         f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "

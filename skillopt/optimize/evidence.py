@@ -1,25 +1,29 @@
 """What a step's evidence says, in the words its readers need: the audit commit's
 message and trailers (people and `skillopt log`), and the before/after comparison
-the slow update shows the optimizer."""
+the slow update shows the optimizer (inputs, expected answers and the agent's
+answers: training tasks only)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from skillopt import display
 from skillopt.display import NA
-from skillopt.evaluation import TaskOutcome
+from skillopt.evaluation import task_outcomes
 from skillopt.optimize.gate import Decision
+from skillopt.record import Rollout
 from skillopt.skill.edits import ApplyReport
 from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Task
+from skillopt.text import clip
 
 
-def comparison(
-    tasks: list[Task], before: Mapping[str, TaskOutcome], after: Mapping[str, TaskOutcome]
-) -> str:
+def comparison(tasks: list[Task], before: Sequence[Rollout], after: Sequence[Rollout]) -> str:
     """The tasks grouped by how the skill's change moved them (improved, regressed,
-    still failing; still passing counted only), each with its input and expected."""
+    still failing; still passing counted only), each with its input, the expected
+    answer and the agent's answers with the skill before and after the change."""
+    was, now = task_outcomes(before), task_outcomes(after)
+    said, says = _answers(before), _answers(after)
     groups: dict[str, list[str]] = {
         "improved": [],
         "regressed": [],
@@ -27,7 +31,7 @@ def comparison(
         "still passing": [],
     }
     for t in tasks:
-        b, a = before.get(t.id), after.get(t.id)
+        b, a = was.get(t.id), now.get(t.id)
         if b is None or a is None or b.passed is None or a.passed is None:
             continue
         key = (
@@ -40,13 +44,29 @@ def comparison(
             else "still failing"
         )
         groups[key].append(
-            f"  - {t.id}: input {t.prompt[:160]!r} → expected {str(t.expected)[:80]!r}"
+            f"  - {t.id}: input {_quoted(t.prompt, 160)} → expected "
+            f"{_quoted(str(t.expected), 80)}\n"
+            f"    answer before {_quoted(said.get(t.id, ''), 160)} → after "
+            f"{_quoted(says.get(t.id, ''), 160)}"
         )
     out = []
     for name, lines in groups.items():
         out.append(f"{name.capitalize()} ({len(lines)}):")
         out.extend(lines[:12] if name != "still passing" else [])
     return "\n".join(out)
+
+
+def _answers(rollouts: Sequence[Rollout]) -> dict[str, str]:
+    """Each task's first scored answer."""
+    out: dict[str, str] = {}
+    for r in rollouts:
+        if r.scored:
+            out.setdefault(r.task_id, r.answer or "")
+    return out
+
+
+def _quoted(text: str, limit: int) -> str:
+    return repr(clip(text, limit))
 
 
 def commit_message(

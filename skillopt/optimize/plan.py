@@ -61,9 +61,12 @@ def make_plan(
     if s.slow_update:
         rollouts += s.epochs * (2 * slow_n + val_rollouts)
     rollouts += 3 * len(test) * s.samples  # no skill, initial, best on test
-    # failures and successes are reflected on separately: ceil(f/m) + ceil(s/m) calls
-    per_step_calls = math.ceil(batch / s.minibatch_size) + (1 if batch > 1 else 0)
-    calls = total * per_step_calls + s.epochs * ((1 if s.slow_update else 0) + 1)
+    # a step reflects on its f failures in ceil(f/m) calls, plus one call on its
+    # successes when it has failures too: most with one success beside batch - 1 failures
+    per_step_calls = math.ceil((batch - 1) / s.minibatch_size) + 1 if batch > 1 else 1
+    # a slow update at each epoch end that changed the skill (at most every epoch),
+    # notes at each epoch end but the last (where nothing reads them)
+    calls = total * per_step_calls + (s.epochs if s.slow_update else 0) + s.epochs - 1
     if optimizer_name == "exemplars":
         calls = 0
 
@@ -91,6 +94,13 @@ def make_plan(
         "rollout counts are upper bounds: the store serves repeated evaluations "
         "(the incumbent on validation, unchanged skills on train tasks)"
     ]
+    if s.stall_patience:
+        notes.append(
+            f"a run may stop early on a stall: after {s.stall_patience} steps in a row that "
+            "show the optimizer the same failing training tasks of the same skill and give "
+            "no better candidate, training ends and the test split is scored (stall_patience; "
+            "0: never)"
+        )
     if s.harness != "chat":
         notes.append(
             f"the {s.harness} harness runs an agent per task: its tokens and cost "

@@ -1,5 +1,5 @@
-"""The schedule of a run: how many steps an epoch has, the training batches, and
-the textual learning rate (how many edits a step may apply).
+"""The schedule of a run: how many steps an epoch has, the training batches, what a
+step reflects on, and the textual learning rate (how many edits a step may apply).
 
 A pure function of the step index: `constant` keeps the maximum, `linear` and
 `cosine` decay from the maximum at the first step to the minimum at the last.
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SCHEDULES = ("constant", "linear", "cosine")
 
@@ -37,3 +39,13 @@ def steps_per_epoch(n_train: int, batch_size: int) -> int:
 
 def chunks(items: Sequence[Any], size: int) -> list[list[Any]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def successes_to_reflect(failures: Sequence[T], successes: Sequence[T], size: int) -> list[T]:
+    """The successes a step asks the optimizer about: one minibatch (`size`) of them,
+    and only when the step has failures too, whose fixes could break them. With no
+    failures there is no change to guard them against (the call only ever proposed
+    edits to a skill that already solves the batch); and edits drawn from successes
+    rank after every failure-derived edit in the merge, so one call can already fill
+    whatever room in the budget the failures leave: a second could not add to it."""
+    return list(successes[:size]) if failures else []

@@ -9,6 +9,11 @@ Invariants:
 - A checkpoint this code cannot read (a newer or unknown version, a missing or
   mistyped field) is one `InputError` naming the file and the field; nothing is
   guessed and nothing is resumed from it.
+- A field added within a version (`stopped_early`) is written only when it is set
+  and read as its default when absent: checkpoints of that version written before
+  it existed still load, and an older skillopt of the same version still reads
+  every checkpoint the field does not concern. A version is bumped only for a
+  change a default cannot bridge.
 - Step records stay JSON objects (`StepRecord`): they are the run's evidence log,
   appended once per step with a shape per kind of step, and read by the report and
   the optimizer's epoch notes.
@@ -37,7 +42,7 @@ class _StepHead(TypedDict):
     step: int
     kind: str  # initial | step | slow_update
     epoch: int
-    decision: str  # initial | accepted | rejected | no_candidate
+    decision: str  # initial | accepted | rejected | no_candidate | skipped (slow update)
 
 
 class StepRecord(_StepHead, total=False):
@@ -52,6 +57,8 @@ class StepRecord(_StepHead, total=False):
     budget: int
     train_mean: float | None
     failures: int
+    failing: list[str]  # the failing training tasks' ids, sorted (for the stall rule)
+    incumbent_hash: str  # the skill the step started from
     successes: int
     unscored: int
     proposals: list[dict]  # Proposal.to_dict() each
@@ -103,6 +110,15 @@ class Pending:
 class SkippedNote:
     """Epoch-end notes the optimizer could not give, and why."""
 
+    epoch: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """The run stopped before its last epoch: after which step, in which epoch, why."""
+
+    step: int
     epoch: int
     reason: str
 
@@ -178,6 +194,7 @@ class TrainState:
     started_at: float
     skipped_notes: list[SkippedNote] = field(default_factory=list)
     test: dict[str, SplitScore] = field(default_factory=dict)  # no_skill, initial, best
+    stopped_early: EarlyStop | None = None  # set when a stall ended training early
 
     @classmethod
     def new(cls, skill: Skill) -> TrainState:
@@ -215,7 +232,7 @@ class TrainState:
     def to_dict(self) -> dict:
         """The checkpoint as JSON data, in the current format. Step records and memory
         are shared, not copied: serialise the result before changing the state."""
-        return {
+        data = {
             "version": STATE_VERSION,
             "status": self.status,
             "epoch": self.epoch,
@@ -235,6 +252,9 @@ class TrainState:
             "skipped_notes": [asdict(n) for n in self.skipped_notes],
             "test": {name: asdict(score) for name, score in self.test.items()},
         }
+        if self.stopped_early is not None:  # added within version 2: only when set
+            data["stopped_early"] = asdict(self.stopped_early)
+        return data
 
     @classmethod
     def from_dict(cls, data: Any, *, path: object = None) -> TrainState:
@@ -381,6 +401,7 @@ class _Reader:
             started_at=self.get(data, "started_at", "num"),
             skipped_notes=self.skipped_notes(data),
             test=self.test(data),
+            stopped_early=self.stopped_early(data),
         )
 
     def support(self, data: dict) -> tuple[tuple[str, str], ...]:
@@ -450,6 +471,21 @@ class _Reader:
                 )
             )
         return out
+
+    def stopped_early(self, data: dict) -> EarlyStop | None:
+        """Added within version 2: absent in its earlier checkpoints, read as None."""
+        stop = data.get("stopped_early")
+        if stop is None:
+            return None
+        where = "stopped_early"
+        if not isinstance(stop, dict):
+            raise self.error(where, f"expected an object or null, got {_kind(stop)}")
+        self.only(stop, {"step", "epoch", "reason"}, where)
+        return EarlyStop(
+            self.get(stop, "step", "int", where),
+            self.get(stop, "epoch", "int", where),
+            self.get(stop, "reason", "str", where),
+        )
 
     def test(self, data: dict) -> dict[str, SplitScore]:
         out = {}

@@ -1,5 +1,8 @@
 """The SkillOpt loop: rollout → reflect → merge → apply → gate → audit → memory,
-with a slow update and optimizer notes at every epoch end.
+with a slow update at each epoch end where the skill changed during the epoch, and
+optimizer notes at each epoch end that a later prompt can read (not after the last
+epoch, nor after one that left nothing to learn).
+A run that stalls (`optimize/stall`) stops early and finishes as usual.
 
 Invariants:
 - The incumbent only changes through the gate: a candidate is kept only when it
@@ -39,9 +42,16 @@ from skillopt.optimize.evidence import commit_message, comparison
 from skillopt.optimize.gate import Gate, build_gate
 from skillopt.optimize.memory import epoch_history
 from skillopt.optimize.merge import merge_edits
-from skillopt.optimize.schedule import chunks, edit_budget, steps_per_epoch
+from skillopt.optimize.schedule import (
+    chunks,
+    edit_budget,
+    steps_per_epoch,
+    successes_to_reflect,
+)
+from skillopt.optimize.stall import stalled
 from skillopt.optimize.state import (
     Accounting,
+    EarlyStop,
     Pending,
     Revision,
     SkippedNote,
@@ -67,8 +77,9 @@ from skillopt.suite.task import Suite, Task
 
 @dataclass(frozen=True)
 class TrainEvent:
-    """Progress for observers: kind is run_started, stage, rollout, decision,
-    epoch_end or finished; `data` holds the details."""
+    """Progress for observers: kind is run_started, stage, rollout, proposal,
+    decision, stopped (a stall ended training early), epoch_end or finished; `data`
+    holds the details."""
 
     kind: str
     data: dict = field(default_factory=dict)
@@ -193,18 +204,21 @@ class Trainer:
         if st.status == "new":
             self._initial()
         st.status = "running"
-        while st.epoch < self.s.epochs:
+        while st.epoch < self.s.epochs and st.stopped_early is None:
             epoch = st.epoch
             batches = self._batches(epoch)
-            while st.k < len(batches):
+            while st.k < len(batches) and st.stopped_early is None:
                 self._step(epoch, st.k, batches[st.k])
                 st.k += 1
+                self._stop_if_stalled(epoch)
                 self.checkpoint()
+            if st.stopped_early is not None:
+                break  # the rest of the epoch, its slow update and notes are not run
             if self.s.slow_update and not st.slow_done:
                 self._slow_update(epoch)
                 st.slow_done = True
                 self.checkpoint()
-            if not st.notes_done:
+            if not st.notes_done and not self._notes_unread(epoch):
                 self._meta_notes(epoch)
                 st.notes_done = True
                 self.checkpoint()  # the notes are paid for: never asked twice
@@ -217,6 +231,21 @@ class Trainer:
         st.status = "finished"
         self.checkpoint()
         return result
+
+    def _notes_unread(self, epoch: int) -> bool:
+        """No prompt would read notes taken after this epoch: it is the last, or it left
+        nothing to learn (the skill it began with passed every training task, unscored
+        none), so every later epoch is served the same rollouts from the store, has no
+        failure to reflect on and no change for a slow update: no optimizer call."""
+        st = self.state
+        if epoch + 1 >= self.s.epochs:
+            return True
+        steps = [r for r in st.steps if r["kind"] == "step" and r["epoch"] == epoch + 1]
+        return (
+            st.incumbent.hash == st.epoch_start.hash
+            and len(steps) == self.per_epoch
+            and all(r.get("failures") == 0 and r.get("unscored") == 0 for r in steps)
+        )
 
     def _batches(self, epoch: int) -> list[list[Task]]:
         order = list(self.train)
@@ -285,7 +314,8 @@ class Trainer:
         )
         rollouts = self.rollouts(incumbent, batch, f"step {step} · train")
         failures = [r for r in rollouts if r.scored and not r.passed]
-        successes = [r for r in rollouts if r.scored and r.passed]
+        passed = [r for r in rollouts if r.scored and r.passed]
+        successes = successes_to_reflect(failures, passed, self.s.minibatch_size)  # to ask about
         train_mean = mean_value(task_outcomes(rollouts))
 
         proposals = self._proposals(step, epoch, incumbent, failures, successes, budget)
@@ -303,7 +333,9 @@ class Trainer:
             "budget": budget,
             "train_mean": train_mean,
             "failures": len(failures),
-            "successes": len(successes),
+            "failing": sorted({r.task_id for r in failures}),
+            "incumbent_hash": incumbent.hash,
+            "successes": len(passed),
             "unscored": sum(1 for r in rollouts if not r.scored),
             "proposals": [p.to_dict() for p in proposals],
             "dropped": [{"edit": e.to_dict(), "reason": why} for e, why in merged.dropped],
@@ -357,7 +389,7 @@ class Trainer:
         self.stage("reflect", step=step, minibatches=len(requests))
         if not requests:
             return []
-        workers = max(1, min(self.s.concurrency, len(requests)))
+        workers = max(1, min(self.s.optimizer_concurrency, len(requests)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillopt-reflect") as pool:
             proposals = list(pool.map(self.optimizer.propose, requests))
         for req, p in zip(requests, proposals):
@@ -374,6 +406,17 @@ class Trainer:
         st.pending = Pending(step, proposals=[p.to_dict() for p in proposals])
         self.checkpoint()
         return proposals
+
+    def _stop_if_stalled(self, epoch: int) -> None:
+        """End training after this step when the run has stalled (`stalled`), unless the
+        step was the run's last anyway; the test split and reports follow as usual."""
+        st = self.state
+        if epoch + 1 == self.s.epochs and st.k == self.per_epoch:
+            return
+        reason = stalled(st.steps, self.s.stall_patience)
+        if reason is not None:
+            st.stopped_early = EarlyStop(st.step, epoch + 1, reason)
+            self.emit("stopped", step=st.step, epoch=epoch + 1, reason=reason)
 
     def _stop_if_hopeless(self, results: Sequence[Proposal | TextResult]) -> None:
         """An optimizer failure no retry can fix (a bad key, no quota, no such model)
@@ -483,11 +526,17 @@ class Trainer:
         previous = self._skill(st.epoch_start.text)
         if not isinstance(self.optimizer, SlowUpdater):
             return
+        if st.incumbent.hash == st.epoch_start.hash:
+            # the comparison would be the skill with itself: no call, no rollouts, no gate
+            self._skip_slow_update(
+                step, epoch, f"the skill has not changed since epoch {epoch + 1} began"
+            )
+            return
         self.stage("slow_update", step=step, epoch=epoch + 1)
         n = min(self.s.batch_size, len(self.train))
         sample = random.Random(f"{self.s.seed}:slow:{epoch}").sample(self.train, n)
-        before = task_outcomes(self.rollouts(previous, sample, f"slow update {epoch + 1} · before"))
-        after = task_outcomes(self.rollouts(current, sample, f"slow update {epoch + 1} · after"))
+        before = self.rollouts(previous, sample, f"slow update {epoch + 1} · before")
+        after = self.rollouts(current, sample, f"slow update {epoch + 1} · after")
         pending = st.pending
         if pending is not None and pending.step == step and pending.slow_update is not None:
             result = TextResult.from_dict(pending.slow_update)  # asked before a restart
@@ -540,6 +589,27 @@ class Trainer:
             report = ApplyReport([EditResult(edit, "applied", "guidance block")])
         record["apply"] = report.to_list()
         self._judge(step, epoch, current, candidate, report, record, kind="slow_update")
+
+    def _skip_slow_update(self, step: int, epoch: int, reason: str) -> None:
+        st = self.state
+        record: StepRecord = {
+            "step": step,
+            "kind": "slow_update",
+            "epoch": epoch + 1,
+            "decision": "skipped",
+            "reason": reason,
+        }
+        self._record(record)
+        self.emit(
+            "decision",
+            step=step,
+            kind="slow_update",
+            accepted=False,
+            decision="skipped",
+            reason=reason,
+            val=st.incumbent.val,
+            best=st.incumbent.val,
+        )
 
     def _meta_notes(self, epoch: int) -> None:
         if not isinstance(self.optimizer, NoteTaker):

@@ -138,12 +138,19 @@ def test_a_lone_surrogate_in_an_optimizer_reply_does_not_stop_training(world):
     with FakeOpenAI(answer) as server:
         configure(world, server)
         done = cli(
-            "train", str(world["skill"]), "--tasks", str(world["suite"]), *TRAIN, "--no-slow-update"
+            "train",
+            str(world["skill"]),
+            "--tasks",
+            str(world["suite"]),
+            *TRAIN,
+            "--no-slow-update",
+            "--epochs",
+            "2",  # notes are taken after every epoch but the last
         )
         assert done.exit_code == 0, done.output
         run = next(p for p in (world["root"] / "runs").iterdir() if (p / "state.json").exists())
         state = json.loads((run / "state.json").read_text(encoding="utf-8"))
-        assert [s["decision"] for s in state["steps"]] == ["initial", "accepted"]
+        assert [s["decision"] for s in state["steps"]] == ["initial", "accepted", "no_candidate"]
         best = Skill.load(run / "best")
         assert f"- {HELPFUL} \ufffd" in best.body
         assert state["steps"][1]["proposals"][0]["replaced"] == 2  # content, rationale
@@ -315,6 +322,9 @@ def test_guidance_holding_the_end_marker_is_refused(world):
             return json.dumps({"guidance": sneaky})
         if '"notes"' in prompt:
             return json.dumps({"notes": "- none"})
+        if "Tasks the agent FAILED" in prompt:  # an accepted step: the epoch changed the skill
+            edit = {"op": "add", "section": "Rules", "content": f"- {HELPFUL}"}
+            return json.dumps({"edits": [edit]})
         return json.dumps({"edits": []})
 
     register_model("scripted/t", ScriptedModel(follow_skill, name="scripted/t"))

@@ -1,4 +1,5 @@
-"""The edit budget schedule: constant, linear and cosine decay from max to min."""
+"""The edit budget schedule (constant, linear and cosine decay from max to min) and
+what a step reflects on."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import pytest
 
-from skillopt.optimize.schedule import SCHEDULES, edit_budget
+from skillopt.optimize.schedule import SCHEDULES, edit_budget, successes_to_reflect
 
 
 def sequence(schedule: str, total: int, max_edits: int = 4, min_edits: int = 2) -> list[int]:
@@ -85,3 +86,11 @@ def test_cosine_stays_high_longer_than_linear():
 def test_steps_outside_range_are_clamped(schedule):
     assert edit_budget(-3, 8, max_edits=4, min_edits=2, schedule=schedule) == 4
     assert edit_budget(20, 8, max_edits=4, min_edits=2, schedule=schedule) == 2
+
+
+def test_successes_are_reflected_on_only_beside_failures_and_once():
+    wins = [f"s{i}" for i in range(20)]
+    assert successes_to_reflect([], wins, 8) == []  # nothing to guard them against
+    assert successes_to_reflect(["f0"], wins, 8) == wins[:8]  # one minibatch
+    assert successes_to_reflect(["f0"], wins[:3], 8) == wins[:3]
+    assert successes_to_reflect(["f0", "f1"], [], 8) == []

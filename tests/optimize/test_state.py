@@ -14,6 +14,7 @@ from skillopt.optimize.state import (
     MIGRATIONS,
     STATE_VERSION,
     Accounting,
+    EarlyStop,
     Pending,
     Revision,
     SkippedNote,
@@ -158,6 +159,18 @@ def test_version_1_is_migrated_and_saved_as_version_2(tmp_path):
     assert TrainState.load(run) == st
 
 
+def test_an_early_stop_is_kept_and_a_version_2_checkpoint_without_one_still_loads():
+    st = busy_state()
+    assert st.stopped_early is None and "stopped_early" not in st.to_dict()
+    st.stopped_early = EarlyStop(3, 2, "stalled: the same failures")
+    data = through_json(st.to_dict())
+    assert data["version"] == 2
+    assert data["stopped_early"] == {"step": 3, "epoch": 2, "reason": "stalled: the same failures"}
+    assert TrainState.from_dict(data) == st
+    del data["stopped_early"]  # as skillopt wrote version 2 before the field existed
+    assert TrainState.from_dict(data).stopped_early is None
+
+
 def test_version_1_accounting_from_before_the_ledger_is_read_as_far_as_it_goes():
     old = copy.deepcopy(V1)
     old["accounting"] = {
@@ -219,6 +232,8 @@ def nested(path: tuple, value) -> dict:
         (nested(("accounting", "target_calls"), 1.5), "accounting.target_calls", "whole"),
         (nested(("test", "best", "n"), "4"), "test.best.n", "a whole number"),
         (nested(("skipped_notes", 0), "x"), "skipped_notes[0]", "expected an object"),
+        (v2(stopped_early="stall"), "stopped_early", "expected an object or null"),
+        (v2(stopped_early={"step": 3, "epoch": 2}), "stopped_early.reason", "missing"),
     ],
 )
 def test_an_unreadable_checkpoint_is_one_error_naming_file_and_field(data, field, words):

@@ -6,7 +6,7 @@ import json
 
 import git
 import pytest
-from world import HARMFUL, HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, flags
+from world import HARMFUL, HELPFUL, NEUTRAL, PARTIAL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.errors import InputError
@@ -231,7 +231,8 @@ def test_resume_after_a_crash_redoes_no_finished_work(world, models):
 
 
 def test_slow_update_is_gated(world, models):
-    harmful = ScriptedOptimizer([edits_reply(NEUTRAL)], guidance=f"- {HARMFUL}")
+    # the step's edit is accepted (0.5 -> 0.75), so the epoch changed the skill
+    harmful = ScriptedOptimizer([edits_reply(PARTIAL)], guidance=f"- {HARMFUL}")
     models["set"](harmful)
     result = api.train(world["skill"], world["suite"], **flags(epochs=1, slow_update=True))
     slow = [s for s in result.summary["steps"] if s["kind"] == "slow_update"]
@@ -239,7 +240,7 @@ def test_slow_update_is_gated(world, models):
     best = (result.run_dir / "best" / "SKILL.md").read_text()
     assert "Lessons from training" not in best
 
-    helpful = ScriptedOptimizer([edits_reply(NEUTRAL)], guidance=f"- {HELPFUL}")
+    helpful = ScriptedOptimizer([edits_reply(PARTIAL)], guidance=f"- {HELPFUL}")
     models["set"](helpful)
     result = api.train(world["skill"], world["suite"], **flags(epochs=1, slow_update=True))
     slow = [s for s in result.summary["steps"] if s["kind"] == "slow_update"]
@@ -331,7 +332,8 @@ def test_dry_run_plans_without_model_calls(world, models):
     assert plan.total_steps == 4 and plan.budgets == [4, 4, 3, 2]
     # initial val 4 + 4 steps * (8 train + 4 val) + test 3 * 4
     assert plan.target_rollouts == 4 + 4 * 12 + 12
-    assert plan.optimizer_calls == 4 * 2 + 4  # failures + successes per step, notes per epoch
+    # failures + successes per step, notes after each epoch but the last
+    assert plan.optimizer_calls == 4 * 2 + 3
     assert plan.cost == 0.0
     assert models["target"].call_count == 0 and models["optimizer"].call_count == 0
     assert not (world["root"] / "runs").exists()

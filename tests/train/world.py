@@ -3,7 +3,8 @@ behaviour depends on what the skill says.
 
 Items come in two kinds: `word-*` items expect the input in capitals, `keep-*`
 items expect it unchanged. The target follows the skill literally: the line
-"Write WORD items in capitals." makes it capitalise word items (helpful), and
+"Write WORD items in capitals." makes it capitalise word items (helpful), "Write
+odd WORD items in capitals." only those with an odd number (half as helpful), and
 "Reverse every answer." makes it reverse everything (harmful). Anything else
 changes nothing (a tie).
 """
@@ -19,6 +20,7 @@ from skillopt.errors import ModelError
 from skillopt.models import ScriptedModel, register_model, unregister_model
 
 HELPFUL = "Write WORD items in capitals."
+PARTIAL = "Write odd WORD items in capitals."
 HARMFUL = "Reverse every answer."
 NEUTRAL = "Be polite."
 
@@ -31,6 +33,8 @@ def follow_skill(messages) -> str:
     system, text = system_of(messages), messages[-1]["content"]
     answer = text
     if HELPFUL in system and text.startswith("word-"):
+        answer = answer.upper()
+    if PARTIAL in system and text.startswith("word-") and int(text[5:]) % 2:
         answer = answer.upper()
     if HARMFUL in system:
         answer = answer[::-1]
