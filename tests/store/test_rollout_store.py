@@ -117,7 +117,7 @@ def test_every_fingerprint_component_misses(tmp_path, skill):
     def harness_version(suite, store):
         m = ScriptedModel(upper)
         h = ChatHarness(m)
-        h.version = "2"
+        h.version = ChatHarness.version + ".1"  # any other version
         return m, lambda: RolloutEngine(h, store).run(skill, suite.tasks)
 
     def task_content(key, value):

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, flags
+from world import HARMFUL, PARTIAL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.suite.loader import load_suite
 
-# accepted as one multi-line block: it must reach later prompts whole
-BLOCK = f"{HELPFUL}\n- Keep other items exactly as given.\n\n  For example `word-9` → `WORD-9`."
+# accepted as one multi-line block: it must reach later prompts whole; it fixes half of
+# the word items, so the last epoch still has failures to reflect on
+BLOCK = f"{PARTIAL}\n- Keep other items exactly as given.\n\n  For example `word-9` → `WORD-9`."
 
 
 @pytest.fixture
@@ -73,11 +74,11 @@ def test_reflection_prompts_carry_target_state_and_whole_memory(run):
         "best so far: 0.500."
     )
     last = reflect[-1]
-    assert "Step 7 of 8 (epoch 4 of 4). Validation score of the current skill: 1.000" in last
+    assert "Step 7 of 8 (epoch 4 of 4). Validation score of the current skill: 0.750" in last
     memory = last.split("# What you know from earlier steps")[1]
     # the accepted block, whole; the rejected edit with its flip counts; the misplaced one
     assert f"```\n- {BLOCK}\n```" in memory
-    assert "Step 5 — accepted, validation delta +0.500 (2 fail → pass, 0 pass → fail)" in memory
+    assert "Step 5 — accepted, validation delta +0.250 (1 fail → pass, 0 pass → fail)" in memory
     assert "Step 1 — rejected (worse on validation (-0.500)), validation delta -0.500 (0 fail " in (
         memory
     )
