@@ -9,7 +9,7 @@ Invariants:
 - A checkpoint this code cannot read (a newer or unknown version, a missing or
   mistyped field) is one `InputError` naming the file and the field; nothing is
   guessed and nothing is resumed from it.
-- A field added within a version (`stopped_early`) is written only when it is set
+- A field added within a version (`stopped_early`, `notes_owed`) is written only when it is set
   and read as its default when absent: checkpoints of that version written before
   it existed still load, and an older skillopt of the same version still reads
   every checkpoint the field does not concern. A version is bumped only for a
@@ -182,7 +182,9 @@ class TrainState:
     k: int  # the next batch of that epoch
     step: int  # the last recorded step number (0: the initial skill)
     slow_done: bool  # this epoch's slow update is recorded
-    notes_done: bool  # this epoch's optimizer notes are taken
+    # this epoch's optimizer notes were taken at its end: only checkpoints written
+    # before notes were taken lazily set it; it keeps them from being owed again
+    notes_done: bool
     incumbent: Revision  # the best skill so far: only the gate replaces it
     initial: Revision
     epoch_start: Revision  # the incumbent when this epoch began (for the slow update)
@@ -195,6 +197,9 @@ class TrainState:
     skipped_notes: list[SkippedNote] = field(default_factory=list)
     test: dict[str, SplitScore] = field(default_factory=dict)  # no_skill, initial, best
     stopped_early: EarlyStop | None = None  # set when a stall ended training early
+    # finished epochs (1-based) whose notes a later optimizer call would read and that
+    # no call has read yet: they are asked for just before the next call, then dropped
+    notes_owed: list[int] = field(default_factory=list)
 
     @classmethod
     def new(cls, skill: Skill) -> TrainState:
@@ -254,6 +259,8 @@ class TrainState:
         }
         if self.stopped_early is not None:  # added within version 2: only when set
             data["stopped_early"] = asdict(self.stopped_early)
+        if self.notes_owed:  # added within version 2: only when set
+            data["notes_owed"] = list(self.notes_owed)
         return data
 
     @classmethod
@@ -402,6 +409,7 @@ class _Reader:
             skipped_notes=self.skipped_notes(data),
             test=self.test(data),
             stopped_early=self.stopped_early(data),
+            notes_owed=self.notes_owed(data),
         )
 
     def support(self, data: dict) -> tuple[tuple[str, str], ...]:
@@ -471,6 +479,14 @@ class _Reader:
                 )
             )
         return out
+
+    def notes_owed(self, data: dict) -> list[int]:
+        """Added within version 2: absent in its earlier checkpoints, read as none owed
+        (their notes were taken at each epoch end)."""
+        owed = data.get("notes_owed", [])
+        if not isinstance(owed, list) or not all(_is_int(e) and e >= 1 for e in owed):
+            raise self.error("notes_owed", f"expected a list of epoch numbers, got {owed!r}")
+        return list(owed)
 
     def stopped_early(self, data: dict) -> EarlyStop | None:
         """Added within version 2: absent in its earlier checkpoints, read as None."""
