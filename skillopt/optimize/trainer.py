@@ -1,7 +1,8 @@
 """The SkillOpt loop: rollout → reflect → merge → apply → gate → audit → memory,
 with a slow update at each epoch end where the skill changed during the epoch, and
-optimizer notes at each epoch end that a later prompt can read (not after the last
-epoch, nor after one that left nothing to learn).
+optimizer notes on each epoch that a later prompt can read (not the last epoch, nor
+one that left nothing to learn), asked for only just before the first optimizer call
+of a later epoch: notes that no call reads are never written.
 A run that stalls (`optimize/stall`) stops early and finishes as usual.
 
 Invariants:
@@ -215,13 +216,15 @@ class Trainer:
             if st.stopped_early is not None:
                 break  # the rest of the epoch, its slow update and notes are not run
             if self.s.slow_update and not st.slow_done:
+                changed = st.incumbent.hash != st.epoch_start.hash
+                self._owed_notes(isinstance(self.optimizer, SlowUpdater) and changed)
                 self._slow_update(epoch)
                 st.slow_done = True
                 self.checkpoint()
             if not st.notes_done and not self._notes_unread(epoch):
-                self._meta_notes(epoch)
-                st.notes_done = True
-                self.checkpoint()  # the notes are paid for: never asked twice
+                # owed, in the checkpoint that ends the epoch: asked for before the next
+                # optimizer call (`_owed_notes`), never if no call comes
+                st.notes_owed.append(epoch + 1)
             self.emit("epoch_end", epoch=epoch + 1, val=st.incumbent.val)
             st.epoch, st.k = epoch + 1, 0
             st.slow_done = st.notes_done = False
@@ -386,6 +389,7 @@ class Trainer:
             )
             for mb in chunks(successes, self.s.minibatch_size)
         ]
+        self._owed_notes(len(requests))  # before the first call of an epoch reads them
         self.stage("reflect", step=step, minibatches=len(requests))
         if not requests:
             return []
@@ -610,6 +614,16 @@ class Trainer:
             val=st.incumbent.val,
             best=st.incumbent.val,
         )
+
+    def _owed_notes(self, calls: int | bool = 1) -> None:
+        """Before `calls` optimizer calls (none: nothing to do) that read the memory:
+        take the notes owed on finished epochs, oldest first, one request per epoch on
+        that epoch's history, each checkpointed once paid for (never asked twice)."""
+        st = self.state
+        while calls and st.notes_owed:
+            self._meta_notes(st.notes_owed[0] - 1)
+            st.notes_owed.pop(0)
+            self.checkpoint()
 
     def _meta_notes(self, epoch: int) -> None:
         if not isinstance(self.optimizer, NoteTaker):

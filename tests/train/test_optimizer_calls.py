@@ -169,8 +169,9 @@ def test_successes_are_reflected_on_once_and_only_beside_failures(world, models)
     assert [len(s.get("proposals", [])) for s in state["steps"][1:]] == [3, 0]
     assert state["steps"][2]["successes"] == 8
     assert state["steps"][2]["reason"] == "no failures to learn from and no edit proposed"
-    # failures (2) + successes (1) + notes after epoch 1 (1)
-    assert result.summary["accounting"]["optimizer_calls"] == 4
+    # failures (2) + successes (1); no notes on epoch 1: epoch 2 asks nothing, so
+    # nothing would read them
+    assert result.summary["accounting"]["optimizer_calls"] == 3
 
 
 def test_the_slow_update_sees_the_agents_answers_before_and_after(world, models):
@@ -199,15 +200,43 @@ def test_the_plan_bounds_the_calls_a_run_makes(world, models):
     assert one.optimizer_calls == 8 * 3 * 1 + 3 + 2
 
 
-def test_no_notes_after_an_epoch_that_left_nothing_to_learn(world, models):
-    """Epoch 1 accepts the helpful rule; epoch 2 passes every training task with the
-    skill it began with, so epochs 3 and 4 would ask the optimizer nothing: notes
-    after epoch 2 (or 3) would never be read. Only epoch 1's are taken."""
+def test_no_notes_when_no_later_call_would_read_them(world, models):
+    """Epoch 1 accepts the helpful rule; epochs 2 to 4 pass every training task and
+    ask the optimizer nothing: epoch 1's notes are owed but nothing reads them, so
+    they are never asked for (nor are those of epoch 2, which left nothing to learn)."""
     opt = ScriptedOptimizer([edits_reply(HELPFUL)])
     models["set"](opt)
     result = api.train(world["skill"], world["suite"], **flags(epochs=4))
     assert [s["decision"] for s in result.summary["steps"]][1:] == ["accepted"] + [
         "no_candidate"
     ] * 3
-    assert len(notes_prompts(opt)) == 1
-    assert len(opt.prompts) == 3  # failures, successes, notes after epoch 1
+    assert notes_prompts(opt) == []
+    assert len(opt.prompts) == 2  # failures and successes of step 1
+    state = json.loads((result.run_dir / "state.json").read_text())
+    assert state["memory"]["meta_notes"] == [] and state["notes_owed"] == [1]
+
+
+def test_notes_are_asked_for_just_before_the_next_epochs_first_reflection(world, models):
+    """One step per epoch, each rejected: epoch N's notes are asked for right before
+    epoch N + 1's first reflection, on epoch N's steps only, and that reflection
+    reads them."""
+    opt = ScriptedOptimizer([edits_reply(NEUTRAL)] * 3, notes="- neutral advice does nothing")
+    models["set"](opt)
+    api.train(world["skill"], world["suite"], **flags(epochs=3))
+
+    def kind(prompt: str) -> str:
+        if "Tasks the agent FAILED" in prompt:
+            return "failures"
+        return "successes" if "Tasks the agent SOLVED" in prompt else "notes"
+
+    assert [kind(p) for p in opt.prompts] == ["failures", "successes", "notes"] * 2 + [
+        "failures",
+        "successes",
+    ]
+    first, second = notes_prompts(opt)
+    assert "What happened in epoch 1" in first and "Step 1 (step)" in first
+    assert "Step 2" not in first
+    assert "What happened in epoch 2" in second and "Step 2 (step)" in second
+    assert "Step 1" not in second and "Step 3" not in second
+    assert "neutral advice does nothing" not in opt.prompts[0]
+    assert "neutral advice does nothing" in opt.prompts[3]  # epoch 2's first reflection

@@ -230,6 +230,30 @@ def test_resume_after_a_crash_redoes_no_finished_work(world, models):
     assert [c.step for c in history] == [0, 1, 2]  # every step committed exactly once
 
 
+def test_resume_does_not_ask_again_for_notes_already_paid_for(world, models):
+    """Epoch 1's notes are asked for before epoch 2's first reflection, which then
+    crashes: the resumed run reflects on step 2 again but reads the notes it has."""
+    crashing = ScriptedOptimizer(
+        [edits_reply(HARMFUL), edits_reply(HELPFUL)], notes="- harmful rules fail", crash_at=2
+    )
+    models["set"](crashing)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        api.train(world["skill"], world["suite"], **flags(epochs=3))
+    assert len([p for p in crashing.prompts if '"notes"' in p]) == 1
+    run_dir = next(p for p in (world["root"] / "runs").iterdir() if (p / "run.yaml").exists())
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["memory"]["meta_notes"] == [{"epoch": 1, "notes": "- harmful rules fail"}]
+    assert "notes_owed" not in state
+
+    resumed_opt = ScriptedOptimizer([edits_reply(HELPFUL)])
+    models["set"](resumed_opt)
+    result = api.resume(run_dir.name, concurrency=flags()["concurrency"])
+    assert [p for p in resumed_opt.prompts if '"notes"' in p] == []
+    assert resumed_opt.failure_calls == 1
+    assert "harmful rules fail" in resumed_opt.prompts[0]
+    assert result.summary["best_val"] == 1.0
+
+
 def test_slow_update_is_gated(world, models):
     # the step's edit is accepted (0.5 -> 0.75), so the epoch changed the skill
     harmful = ScriptedOptimizer([edits_reply(PARTIAL)], guidance=f"- {HARMFUL}")
