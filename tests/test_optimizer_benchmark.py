@@ -132,3 +132,51 @@ def test_the_scripted_optimizer_writes_the_shape_the_prompt_shows(bench, target,
     assert [e["content"] for e in edits] == [content or "Input: john smith\nOutput: Smith, John"]
     assert edits[0]["evidence"] == ["n-1"]
     assert opt.log[0][0] == "edits"
+
+
+def test_the_scripted_optimizer_writes_examples_for_failed_tasks_only(bench, tmp_path):
+    """The solved sample beside the failures (rendered as the trainer renders it) is
+    behaviour to keep: the careful optimizer writes no example for it."""
+    from helpers import write_suite
+
+    from skillopt.models import ScriptedModel
+    from skillopt.optimize.memory import Memory
+    from skillopt.optimize.reflect import LLMOptimizer, ProposalRequest
+    from skillopt.rollout import Rollout
+    from skillopt.skill.document import Skill
+    from skillopt.suite.loader import load_suite
+
+    path = write_suite(
+        tmp_path / "names.yaml",
+        [
+            {"id": "n-1", "input": "john smith", "expected": "Smith, John", "split": "train"},
+            {"id": "n-2", "input": "ada byron", "expected": "Byron, Ada", "split": "train"},
+        ],
+        prompt="{input}",
+    )
+    tasks = {t.id: t for t in load_suite(path).tasks}
+
+    def ran(task_id, answer, score):
+        return Rollout(
+            key=f"k-{task_id}",
+            task_id=task_id,
+            split="train",
+            sample=0,
+            skill_hash="h",
+            scored=True,
+            score=score,
+            passed=score >= 1.0,
+            feedback="",
+            answer=answer,
+        )
+
+    careful = bench.CarefulOptimizer()
+    skill = Skill.parse("---\nname: names\ndescription: d\n---\n# Names\n\nRewrite.\n")
+    request = ProposalRequest(
+        skill, "failures", [ran("n-1", "John Smith", 0.0)], tasks, 2, Memory()
+    )
+    # passed, though not to the letter: only its `Score … (pass)` line says it was solved
+    request.protect = [ran("n-2", "byron, ada", 1.0)]
+    proposal = LLMOptimizer(ScriptedModel(careful)).propose(request)
+    assert [e.content for e in proposal.edits] == ["- For `john smith`, answer `Smith, John`."]
+    assert "Byron" in careful.log[0][1]  # the solved task was shown

@@ -52,7 +52,7 @@ NO_CONTEXT = RunContext()
 @dataclass
 class ProposalRequest:
     skill: Skill
-    kind: str  # failures | successes
+    kind: str  # failures (the trainer's only kind) | successes (asked only by a caller)
     rollouts: list[Rollout]
     tasks: dict[str, Task]
     budget: int
@@ -64,6 +64,9 @@ class ProposalRequest:
     # the step drops a larger edit unapplied (`merge_edits`)
     max_edit_lines: int = MAX_EDIT_LINES
     max_step_lines: int = MAX_STEP_LINES
+    # solved training tasks of the same batch, shown beside the failures as behaviour
+    # the edits must not break (not to be fixed, and no call of their own)
+    protect: list[Rollout] = field(default_factory=list)
 
     @property
     def edit_limits(self) -> str:

@@ -61,9 +61,9 @@ def make_plan(
     if s.slow_update:
         rollouts += s.epochs * (2 * slow_n + val_rollouts)
     rollouts += 3 * len(test) * s.samples  # no skill, initial, best on test
-    # a step reflects on its f failures in ceil(f/m) calls, plus one call on its
-    # successes when it has failures too: most with one success beside batch - 1 failures
-    per_step_calls = math.ceil((batch - 1) / s.minibatch_size) + 1 if batch > 1 else 1
+    # a step reflects on its f failures in ceil(f/m) calls (its solved tasks ride along
+    # in them): most when the whole batch fails
+    per_step_calls = math.ceil(batch / s.minibatch_size)
     # a slow update at each epoch end that changed the skill (at most every epoch),
     # notes at each epoch end but the last (where nothing reads them)
     calls = total * per_step_calls + (s.epochs if s.slow_update else 0) + s.epochs - 1

@@ -158,11 +158,14 @@ def render_trajectories(
     rollouts: list[Rollout],
     tasks: dict[str, Task],
     task_as_seen: Callable[[str], str] | None = None,
+    *,
+    brief: bool = False,
 ) -> str:
     """Rollouts as the optimizer reads them: input (as the target read it, when
     `task_as_seen` says it reads a task otherwise than as it is), expected, answer,
     feedback, and the agent's tool steps when the harness recorded them (truncated,
-    marked)."""
+    marked). `brief` keeps input, expected, answer and score only (solved tasks
+    shown as behaviour to keep)."""
     parts = []
     for r in rollouts:
         task = tasks[r.task_id]
@@ -178,14 +181,12 @@ def render_trajectories(
         ]
         if task.expected is not None:
             lines += ["Expected answer:", "```", _clip(task.expected, FIELD_LIMIT), "```"]
-        lines += [
-            "Agent's answer:",
-            "```",
-            _clip(r.answer or "", FIELD_LIMIT),
-            "```",
-            f"Score: {r.score:.2f} ({'pass' if r.passed else 'fail'}). "
-            f"Feedback: {_clip(r.feedback, 400)}",
-        ]
+        lines += ["Agent's answer:", "```", _clip(r.answer or "", FIELD_LIMIT), "```"]
+        score = f"Score: {r.score:.2f} ({'pass' if r.passed else 'fail'})."
+        if brief:
+            parts.append("\n".join([*lines, score]))
+            continue
+        lines.append(f"{score} Feedback: {_clip(r.feedback, 400)}")
         invoked = (r.trajectory or {}).get("skill_invoked")
         if invoked is not None:
             lines.append(
@@ -200,6 +201,18 @@ def render_trajectories(
                 lines.append(f"- …[{len(steps) - 20} more steps truncated]")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+NOTHING_TO_PROTECT = "(no task of this batch was solved)"
+
+
+def render_protected(request: ProposalRequest) -> str:
+    """The solved training tasks a failures prompt shows as behaviour to keep."""
+    if not request.protect:
+        return NOTHING_TO_PROTECT
+    return render_trajectories(
+        request.protect, request.tasks, request.context.task_as_seen, brief=True
+    )
 
 
 def _step_text(step: dict) -> str:
@@ -294,6 +307,7 @@ class LLMOptimizer:
             notes=request.memory.render_notes(),
             budget=request.budget,
             edit_limits=request.edit_limits,
+            protect=render_protected(request),  # a slot of the failures prompt only
         )
         edits, skipped, acc, raw = self._ask(
             prompt,
@@ -377,6 +391,7 @@ __all__ = [
     "SlowUpdater",
     "TextResult",
     "parse_edits",
+    "render_protected",
     "render_state",
     "render_target",
     "render_trajectories",

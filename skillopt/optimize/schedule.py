@@ -1,5 +1,6 @@
 """The schedule of a run: how many steps an epoch has, the training batches, what a
-step reflects on, and the textual learning rate (how many edits a step may apply).
+step reflects on and what it shows as solved, and the textual learning rate (how
+many edits a step may apply).
 
 A pure function of the step index: `constant` keeps the maximum, `linear` and
 `cosine` decay from the maximum at the first step to the minimum at the last.
@@ -41,11 +42,14 @@ def chunks(items: Sequence[Any], size: int) -> list[list[Any]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
-def successes_to_reflect(failures: Sequence[T], successes: Sequence[T], size: int) -> list[T]:
-    """The successes a step asks the optimizer about: one minibatch (`size`) of them,
-    and only when the step has failures too, whose fixes could break them. With no
-    failures there is no change to guard them against (the call only ever proposed
-    edits to a skill that already solves the batch); and edits drawn from successes
-    rank after every failure-derived edit in the merge, so one call can already fill
-    whatever room in the budget the failures leave: a second could not add to it."""
-    return list(successes[:size]) if failures else []
+PROTECT_SAMPLE = 3  # solved tasks shown beside each failures minibatch
+
+
+def successes_to_protect(failures: Sequence[T], successes: Sequence[T], size: int) -> list[T]:
+    """The solved tasks a step shows beside its failures, as behaviour the edits must
+    not break: a small sample (at most `size`, and at most `PROTECT_SAMPLE`), and only
+    when the step has failures, whose fixes could break them. They cost no call of
+    their own: they ride along in each failures call (a separate call on them only ever
+    proposed edits that rank after every failure-derived one, and rarely reached a
+    candidate). With no failures there is no call and nothing to guard them against."""
+    return list(successes[: min(size, PROTECT_SAMPLE)]) if failures else []

@@ -47,7 +47,7 @@ from skillopt.optimize.schedule import (
     chunks,
     edit_budget,
     steps_per_epoch,
-    successes_to_reflect,
+    successes_to_protect,
 )
 from skillopt.optimize.stall import stalled
 from skillopt.optimize.state import (
@@ -318,10 +318,10 @@ class Trainer:
         rollouts = self.rollouts(incumbent, batch, f"step {step} · train")
         failures = [r for r in rollouts if r.scored and not r.passed]
         passed = [r for r in rollouts if r.scored and r.passed]
-        successes = successes_to_reflect(failures, passed, self.s.minibatch_size)  # to ask about
+        protect = successes_to_protect(failures, passed, self.s.minibatch_size)  # to keep
         train_mean = mean_value(task_outcomes(rollouts))
 
-        proposals = self._proposals(step, epoch, incumbent, failures, successes, budget)
+        proposals = self._proposals(step, epoch, incumbent, failures, protect, budget)
         merged = merge_edits(
             [p.edits for p in proposals],
             budget,
@@ -351,11 +351,15 @@ class Trainer:
             self.memory.skip(step, r.edit, f"{r.status}: {r.detail}" if r.detail else r.status)
         self._judge(step, epoch, incumbent, candidate, report, record)
 
-    def _proposals(self, step, epoch, incumbent, failures, successes, budget) -> list[Proposal]:
+    def _proposals(self, step, epoch, incumbent, failures, protect, budget) -> list[Proposal]:
+        """One reflection call per minibatch of failures, each showing `protect` (solved
+        training tasks of the batch) as behaviour its edits must not break; none when
+        the step has no failure."""
         st = self.state
         pending = st.pending
         if pending is not None and pending.step == step and pending.proposals is not None:
-            # resumed inside this step: reuse finished calls
+            # resumed inside this step: reuse finished calls (a checkpoint from before
+            # successes were folded into the failures calls may hold a "successes" one)
             return [Proposal.from_dict(p) for p in pending.proposals]
         ctx = self._context()
         limits = {"max_edit_lines": self.s.max_edit_lines, "max_step_lines": self.s.max_step_lines}
@@ -371,23 +375,9 @@ class Trainer:
                 epoch,
                 ctx,
                 **limits,
+                protect=list(protect),
             )
             for mb in chunks(failures, self.s.minibatch_size)
-        ]
-        requests += [
-            ProposalRequest(
-                incumbent,
-                "successes",
-                mb,
-                self.tasks,
-                budget,
-                self.memory,
-                step,
-                epoch,
-                ctx,
-                **limits,
-            )
-            for mb in chunks(successes, self.s.minibatch_size)
         ]
         self._owed_notes(len(requests))  # before the first call of an epoch reads them
         self.stage("reflect", step=step, minibatches=len(requests))

@@ -413,3 +413,27 @@ class TestTextReplies:
         r = LLMOptimizer(ScriptedModel([ModelError("boom")])).meta_notes(1, "h")
         assert r.text is None
         assert r.skipped.startswith("optimizer call failed")
+
+
+def test_the_failures_prompt_shows_the_solved_sample_in_its_own_section(tasks):
+    model = ScriptedModel(['{"edits": []}', '{"edits": []}'])
+    solved = rollout("pc-2", "XY-42", 1.0, "ok: matched the expected answer")
+    req = request(tasks, rollouts=[rollout("pc-1", "ABC123", 0.0, "expected 'ABC-123'")])
+    req.protect = [solved]
+    LLMOptimizer(model).propose(req)
+    prompt = model.calls[0].messages[-1]["content"]
+    failed, kept = prompt.split("# Tasks the agent FAILED")[1].split(
+        "# Solved tasks to keep solved\n"
+    )
+    kept = kept.split("# Where the run stands")[0]
+    assert "## Task pc-1" in failed and "pc-2" not in failed
+    assert "## Task pc-2" in kept and "pc-1" not in kept
+    assert "```\nNormalise this product code: xy42\n```" in kept
+    assert "```\nXY-42\n```" in kept and "Score: 1.00 (pass)." in kept
+    assert "matched the expected answer" not in kept  # brief: no feedback, no steps
+    assert "write no rule or example for them" in kept
+    # with nothing solved the section says so; the prompt's shape stays the same
+    LLMOptimizer(model).propose(request(tasks))
+    empty = model.calls[1].messages[-1]["content"]
+    assert "# Solved tasks to keep solved\n" in empty
+    assert "(no task of this batch was solved)" in empty

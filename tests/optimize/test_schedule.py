@@ -7,7 +7,12 @@ import math
 
 import pytest
 
-from skillopt.optimize.schedule import SCHEDULES, edit_budget, successes_to_reflect
+from skillopt.optimize.schedule import (
+    PROTECT_SAMPLE,
+    SCHEDULES,
+    edit_budget,
+    successes_to_protect,
+)
 
 
 def sequence(schedule: str, total: int, max_edits: int = 4, min_edits: int = 2) -> list[int]:
@@ -88,9 +93,11 @@ def test_steps_outside_range_are_clamped(schedule):
     assert edit_budget(20, 8, max_edits=4, min_edits=2, schedule=schedule) == 2
 
 
-def test_successes_are_reflected_on_only_beside_failures_and_once():
+def test_a_small_sample_of_successes_is_shown_only_beside_failures():
     wins = [f"s{i}" for i in range(20)]
-    assert successes_to_reflect([], wins, 8) == []  # nothing to guard them against
-    assert successes_to_reflect(["f0"], wins, 8) == wins[:8]  # one minibatch
-    assert successes_to_reflect(["f0"], wins[:3], 8) == wins[:3]
-    assert successes_to_reflect(["f0", "f1"], [], 8) == []
+    assert PROTECT_SAMPLE == 3
+    assert successes_to_protect([], wins, 8) == []  # no call to show them in
+    assert successes_to_protect(["f0"], wins, 8) == wins[:3]  # a small sample
+    assert successes_to_protect(["f0"], wins, 2) == wins[:2]  # never above a minibatch
+    assert successes_to_protect(["f0"], wins[:1], 8) == wins[:1]
+    assert successes_to_protect(["f0", "f1"], [], 8) == []

@@ -169,6 +169,53 @@ def test_a_version_1_checkpoint_resumes_and_is_saved_as_version_2(world, models)
     assert saved["started_at"] == v1["started_at"]
 
 
+def test_a_checkpoint_inside_a_step_with_a_successes_proposal_resumes_without_calls(world, models):
+    """A checkpoint from when a step still asked a separate successes call: stopped
+    after step 2's reflection, its pending proposals (failures and successes) are
+    reused as they are, and the step is judged without asking the optimizer again."""
+    run_dir = crashed_run(world, models)
+    v1 = version_1(world, run_dir)
+
+    def proposal(edit):
+        return {"edits": [edit], "skipped": None, "raw": "", "calls": 1}
+
+    def add(content, source):
+        return {
+            "op": "add",
+            "anchor": None,
+            "section": "Rules",
+            "content": content,
+            "rationale": "r",
+            "evidence": [],
+            "source": source,
+            "support": 1,
+        }
+
+    v1["pending"] = {
+        "step": 2,
+        "proposals": [
+            proposal(add(f"- {HELPFUL}", "failures")),
+            proposal(add("- Keep other items exactly as given.", "successes")),
+        ],
+    }
+    (run_dir / "state.json").write_text(json.dumps(v1))
+
+    resumed = ScriptedOptimizer([])
+    models["set"](resumed)
+    result = api.resume(run_dir.name, concurrency=flags()["concurrency"])
+
+    assert [(s["step"], s["decision"]) for s in result.summary["steps"]][:3] == [
+        (0, "initial"),
+        (1, "rejected"),
+        (2, "accepted"),
+    ]
+    assert resumed.failure_calls == 0  # step 2 reused its finished calls
+    saved = json.loads((run_dir / "state.json").read_text())
+    step2 = next(s for s in saved["steps"] if s["step"] == 2)
+    sources = [e["source"] for p in step2["proposals"] for e in p["edits"]]
+    assert sources == ["failures", "successes"]
+
+
 @pytest.mark.parametrize(
     "change, expected",
     [

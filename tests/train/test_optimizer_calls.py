@@ -45,9 +45,9 @@ class Overlapping:
 
 def test_reflections_run_at_once_even_when_rollouts_run_one_at_a_time(world, models):
     opt = Overlapping()
-    settings = flags(epochs=1, minibatch_size=4, concurrency=1, optimizer_concurrency=2)
+    settings = flags(epochs=1, minibatch_size=2, concurrency=1, optimizer_concurrency=2)
     api.train(world["skill"], world["suite"], **(settings | {"optimizer": opt}))
-    assert sorted(opt.kinds) == ["failures", "successes"]
+    assert opt.kinds == ["failures", "failures"]  # 4 failures in minibatches of 2
     assert opt.most == 2
 
 
@@ -150,10 +150,12 @@ def test_no_notes_after_the_last_epoch(world, models):
     assert [n["epoch"] for n in state["memory"]["meta_notes"]] == [1, 2]
 
 
-def test_successes_are_reflected_on_once_and_only_beside_failures(world, models):
-    """Step 1 has 4 failures and 4 successes in minibatches of 2: two failures calls
-    and one successes call. Step 2 (the helpful rule accepted) has no failure left:
-    no call at all."""
+def test_one_call_per_failures_minibatch_shows_the_successes_and_none_without_failures(
+    world, models
+):
+    """Step 1 has 4 failures and 4 successes in minibatches of 2: two failures calls,
+    each showing a sample of the solved tasks, and no call of their own. Step 2 (the
+    helpful rule accepted) has no failure left: no call at all."""
     opt = ScriptedOptimizer([edits_reply(HELPFUL)])
     models["set"](opt)
     result = api.train(world["skill"], world["suite"], **flags(epochs=2, minibatch_size=2))
@@ -162,16 +164,25 @@ def test_successes_are_reflected_on_once_and_only_beside_failures(world, models)
         "accepted",
         "no_candidate",
     ]
-    solved = [p for p in opt.prompts if "Tasks the agent SOLVED" in p]
-    assert opt.failure_calls == 2 and len(solved) == 1
-    assert solved[0].count("## Task keep-") == 2
+    assert opt.failure_calls == 2
+    assert not [p for p in opt.prompts if "Tasks the agent SOLVED" in p]  # no successes call
+    reflect = [p for p in opt.prompts if "Tasks the agent FAILED" in p]
+    assert len(reflect) == 2
+    for prompt in reflect:
+        failed, solved = prompt.split("# Tasks the agent FAILED")[1].split(
+            "# Solved tasks to keep solved"
+        )
+        solved = solved.split("# Where the run stands")[0]
+        assert failed.count("## Task word-") == 2 and "## Task keep-" not in failed
+        assert solved.count("## Task keep-") == 2 and "## Task word-" not in solved
+        assert "(pass)" in solved and "(fail)" not in solved
     state = json.loads((result.run_dir / "state.json").read_text())
-    assert [len(s.get("proposals", [])) for s in state["steps"][1:]] == [3, 0]
+    assert [len(s.get("proposals", [])) for s in state["steps"][1:]] == [2, 0]
     assert state["steps"][2]["successes"] == 8
     assert state["steps"][2]["reason"] == "no failures to learn from and no edit proposed"
-    # failures (2) + successes (1); no notes on epoch 1: epoch 2 asks nothing, so
-    # nothing would read them
-    assert result.summary["accounting"]["optimizer_calls"] == 3
+    # failures (2), and no notes on epoch 1: epoch 2 asks nothing, so nothing would
+    # read them
+    assert result.summary["accounting"]["optimizer_calls"] == 2
 
 
 def test_the_slow_update_sees_the_agents_answers_before_and_after(world, models):
@@ -189,13 +200,15 @@ def test_the_slow_update_sees_the_agents_answers_before_and_after(world, models)
 
 
 def test_the_plan_bounds_the_calls_a_run_makes(world, models):
-    """The dry run's upper bound holds the worst case of each rule: one success beside
-    batch - 1 failures, a slow update every epoch, notes after all epochs but the last."""
-    settings = flags(epochs=3, batch_size=5, minibatch_size=2, slow_update=True)
+    """The dry run's upper bound holds the worst case of each rule: a batch that fails
+    whole, a slow update every epoch, notes after all epochs but the last."""
+    settings = flags(epochs=3, batch_size=4, minibatch_size=2, slow_update=True)
     plan = api.plan(world["skill"], world["suite"], **settings)
     assert plan.total_steps == 2 * 3
-    # 4 failures in 2 calls + 1 successes call per step; 3 slow updates; 2 notes
-    assert plan.optimizer_calls == 6 * 3 + 3 + 2
+    # 4 failures in 2 calls per step (no successes call); 3 slow updates; 2 notes
+    assert plan.optimizer_calls == 6 * 2 + 3 + 2
+    odd = api.plan(world["skill"], world["suite"], **(settings | {"batch_size": 5}))
+    assert odd.optimizer_calls == 6 * 3 + 3 + 2  # 5 failures in 3 calls
     one = api.plan(world["skill"], world["suite"], **(settings | {"batch_size": 1}))
     assert one.optimizer_calls == 8 * 3 * 1 + 3 + 2
 
@@ -211,7 +224,7 @@ def test_no_notes_when_no_later_call_would_read_them(world, models):
         "no_candidate"
     ] * 3
     assert notes_prompts(opt) == []
-    assert len(opt.prompts) == 2  # failures and successes of step 1
+    assert len(opt.prompts) == 1  # the failures call of step 1 (solved tasks folded in)
     state = json.loads((result.run_dir / "state.json").read_text())
     assert state["memory"]["meta_notes"] == [] and state["notes_owed"] == [1]
 
@@ -225,18 +238,13 @@ def test_notes_are_asked_for_just_before_the_next_epochs_first_reflection(world,
     api.train(world["skill"], world["suite"], **flags(epochs=3))
 
     def kind(prompt: str) -> str:
-        if "Tasks the agent FAILED" in prompt:
-            return "failures"
-        return "successes" if "Tasks the agent SOLVED" in prompt else "notes"
+        return "failures" if "Tasks the agent FAILED" in prompt else "notes"
 
-    assert [kind(p) for p in opt.prompts] == ["failures", "successes", "notes"] * 2 + [
-        "failures",
-        "successes",
-    ]
+    assert [kind(p) for p in opt.prompts] == ["failures", "notes"] * 2 + ["failures"]
     first, second = notes_prompts(opt)
     assert "What happened in epoch 1" in first and "Step 1 (step)" in first
     assert "Step 2" not in first
     assert "What happened in epoch 2" in second and "Step 2 (step)" in second
     assert "Step 1" not in second and "Step 3" not in second
     assert "neutral advice does nothing" not in opt.prompts[0]
-    assert "neutral advice does nothing" in opt.prompts[3]  # epoch 2's first reflection
+    assert "neutral advice does nothing" in opt.prompts[2]  # epoch 2's first reflection

@@ -4,6 +4,7 @@ run stands, its memory, and never a validation or test task."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from world import HARMFUL, PARTIAL, ScriptedOptimizer, edits_reply, flags
@@ -42,7 +43,7 @@ def test_no_validation_or_test_task_reaches_any_optimizer_prompt(run):
     opt, result, suite = run
     kinds = {
         "failures": "Tasks the agent FAILED",
-        "successes": "Tasks the agent SOLVED",
+        "solved sample": "# Solved tasks to keep solved\n",
         "slow update": '"guidance"',
         "notes": '"notes"',
     }
@@ -58,6 +59,33 @@ def test_no_validation_or_test_task_reaches_any_optimizer_prompt(run):
     # the run did gate: the decisions behind the memory had validation tasks flip
     gates = [s for s in result.summary["steps"] if s["decision"] in ("accepted", "rejected")]
     assert len(gates) >= 2
+
+
+def test_failures_prompts_show_solved_training_tasks_to_keep(run):
+    """Each failures prompt shows, in its own section, a sample of the batch's solved
+    training tasks (id, input, pass): only training tasks, none of the failed ones."""
+    opt, result, suite = run
+    by_id = {t.id: t for t in suite.tasks}
+    reflect = [p for p in opt.prompts if "# Tasks the agent FAILED" in p]
+    assert reflect
+    shown = set()
+    for prompt in reflect:
+        failed, solved = prompt.split("# Tasks the agent FAILED")[1].split(
+            "# Solved tasks to keep solved\n"
+        )
+        solved = solved.split("# Where the run stands")[0]
+        ids = re.findall(r"^## Task (\S+)$", solved, re.MULTILINE)
+        assert 0 < len(ids) <= 3  # a small sample
+        failing = set(re.findall(r"^## Task (\S+)$", failed, re.MULTILINE))
+        assert failing and not failing & set(ids)
+        for task_id in ids:
+            task = by_id[task_id]
+            assert task.split == "train", task_id
+            assert f"```\n{task.prompt}\n```" in solved
+        assert solved.count("(pass).") == len(ids) and "(fail)" not in solved
+        shown |= set(ids)
+    step_ids = {t for s in result.summary["steps"] for t in s.get("failing", [])}
+    assert shown and not shown & step_ids  # never a task that step failed
 
 
 def test_reflection_prompts_carry_target_state_and_whole_memory(run):

@@ -356,8 +356,9 @@ def test_dry_run_plans_without_model_calls(world, models):
     assert plan.total_steps == 4 and plan.budgets == [4, 4, 3, 2]
     # initial val 4 + 4 steps * (8 train + 4 val) + test 3 * 4
     assert plan.target_rollouts == 4 + 4 * 12 + 12
-    # failures + successes per step, notes after each epoch but the last
-    assert plan.optimizer_calls == 4 * 2 + 3
+    # one failures call per step (8 tasks, minibatches of 40), notes after each epoch
+    # but the last
+    assert plan.optimizer_calls == 4 * 1 + 3
     assert plan.cost == 0.0
     assert models["target"].call_count == 0 and models["optimizer"].call_count == 0
     assert not (world["root"] / "runs").exists()
