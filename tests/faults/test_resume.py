@@ -137,7 +137,7 @@ KILL_POINTS = {
     "notes": nth("notes", 1),  # epoch 1 changed nothing: its slow update is skipped
     "slow_update": nth("slow_update", 1),  # epoch 2's, after its accepted step
     "slow_gate": first_after("val", "slow_update"),  # guidance asked, not yet gated
-    "epoch_2": nth("reflect", 3),  # after the notes, before the slow update: step 3's
+    "epoch_2": first_after("reflect", "notes"),  # epoch 2's first reflection, which reads the notes
     "test": nth("test", 1),
 }
 
