@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from skillopt.config import Settings
-from skillopt.context import Warn
+from skillopt.context import Warn, object_name
 from skillopt.evaluation import EvalResult
 from skillopt.harness.base import Harness
 from skillopt.models.base import Model
@@ -43,36 +43,41 @@ if TYPE_CHECKING:
 Section = Mapping[str, Any]  # a partial settings section: {"isolate": False}
 
 
-def _name(value: object) -> str | None:
-    """A name passed as is; an object's `name` (recorded in settings and reports)."""
-    if value is None or isinstance(value, str):
-        return value
-    name = getattr(value, "name", None)
-    return name if isinstance(name, str) else type(value).__name__
-
-
 def _overrides(**values: object) -> dict[str, Any]:
     """The flags layer of the settings: every keyword that was given."""
     return {k: v for k, v in values.items() if v is not None}
 
 
-def _obj(value: object, kind: type[Any]) -> Any:
-    return (
-        value
-        if value is not None and not isinstance(value, str) and isinstance(value, kind)
-        else None
-    )
+_KINDS: dict[str, type[Any]] = {
+    "target": Model,
+    "harness": Harness,
+    "judge": Model,
+    "optimizer": Optimizer,
+    "gate": Gate,
+}
 
 
-def _check_kind(value: object, kind: type[Any], role: str) -> None:
-    from skillopt.errors import InputError
+def _roles(**values: object) -> tuple[dict[str, str | None], dict[str, Any]]:
+    """Each role's value split into (its name, for the settings and reports; the
+    object, when one was passed instead of a name). A value that is neither a name
+    nor an object with the role's contract is one `InputError`."""
+    names: dict[str, str | None] = {}
+    objects: dict[str, Any] = {}
+    for role, value in values.items():
+        kind = _KINDS[role]
+        if value is None or isinstance(value, str):
+            names[role], objects[role] = value, None
+            continue
+        if not isinstance(value, kind):
+            from skillopt.errors import InputError
 
-    if value is not None and not isinstance(value, str) and not isinstance(value, kind):
-        raise InputError(
-            f"{role} must be a name, or an object with the {kind.__name__} contract "
-            f"(skillopt.{kind.__name__}); got {type(value).__name__}",
-            field=role,
-        )
+            raise InputError(
+                f"{role} must be a name, or an object with the {kind.__name__} contract "
+                f"(skillopt.{kind.__name__}); got {type(value).__name__}",
+                field=role,
+            )
+        names[role], objects[role] = object_name(value), value
+    return names, objects
 
 
 # ---------------------------------------------------------------------- lint
@@ -114,16 +119,9 @@ def evaluate(
     notices of settings resolution. A `store` object is used and left open."""
     from skillopt import scoring
 
-    for value, kind, role in (
-        (target, Model, "target"),
-        (harness, Harness, "harness"),
-        (judge, Model, "judge"),
-    ):
-        _check_kind(value, kind, role)
+    names, objects = _roles(target=target, harness=harness, judge=judge)
     overrides = _overrides(
-        target=_name(target),
-        harness=_name(harness),
-        judge=_name(judge),
+        **names,
         samples=samples,
         concurrency=concurrency,
         store=None if store is None or isinstance(store, RolloutStore) else str(store),
@@ -141,9 +139,7 @@ def evaluate(
         compare_no_skill=compare_no_skill,
         settings=settings,
         store=store if isinstance(store, RolloutStore) else None,
-        target=_obj(target, Model),
-        harness=_obj(harness, Harness),
-        judge=_obj(judge, Model),
+        **objects,
         observers=observers,
         warn=warn,
     )
@@ -269,22 +265,12 @@ def _train_inputs(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """(settings overrides, components) from `train`'s or `plan`'s keywords."""
     from skillopt import training
 
-    roles = (
-        ("target", Model),
-        ("harness", Harness),
-        ("judge", Model),
-        ("optimizer", Optimizer),
-        ("gate", Gate),
-    )
-    for role, kind in roles:
-        _check_kind(values[role], kind, role)
-    components = training.Components(*(_obj(values[role], kind) for role, kind in roles))
+    names, objects = _roles(**{role: values[role] for role in _KINDS})
+    components = training.Components(**objects)
+    if objects["gate"] is not None:  # settings.gate names only registered gates
+        names["gate"] = None
     overrides = _overrides(
-        target=_name(values["target"]),
-        harness=_name(values["harness"]),
-        judge=_name(values["judge"]),
-        optimizer=_name(values["optimizer"]),
-        gate=values["gate"] if isinstance(values["gate"], str) else None,
+        **names,
         **{
             key: values[key]
             for key in (
@@ -338,16 +324,9 @@ def validate(
     validate`, the CI gate). `result.exit_code` is 0 when every check passed."""
     from skillopt.ci import validate as run_validate
 
-    for value, kind, role in (
-        (target, Model, "target"),
-        (harness, Harness, "harness"),
-        (judge, Model, "judge"),
-    ):
-        _check_kind(value, kind, role)
+    names, objects = _roles(target=target, harness=harness, judge=judge)
     overrides = _overrides(
-        target=_name(target),
-        harness=_name(harness),
-        judge=_name(judge),
+        **names,
         samples=samples,
         concurrency=concurrency,
         store=None if store is None else str(store),
@@ -361,9 +340,7 @@ def validate(
         max_regressions=max_regressions,
         overrides=overrides,
         settings=settings,
-        target=_obj(target, Model),
-        harness=_obj(harness, Harness),
-        judge=_obj(judge, Model),
+        **objects,
         observers=observers,
         warn=warn,
     )

@@ -34,6 +34,13 @@ def load(suite: str | Path | Suite) -> Suite:
     return suite if isinstance(suite, Suite) else load_suite(suite)
 
 
+def object_name(obj: object) -> str:
+    """How an object passed in place of a name is called in settings, `run.yaml` and
+    reports: its `name`, else its type's."""
+    name = getattr(obj, "name", None)
+    return name if isinstance(name, str) else type(obj).__name__
+
+
 def settings_for(
     suite: Suite, overrides: Mapping[str, Any] | None = None, settings: Settings | None = None
 ) -> Settings:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from skillopt.context import (
     Warn,
     check_skill,
     context_warnings,
+    load,
+    object_name,
     prepare,
     resolve_target,
     settings_for,
@@ -66,7 +68,7 @@ class Components:
 
     def names(self) -> dict[str, str]:
         return {
-            role: str(getattr(obj, "name", type(obj).__name__))
+            role: object_name(obj)
             for role, obj in (
                 ("target", self.target),
                 ("harness", self.harness),
@@ -116,12 +118,10 @@ class _Ledger:
 
     ctx: Context | None = None
     run: RunDir | None = None
-    early: list[tuple[int, Usage, float | None]] = field(default_factory=list)
 
     def __call__(self, calls: int, usage: Usage, cost: float | None) -> None:
-        if self.ctx is None or self.run is None:  # never: no call precedes the run
-            self.early.append((calls, usage, cost))
-            return
+        # the optimizer is first called inside the run, after both are attached
+        assert self.ctx is not None and self.run is not None
         self.ctx.store.record_call(
             self.run.run_id,
             "optimizer",
@@ -162,8 +162,6 @@ def _inputs(
     overrides: Mapping[str, Any] | None,
     settings: Settings | None,
 ) -> tuple[Suite, Skill, Settings]:
-    from skillopt.context import load
-
     suite_obj = load(suite)
     the_skill = skill if isinstance(skill, Skill) else Skill.load(skill)
     resolved = settings_for(suite_obj, overrides, settings)

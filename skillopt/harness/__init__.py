@@ -21,9 +21,6 @@ from skillopt.models.base import Model
 if TYPE_CHECKING:
     from skillopt.config import Settings
 
-HARNESSES = ("chat", "claude-code", "codex", "command")  # the built-in ones
-AGENT_HARNESSES = HARNESSES[1:]  # run a program in a workspace; the target is its --model
-
 
 def takes_model(name: str) -> bool:
     """Whether the harness `name` calls a resolved target `Model` itself (chat), rather
@@ -61,11 +58,9 @@ def build_harness(
 
 
 __all__ = [
-    "AGENT_HARNESSES",
     "Cancellable",
     "ChatHarness",
     "Describes",
-    "HARNESSES",
     "Harness",
     "ReleasesWorkspaces",
     "ShowsTask",
