@@ -88,6 +88,16 @@ class Entry:
         self._loaded = ref
         return ref
 
+    def check_built(self, built: Any, contract: type[Any], needs: str) -> Any:
+        """`built` (what this component's factory returned) when it meets `contract`;
+        else a `PluginError` naming the component, its origin and what it lacks."""
+        if not isinstance(built, contract):
+            label = "model provider" if self.kind == "model" else self.kind
+            raise PluginError(
+                f"the {label} {self.name!r} from {self.origin} built {built!r}, which {needs}"
+            )
+        return built
+
     @property
     def where(self) -> str:
         """Where the component lives, for listings."""

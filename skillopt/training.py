@@ -85,7 +85,7 @@ def build_optimizer(name: str | None, settings: Settings, meter: Meter | None = 
     LLM optimizer backed by the model of that name, whose every call goes to `meter`
     as it happens when given."""
     from skillopt.optimize.reflect import LLMOptimizer
-    from skillopt.plugins import PluginError, registry
+    from skillopt.plugins import registry
 
     if not name:
         raise InputError(
@@ -95,12 +95,9 @@ def build_optimizer(name: str | None, settings: Settings, meter: Meter | None = 
         )
     entry = registry().find("optimizer", name)
     if entry is not None:
-        optimizer = entry.load()(settings, meter)
-        if not isinstance(optimizer, Optimizer):
-            raise PluginError(
-                f"the optimizer {name!r} from {entry.origin} built {optimizer!r}, which has "
-                "no `name` and `propose(request)`"
-            )
+        optimizer: Optimizer = entry.check_built(
+            entry.load()(settings, meter), Optimizer, "has no `name` and `propose(request)`"
+        )
         return optimizer
     model = resolve_model(name, settings.model_settings(name), role="optimizer")
     return LLMOptimizer(MeteredModel(model, meter) if meter is not None else model)

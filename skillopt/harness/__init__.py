@@ -38,7 +38,7 @@ def build_harness(
     """The harness `settings.harness` names (a built-in or a plugin's). `target` is
     the resolved target for a harness that takes a model (chat); `keep_dir` is where
     kept workspaces go (default `<run_dir>/workspaces`)."""
-    from skillopt.plugins import PluginError, registry
+    from skillopt.plugins import registry
 
     reg = registry()
     name = settings.harness
@@ -49,12 +49,9 @@ def build_harness(
             field="harness",
         )
     harness = entry.load()(settings, target, keep_dir)
-    if not isinstance(harness, Harness):
-        raise PluginError(
-            f"the harness {name!r} from {entry.origin} built {harness!r}, which lacks the "
-            "Harness contract (name, version, fingerprint, check, run)"
-        )
-    return harness
+    return entry.check_built(
+        harness, Harness, "lacks the Harness contract (name, version, fingerprint, check, run)"
+    )
 
 
 __all__ = [

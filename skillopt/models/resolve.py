@@ -50,12 +50,7 @@ def resolve_model(
             if exc.field is None and exc.path is None and exc.item is None:
                 raise InputError(str(exc), field=role) from None
             raise
-        if not isinstance(model, Model):
-            raise PluginError(
-                f"the model provider {prefix!r} from {entry.origin} built {model!r}, which "
-                "has no `name`, `complete` and `fingerprint`"
-            )
-        return model
+        return entry.check_built(model, Model, "has no `name`, `complete` and `fingerprint`")
     from skillopt.models.litellm_model import LiteLLMModel, check_model_name
 
     check_model_name(name, role)

@@ -235,12 +235,7 @@ def build_gate(settings: Settings) -> Gate:
             f"unknown gate {settings.gate!r}; choose one of: {', '.join(reg.names('gate'))}",
             field="gate",
         )
-    gate = entry.load()(settings)
-    if not isinstance(gate, Gate):
-        from skillopt.plugins import PluginError
-
-        raise PluginError(
-            f"the gate {settings.gate!r} from {entry.origin} built {gate!r}, which has no "
-            "`name` and `decide(incumbent, candidate)`"
-        )
+    gate: Gate = entry.check_built(
+        entry.load()(settings), Gate, "has no `name` and `decide(incumbent, candidate)`"
+    )
     return gate
