@@ -136,6 +136,8 @@ class RolloutEngine:
         # who holds this engine's claims in a shared store: unique per engine
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._harness_fp = harness.fingerprint()
+        # asked once, not per rollout: a runtime-checkable isinstance is not free
+        self._releases = harness if isinstance(harness, ReleasesWorkspaces) else None
         self._pool: ThreadPoolExecutor | None = None
         self._scorer_fps: dict[int, dict] = {}
         self._streak: tuple[str | None, int, str] = (None, 0, "")  # kind, count, message
@@ -345,7 +347,7 @@ class RolloutEngine:
 
     def _one(self, skill: Skill, task: Task, sample: int, key: str, fp: dict) -> Rollout:
         traj = self.harness.run(skill, task)
-        harness = self.harness if isinstance(self.harness, ReleasesWorkspaces) else None
+        harness = self._releases
         try:
             rollout = self._score(skill, task, sample, key, traj)
         except BaseException:
