@@ -12,6 +12,7 @@ from rich.table import Table
 
 from skillopt import api
 from skillopt.cli.common import err, handle_errors, out
+from skillopt.plugins import BUILTIN
 
 
 @handle_errors
@@ -54,14 +55,21 @@ def plugins_cmd(
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in ("kind", "name", "from", "detail"):
         table.add_column(col, no_wrap=col in ("kind", "name"), overflow="fold")
-    for e in found.entries:
+    # what any other name of a kind resolves to, listed after that kind's names
+    fallback = {
+        "optimizer": ("<model name>", "the LLM optimizer"),
+        "model": ("<other>/…", "litellm"),
+    }
+    for i, e in enumerate(found.entries):
         name = f"{e.name}/…" if e.kind == "model" else e.name
         detail = e.help
         if e.kind == "harness" and "section" in e.options:
             detail = f"{detail} (settings: {e.options['section']})".lstrip()
         table.add_row(e.kind, escape(name), escape(e.origin), escape(detail))
-    table.add_row("optimizer", "<model name>", "skillopt (built-in)", "the LLM optimizer")
-    table.add_row("model", "<other>/…", "skillopt (built-in)", "litellm")
+        last_of_kind = i + 1 == len(found.entries) or found.entries[i + 1].kind != e.kind
+        if last_of_kind and e.kind in fallback:
+            other, what = fallback[e.kind]
+            table.add_row(e.kind, other, BUILTIN, what)
     out.print(table)
     for problem in found.problems:
         err.print(f"[yellow]warning:[/] plugin {escape(problem.origin)}: {escape(problem.message)}")
