@@ -6,7 +6,8 @@ Invariants:
 - Our own loop is the only retry layer (litellm's and the SDK's are turned off):
   rate limits, server errors, timeouts and connection failures are retried with
   exponential backoff and jitter, honouring `Retry-After`; auth and request errors
-  are not retried. After the last attempt a `ModelError` carries the reason.
+  are not retried, nor is a call made with no key at all (litellm raises that as a
+  server error), which is an auth failure. After the last attempt a `ModelError` carries the reason.
 - Cost comes from litellm's price map when it knows the model; otherwise None.
 """
 
@@ -27,7 +28,7 @@ _import_lock = threading.Lock()
 _litellm: Any = None
 
 
-def import_litellm():
+def import_litellm() -> Any:
     """Import litellm once, offline and quiet."""
     global _litellm
     if _litellm is None:
@@ -66,6 +67,16 @@ _QUOTA = re.compile(
 )
 
 
+# how litellm and the provider SDKs say no key was sent at all; litellm raises it as
+# an InternalServerError (OpenAI: "Missing credentials") or a connection error
+# (Gemini: "Missing Gemini API key"), which would otherwise be retried as a server fault
+_NO_KEY = re.compile(
+    r"missing credentials|missing [\w ]{0,20}api[_ ]key|api_key client option must be set|"
+    r"no (api )?key is set|api key (is )?(not set|missing|required)",
+    re.I,
+)
+
+
 class EmptyResponse(Exception):
     """A successful HTTP response that holds no reply (no choices, no message)."""
 
@@ -76,6 +87,8 @@ def _classify(exc: Exception) -> tuple[str, bool]:
         return "empty_response", True
     litellm = import_litellm()
     status = getattr(exc, "status_code", None)
+    if _NO_KEY.search(str(exc)):
+        return "auth", False  # no retry makes a key appear
     if isinstance(exc, litellm.Timeout):
         return "timeout", True
     if status == 402 or (status in (400, 429) and _QUOTA.search(str(exc))):
