@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     )
     from skillopt.ci import ValidateResult
     from skillopt.config import Settings
-    from skillopt.errors import BadSkill, InputError, SkilloptError
+    from skillopt.errors import BadSkill, InputError, MissingCredentials, SkilloptError
     from skillopt.evaluation import EvalResult, SplitResult, TaskOutcome
     from skillopt.harness.base import (
         Cancellable,
@@ -70,7 +70,7 @@ _EXPORTS = {
         "validate",
     ),
     "skillopt.config": ("Settings",),
-    "skillopt.errors": ("BadSkill", "InputError", "SkilloptError"),
+    "skillopt.errors": ("BadSkill", "InputError", "MissingCredentials", "SkilloptError"),
     "skillopt.evaluation": ("EvalResult", "SplitResult", "TaskOutcome"),
     "skillopt.harness.base": (
         "Cancellable",
@@ -125,6 +125,7 @@ __all__ = [
     "Gate",
     "Harness",
     "InputError",
+    "MissingCredentials",
     "Model",
     "NoteTaker",
     "Optimizer",

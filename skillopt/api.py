@@ -115,7 +115,8 @@ def evaluate(
 
     `no_skill` scores the bare model instead; `compare_no_skill` scores both and
     adds a comparison (delta and flipped tasks) per split. A skill with lint errors
-    raises `BadSkill` before any model call; `warn` receives its warnings and the
+    raises `BadSkill` before any model call, and so does a model whose key is not
+    set (`MissingCredentials`, naming the variable); `warn` receives its warnings and the
     notices of settings resolution. A `store` object is used and left open."""
     from skillopt import scoring
 
@@ -183,7 +184,8 @@ def train(
     edits, the validation gate, a git commit per candidate, then the test split.
 
     The skill is linted first: errors raise `BadSkill` before any model call, and
-    `warn` receives the warnings. Interrupted (Ctrl-C) or stopped by a systemic
+    `warn` receives the warnings; a model without its key raises
+    `MissingCredentials` before anything runs. Interrupted (Ctrl-C) or stopped by a systemic
     failure, the run is checkpointed: continue it with `resume`."""
     from skillopt import training
 
@@ -231,7 +233,8 @@ def plan(
     settings: Settings | None = None,
 ) -> Plan:
     """What `train` would do and roughly cost (`skillopt train --dry-run`): no
-    model call, no run made. Lint warnings and settings notices are in its notes."""
+    model call, no run made. Lint warnings and settings notices are in its notes,
+    and the keys the run would lack in its `missing_keys`."""
     from skillopt import training
 
     overrides, components = _train_inputs(locals())

@@ -9,6 +9,7 @@ model's key is named by the environment variable that holds it (`api_key_env`).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -166,10 +167,19 @@ class Settings(BaseModel):
 
     # what resolving the settings decided on the user's behalf, to be said once
     _notices: list[str] = PrivateAttr(default_factory=list)
+    # where each model role's name came from, to name it in messages: (layer, where)
+    _origins: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
 
     @property
     def notices(self) -> list[str]:
         return self._notices
+
+    @property
+    def origins(self) -> dict[str, tuple[str, str]]:
+        """Where `target`, `judge` and `optimizer` were set, when resolved from layers:
+        ("flag", "--target"), ("env", "SKILLOPT_TARGET"), ("file", path of the
+        project file) or ("suite", path of the suite whose `defaults:` set it)."""
+        return self._origins
 
     def model_settings(self, name: str) -> ModelSettings:
         return self.models.get(name) or ModelSettings()
@@ -190,6 +200,8 @@ class Settings(BaseModel):
             )
         return value
 
+
+ROLES = ("target", "judge", "optimizer")  # settings that name a model (or an optimizer)
 
 _ENV = {
     "SKILLOPT_TARGET": "target",
@@ -225,6 +237,13 @@ def resolve_settings(
     """Merge the layers (later wins) and validate the result."""
     env = os.environ if env is None else env
     merged: dict[str, Any] = {}
+    origins: dict[str, tuple[str, str]] = {}
+
+    def came_from(layer: Mapping[str, Any], kind: str, where: str | None = None) -> None:
+        for key in ROLES:
+            if layer.get(key):
+                origins[key] = (kind, where or f"--{key}")  # a flag is named after its key
+
     project_file = project_file if project_file is not None else find_project_file()
     if project_file is not None:
         data = _lift_sections(_read_project_file(project_file), project_file)
@@ -233,17 +252,21 @@ def resolve_settings(
             if key in data and not Path(data[key]).is_absolute():
                 data[key] = str(project_file.parent / data[key])
         _merge(merged, data)
+        came_from(data, "file", str(project_file))
     suite_target = None
     if suite_defaults:
         where = f"{suite_path}: defaults" if suite_path else "suite defaults"
         layer = _lift_sections(dict(suite_defaults), where)
         _validate(layer, where)
         _merge(merged, layer)
+        came_from(layer, "suite", str(suite_path or "the suite"))
         suite_target = suite_defaults.get("target")
     for var, key in _ENV.items():
         if env.get(var):
             merged[key] = env[var]
+            came_from({key: env[var]}, "env", var)
     _merge(merged, {k: v for k, v in (flags or {}).items() if v is not None})
+    came_from(flags or {}, "flag")
     notices = []
     target = merged.get("target")
     if (
@@ -267,6 +290,7 @@ def resolve_settings(
         field, msg = first_error(exc)
         raise InputError(f"invalid setting: {msg}", field=field) from None
     settings._notices.extend(notices)
+    settings._origins.update({k: v for k, v in origins.items() if merged.get(k)})
     return settings
 
 

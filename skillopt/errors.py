@@ -82,6 +82,15 @@ def first_error(exc: ValidationError, messages: Mapping[str, str] | None = None)
     return field, (messages or {}).get(err["type"], message)
 
 
+class MissingCredentials(InputError):
+    """A model the command would call has no key: the variable it needs is not set
+    (`OPENAI_API_KEY is not set: needed by --target openai/gpt-4o-mini`). Raised
+    before the first model call, so nothing ran and nothing was paid."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+
+
 class ModelError(SkilloptError):
     """A model call failed after its retries (provider error, timeout, bad auth).
 

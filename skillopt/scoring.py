@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from skillopt import credentials
 from skillopt.config import Settings
 from skillopt.context import (
     Context,
@@ -59,6 +60,9 @@ def evaluate(
     source = None if no_skill or skill is None or isinstance(skill, Skill) else skill
     warnings = check_skill(the_skill, source)
     resolved = settings_for(suite_obj, overrides, settings)
+    credentials.require(
+        suite_obj, resolved, passed={"target": target, "harness": harness, "judge": judge}
+    )
     ctx = prepare(
         suite_obj,
         resolved,

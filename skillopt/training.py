@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillopt import credentials
 from skillopt.config import Settings
 from skillopt.context import (
     Context,
@@ -28,7 +29,7 @@ from skillopt.context import (
     settings_for,
     tell,
 )
-from skillopt.errors import InputError, Interrupted, SystemicFailure
+from skillopt.errors import InputError, Interrupted, MissingCredentials, SystemicFailure
 from skillopt.harness import Harness, build_harness, takes_model
 from skillopt.models.base import Model, Usage
 from skillopt.models.metered import Meter, MeteredModel
@@ -141,15 +142,23 @@ def plan(
     """What `start` would do and roughly cost, with no model call and no run made."""
     parts = components or Components()
     suite_obj, the_skill, settings = _inputs(skill, suite, overrides, settings)
-    optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings)
+    keys = credentials.missing(suite_obj, settings, training=True, passed=vars(parts))
+    try:  # a model without its key is planned all the same (and warned about)
+        optimizer_name = (parts.optimizer or build_optimizer(settings.optimizer, settings)).name
+    except MissingCredentials:
+        optimizer_name = str(settings.optimizer)
     warnings = check_skill(the_skill, None if isinstance(skill, Skill) else skill)
-    target = parts.target or resolve_target(settings)
+    try:
+        target = parts.target or resolve_target(settings)
+    except MissingCredentials:
+        target = None
     if parts.harness is None and not takes_model(settings.harness):
         build_harness(settings)  # validates its settings; runs nothing
-    result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer.name)
+    result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer_name)
     result.notes += [
         f"warning: {p}" for p in warnings + context_warnings(the_skill, target)
     ] + settings.notices
+    result.missing_keys = keys
     return result
 
 
@@ -183,6 +192,7 @@ def start(
     if the_skill.root is None:
         raise InputError("the skill to train needs a directory (load it with Skill.load)")
     skill_dir = the_skill.root
+    credentials.require(suite_obj, settings, training=True, passed=vars(parts))
     ledger = _Ledger()
     optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings, ledger)
     warnings = check_skill(the_skill, None if isinstance(skill, Skill) else skill)
@@ -254,6 +264,10 @@ def resume(
         recorded["concurrency"] = concurrency
     settings = Settings(**recorded)
     _check_splits(suite_obj)
+    if state.status != "finished":  # a finished run calls no model again
+        credentials.require(
+            suite_obj, settings, training=True, passed=vars(parts), origin=f"run {run.run_id}"
+        )
     initial = Skill.parse(state.initial.text, root=skill_dir)
     ledger = _Ledger()
     ctx = prepare(

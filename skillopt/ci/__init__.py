@@ -69,6 +69,7 @@ def validate(
     warn: Callable[[str], None] | None = None,
 ) -> ValidateResult:
     """Lint `skill_path`, then score it (and the baseline) on `split` of the suite."""
+    from skillopt import credentials
     from skillopt.context import prepare, settings_for
     from skillopt.suite.loader import load_suite, require_split
 
@@ -110,10 +111,14 @@ def validate(
             **base_info,
         )
     skill = Skill.load(skill_path)
+    resolved = settings_for(suite, overrides, settings)
+    credentials.require(
+        suite, resolved, passed={"target": target, "harness": harness, "judge": judge}
+    )
     with resolve_baseline(skill, baseline) as (base_skill, base_label, base_note):
         ctx = prepare(
             suite,
-            settings_for(suite, overrides, settings),
+            resolved,
             skills=[skill],
             target=target,
             harness=harness,

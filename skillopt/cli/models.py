@@ -11,13 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from skillopt import api
-from skillopt.cli.common import err, handle_errors, out
+from skillopt.cli.common import err, handle_errors, out, warn
 from skillopt.plugins import BUILTIN
 
 
 @handle_errors
 def models_cmd() -> None:
-    """List usable models: the embedded one, providers with a key set, configured ones."""
+    """List what can be used: the embedded model, each provider with the variable its
+    key goes in (and whether it is set), configured models, agent CLIs."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in ("model", "kind", "usable", "detail"):
         table.add_column(col, no_wrap=col != "detail", overflow="fold")
@@ -78,3 +79,12 @@ def plugins_cmd(
 def register(app: typer.Typer) -> None:
     app.command("models")(models_cmd)
     app.command("plugins")(plugins_cmd)
+
+
+def refuse_missing_keys(lines: list[str]) -> None:
+    """After a dry run's plan: warn about each key the run would lack, and exit 2
+    (as the run itself would) when one is missing."""
+    for line in lines:
+        warn(f"{line} (the run would not start)")
+    if lines:
+        raise typer.Exit(2)

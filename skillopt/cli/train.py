@@ -24,6 +24,7 @@ from skillopt.cli.common import (
     out,
     warn,
 )
+from skillopt.cli.models import refuse_missing_keys
 from skillopt.errors import InputError
 from skillopt.optimize.trainer import TrainEvent
 
@@ -267,7 +268,9 @@ def train_cmd(
     if not resume and (skill is None or tasks is None):
         raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
     if dry_run and not resume:
-        render_plan(api.plan(skill, tasks, **settings))
+        plan = api.plan(skill, tasks, **settings)
+        render_plan(plan)
+        refuse_missing_keys(plan.missing_keys)
         return
     progress = make_progress()
     with progress:

@@ -1,47 +1,36 @@
-"""What can be used here, for `skillopt models`: the embedded model, providers
-whose key is set (the keys themselves are never read out), models configured in
-skillopt.yaml, the offline optimizer, and the agent CLIs found on PATH."""
+"""What can be used here, for `skillopt models`: the embedded model, each provider
+with the variable its key goes in and whether it is set (a value is never read
+out), models configured in skillopt.yaml, the offline optimizer, and the agent
+CLIs found on PATH. Nothing here imports litellm: the listing stays instant."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from skillopt.config import resolve_settings
-
-PROVIDER_KEYS = {
-    "OPENAI_API_KEY": "openai/…",
-    "ANTHROPIC_API_KEY": "anthropic/…",
-    "GEMINI_API_KEY": "gemini/…",
-    "GOOGLE_API_KEY": "gemini/…",
-    "MISTRAL_API_KEY": "mistral/…",
-    "GROQ_API_KEY": "groq/…",
-    "DEEPSEEK_API_KEY": "deepseek/…",
-    "OPENROUTER_API_KEY": "openrouter/…",
-    "TOGETHERAI_API_KEY": "together_ai/…",
-    "XAI_API_KEY": "xai/…",
-    "COHERE_API_KEY": "cohere/…",
-    "AZURE_API_KEY": "azure/…",
-    "FIREWORKS_AI_API_KEY": "fireworks_ai/…",
-}
+from skillopt.config import ModelSettings, resolve_settings
+from skillopt.models import keys
 
 
 @dataclass
 class ModelInfo:
     name: str
-    kind: str  # embedded | provider | configured | offline
+    kind: str  # embedded | optimizer | provider | configured | agent CLI
     usable: bool
     detail: str
+    # the variables the row's key may be in, and whether each is set (never a value)
+    variables: dict[str, bool] = field(default_factory=dict)
 
 
-def models(env: dict[str, str] | None = None) -> list[ModelInfo]:
-    """What can be used here: the embedded model, providers whose key is set (the
-    keys themselves are never read out), models configured in skillopt.yaml, the
-    offline optimizer, and the agent CLIs found on PATH."""
+def models(env: Mapping[str, str] | None = None) -> list[ModelInfo]:
+    """What can be used here: the embedded model, the offline optimizer, each
+    provider with the variable(s) its key goes in and whether one is set (usable
+    ones first), models configured in skillopt.yaml, and the agent CLIs on PATH."""
     import os
 
     from skillopt.models import local
 
-    env = os.environ if env is None else env
+    environ: Mapping[str, str] = os.environ if env is None else env
     st = local.status()
     if st["installed"]:
         detail = (
@@ -68,34 +57,18 @@ def models(env: dict[str, str] | None = None) -> list[ModelInfo]:
             "offline optimizer: adds worked examples, no model calls",
         ),
     ]
-    seen = set()
-    for var, names in PROVIDER_KEYS.items():
-        if env.get(var) and names not in seen:
-            seen.add(names)
-            out.append(ModelInfo(names, "provider", True, f"key found in ${var}"))
-    settings = resolve_settings({}, env=dict(env))
+    providers = [_provider(p, environ) for p in keys.PROVIDERS]
+    out += sorted(providers, key=lambda m: not m.usable)  # stable: table order within
+    settings = resolve_settings({}, env=dict(environ))
     for name, conf in settings.models.items():
-        where = conf.api_base or "provider default"
-        key = (
-            f"key from ${conf.api_key_env}" + ("" if env.get(conf.api_key_env) else " (not set)")
-            if conf.api_key_env
-            else "no key"
-        )
-        out.append(
-            ModelInfo(
-                name,
-                "configured",
-                not conf.api_key_env or bool(env.get(conf.api_key_env)),
-                f"{where}; {key}",
-            )
-        )
+        out.append(_configured(name, conf, environ))
     import shutil
 
     for harness, binary in (
         ("claude-code", settings.claude_code.binary),
         ("codex", settings.codex.binary),
     ):
-        found = shutil.which(binary, path=env.get("PATH"))
+        found = shutil.which(binary, path=environ.get("PATH"))
         out.append(
             ModelInfo(
                 f"--harness {harness}",
@@ -107,3 +80,37 @@ def models(env: dict[str, str] | None = None) -> list[ModelInfo]:
             )
         )
     return out
+
+
+def _provider(provider: keys.Provider, env: Mapping[str, str]) -> ModelInfo:
+    found = {var: keys.is_set(var, env) for var in provider.keys}
+    have = next((var for var, ok in found.items() if ok), None)
+    detail = f"key in ${have}" if have else "set " + " or ".join(f"${v}" for v in found)
+    return ModelInfo(f"{provider.name}/…", "provider", have is not None, detail, found)
+
+
+def _configured(name: str, conf: ModelSettings, env: Mapping[str, str]) -> ModelInfo:
+    """A model of skillopt.yaml: its server, and the variable its key is read from
+    (its `api_key_env`, else its provider's; none for a server of its own)."""
+    where = conf.api_base or "provider default"
+    provider = keys.provider_of(name)
+    if conf.api_key_env:
+        wanted: tuple[str, ...] = (conf.api_key_env,)
+    elif conf.api_base:
+        return ModelInfo(name, "configured", True, f"{where}; no key needed")
+    else:
+        known = next((p for p in keys.PROVIDERS if p.name == provider), None)
+        wanted = known.keys if known else ()
+    found = {var: keys.is_set(var, env) for var in wanted}
+    if not found:  # a provider of the long tail: litellm says at the first call
+        say = keys.NOT_CHECKED.get(provider or "", "the key litellm expects for it")
+        return ModelInfo(name, "configured", True, f"{where}; {say}")
+    have = next((var for var, ok in found.items() if ok), None)
+    key = f"key from ${have}" if have else "key from " + " or ".join(f"${v}" for v in found)
+    return ModelInfo(
+        name,
+        "configured",
+        have is not None,
+        f"{where}; {key}" + ("" if have else " (not set)"),
+        found,
+    )

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 
 from skillopt.config import ModelSettings
-from skillopt.errors import InputError
+from skillopt.errors import InputError, MissingCredentials
 from skillopt.models.base import HasContextWindow, Model
 from skillopt.plugins import PluginError, registry
 
@@ -27,6 +27,15 @@ def register_model(name: str, factory: Callable[[], Model] | Model) -> None:
 
 def unregister_model(name: str) -> None:
     _REGISTRY.pop(name, None)
+
+
+def goes_to_litellm(name: str) -> bool:
+    """Whether `resolve_model(name)` hands the name to litellm: not registered in
+    this process, and not under a registered provider's prefix."""
+    if not name or name in _REGISTRY:
+        return False
+    prefix = name.split("/", 1)[0] if "/" in name else None
+    return not (prefix and registry().find("model", prefix) is not None)
 
 
 def resolve_model(
@@ -57,10 +66,9 @@ def resolve_model(
     api_key = None
     if settings.api_key_env:
         api_key = os.environ.get(settings.api_key_env)
-        if not api_key:
-            raise InputError(
-                f"environment variable {settings.api_key_env} is not set",
-                field=f"models.{name}.api_key_env",
+        if not api_key or not api_key.strip():
+            raise MissingCredentials(
+                f"{settings.api_key_env} is not set: needed by {role} {name} (its `api_key_env`)"
             )
     return LiteLLMModel(
         name,

@@ -34,6 +34,9 @@ class Plan:
     cost: float | None
     cost_note: str
     notes: list[str] = field(default_factory=list)
+    # variables the run would need and that are not set, one line each: the run
+    # itself would refuse to start (`skillopt.credentials`)
+    missing_keys: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

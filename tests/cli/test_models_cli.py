@@ -26,7 +26,7 @@ def test_models_lists_embedded_providers_and_configured_without_keys(isolated, m
     assert "openai/llama" in out and "http://127.0.0.1:8000/v1" in out
     assert "(not set)" in out  # openai/other's key variable is missing
     assert "secret" not in out  # key values are never printed
-    assert "anthropic/…" not in out  # no key, not listed
+    assert "set $ANTHROPIC_API_KEY" in out  # no key: listed with the variable to set
 
 
 def test_help_does_not_import_litellm_or_llama_cpp():
