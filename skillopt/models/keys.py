@@ -92,7 +92,7 @@ def missing(
         return []  # a configured server: LiteLLMModel sends it a placeholder key
     if settings.params.get("api_key"):
         return []
-    provider = _litellm_provider(name)
+    provider = provider_of(name) or _litellm_provider(name)  # a known prefix: no import
     if provider is None or provider in NOT_CHECKED:
         return []
     known = _BY_NAME.get(provider)
