@@ -30,7 +30,9 @@ class Use:
 
     role: str  # target | judge | optimizer
     model: str
-    origin: tuple[str, str] | None = None  # (layer, where): see `Settings.origins`
+    # (layer, where) as in `Settings.origins`, plus ("run", "run <id>") and ("text",
+    # words shown as they are); None: unknown
+    origin: tuple[str, str] | None = None
 
     def by(self) -> str:
         """`--target openai/x`, `SKILLOPT_TARGET=openai/x`, or `target openai/x (from
@@ -78,13 +80,13 @@ def uses(
                 Use(
                     "judge",
                     str(by_item.scorer.params.model),
-                    ("item", f"the scorer of item {by_item.id!r} in {_short(str(suite.path))}"),
+                    ("text", f"the scorer of item {by_item.id!r} in {_short(str(suite.path))}"),
                 )
             )
         elif judged and settings.judge:
             found.append(Use("judge", settings.judge, where("judge")))
         elif judged and suite.judge:
-            found.append(Use("judge", suite.judge, ("item", _short(str(suite.path)))))
+            found.append(Use("judge", suite.judge, ("text", _short(str(suite.path)))))
     optimizer = training and "optimizer" not in given
     if optimizer and settings.optimizer and not _registered_optimizer(settings.optimizer):
         found.append(Use("optimizer", settings.optimizer, where("optimizer")))
