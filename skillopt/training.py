@@ -146,7 +146,7 @@ def plan(
     target = parts.target or resolve_target(settings)
     if parts.harness is None and not takes_model(settings.harness):
         build_harness(settings)  # validates its settings; runs nothing
-    result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer.name)
+    result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer)
     result.notes += [
         f"warning: {p}" for p in warnings + context_warnings(the_skill, target)
     ] + settings.notices

@@ -284,9 +284,9 @@ def train_cmd(
 def render_plan(plan) -> None:
     out.print("[bold]Plan[/] (dry run: no model was called)")
     out.print(f"  tasks: train {plan.n_train} · val {plan.n_val} · test {plan.n_test}")
+    slow = f" (+{plan.slow_updates} slow updates)" if plan.slow_updates else ""
     out.print(
-        f"  steps: {plan.epochs} epochs × {plan.steps_per_epoch} = {plan.total_steps} "
-        f"(+{plan.epochs} slow updates)"
+        f"  steps: {plan.epochs} epochs × {plan.steps_per_epoch} = {plan.total_steps}{slow}"
         if plan.total_steps
         else "  steps: 0"
     )
@@ -296,11 +296,21 @@ def render_plan(plan) -> None:
     )
     out.print(
         f"  optimizer calls: at most {plan.optimizer_calls:,} (≈{plan.optimizer_tokens:,} tokens)"
+        if plan.optimizer_calls
+        else f"  optimizer calls: none ({escape(plan.optimizer_note)})"
     )
-    cost = "unknown" if plan.cost is None else f"≈ {display.money(plan.cost, digits=4)}"
-    out.print(f"  estimated cost: {cost}" + (f" ({plan.cost_note})" if plan.cost_note else ""))
+    if plan.cost is None:
+        cost = "unknown"
+    elif plan.cost == 0:
+        cost = "$0"
+    else:
+        cost = f"≈ {display.money(plan.cost, digits=4)}"
+    out.print(
+        f"  estimated cost: {cost}" + (f" ({escape(plan.cost_note)})" if plan.cost_note else ""),
+        soft_wrap=True,
+    )
     for note in plan.notes:
-        out.print(f"  note: {note}")
+        out.print(f"  note: {escape(note)}")
 
 
 def render_summary(result: api.TrainResult) -> None:
