@@ -81,7 +81,7 @@ def xml_clip(text: str, limit: int) -> str:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """"did you mean 'scorer'?" for the choice closest to a mistyped `word` (case
+    """ "did you mean 'scorer'?" for the choice closest to a mistyped `word` (case
     ignored), or "" when none is close."""
     options = {c.casefold(): c for c in choices}
     close = difflib.get_close_matches(word.casefold(), list(options), n=1, cutoff=0.6)
