@@ -81,8 +81,8 @@ def xml_clip(text: str, limit: int) -> str:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """ "did you mean 'scorer'?" for the choice closest to a mistyped `word` (case
-    ignored), or "" when none is close."""
+    """The hint for a mistyped `word`: `did you mean 'scorer'?` with the closest of
+    `choices` (case ignored), or an empty string when none is close."""
     options = {c.casefold(): c for c in choices}
     close = difflib.get_close_matches(word.casefold(), list(options), n=1, cutoff=0.6)
     return f"did you mean {options[close[0]]!r}?" if close else ""
