@@ -26,7 +26,7 @@ from skillopt.optimize.base import Optimizer
 from skillopt.optimize.gate import Gate
 from skillopt.rollout import Observer
 from skillopt.skill.document import Skill
-from skillopt.skill.lint import Problem
+from skillopt.skill.lint import Findings
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.task import Suite
 
@@ -81,9 +81,10 @@ def _roles(**values: object) -> tuple[dict[str, str | None], dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------- lint
-def lint(paths: Sequence[str | Path], *, strict: bool = False) -> list[Problem]:
+def lint(paths: Sequence[str | Path], *, strict: bool = False) -> Findings:
     """Lint skills (directories, SKILL.md files, or folders of skills); with
-    `strict`, warnings count as errors."""
+    `strict`, warnings count as errors. The result is the list of problems, with
+    the skills looked at in `.checked`."""
     from skillopt.skill.lint import lint_paths
 
     return lint_paths(list(paths), strict=strict)

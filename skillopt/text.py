@@ -1,7 +1,7 @@
 """Text from outside (model replies, agent output, verifier output, suites) made safe
 to keep: `clean` replaces what cannot be encoded or stored, `safe` also blanks
 known secrets; and cut to size for messages and prompts: `clip` keeps the start,
-`tail` the end, each marking the cut.
+`tail` the end, each marking the cut. `did_you_mean` words a likely typo's fix.
 
 Invariant: whatever a model or a program sends, `safe(text)` can be written as
 UTF-8 to SQLite, JSON, YAML and git, and holds no secret skillopt knows.
@@ -9,7 +9,9 @@ UTF-8 to SQLite, JSON, YAML and git, and holds no secret skillopt knows.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 
 from skillopt.secrets import scrub
 
@@ -76,3 +78,11 @@ def xml_clip(text: str, limit: int) -> str:
     in XML), cut to `limit` characters with "…" appended when longer."""
     text = "".join(ch for ch in text if ch in "\t\n\r" or ord(ch) >= 0x20)
     return clip(text, limit)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """The hint for a mistyped `word`: `did you mean 'scorer'?` with the closest of
+    `choices` (case ignored), or an empty string when none is close."""
+    options = {c.casefold(): c for c in choices}
+    close = difflib.get_close_matches(word.casefold(), list(options), n=1, cutoff=0.6)
+    return f"did you mean {options[close[0]]!r}?" if close else ""

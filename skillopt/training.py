@@ -143,10 +143,11 @@ def plan(
     parts = components or Components()
     suite_obj, the_skill, settings = _inputs(skill, suite, overrides, settings)
     keys = credentials.missing(suite_obj, settings, training=True, passed=vars(parts))
+    optimizer: object
     try:  # a model without its key is planned all the same (and warned about)
-        optimizer_name = (parts.optimizer or build_optimizer(settings.optimizer, settings)).name
+        optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings)
     except MissingCredentials:
-        optimizer_name = str(settings.optimizer)
+        optimizer = str(settings.optimizer)  # a provider model: planned as the LLM optimizer
     warnings = check_skill(the_skill, None if isinstance(skill, Skill) else skill)
     try:
         target = parts.target or resolve_target(settings)
@@ -154,7 +155,7 @@ def plan(
         target = None
     if parts.harness is None and not takes_model(settings.harness):
         build_harness(settings)  # validates its settings; runs nothing
-    result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer_name)
+    result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer)
     result.notes += [
         f"warning: {p}" for p in warnings + context_warnings(the_skill, target)
     ] + settings.notices

@@ -28,3 +28,13 @@ def test_clip_does_not_strip():
 def test_tail_keeps_the_end_of_the_stripped_text():
     assert tail("  abcdef \n", 3) == "…def"
     assert tail(" abc \n", 3) == "abc"
+
+
+def test_did_you_mean():
+    from skillopt.text import did_you_mean
+
+    assert did_you_mean("scorrer", ["name", "scorer", "split"]) == "did you mean 'scorer'?"
+    assert did_you_mean("valid", ["seed", "train", "val", "test"]) == "did you mean 'val'?"
+    assert did_you_mean("Input", ["id", "input"]) == "did you mean 'input'?"  # case ignored
+    assert did_you_mean("zzz", ["name", "scorer"]) == ""
+    assert did_you_mean("x", []) == ""

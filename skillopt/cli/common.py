@@ -8,6 +8,7 @@ bad input); any other exception says how to see the traceback. With `--debug` or
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -45,14 +46,29 @@ class SafeStream:
 out = Console(file=SafeStream("stdout"), highlight=False, emoji=False)
 err = Console(file=SafeStream("stderr"), highlight=False, emoji=False, soft_wrap=True)
 
+
+def at_least(low: int):
+    """An option callback refusing values below `low`, in words ('--epochs must be at
+    least 1'); used instead of typer's `min=`, which prints `[x>=1]` in the help."""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: int | None) -> int | None:
+        if value is not None and value < low:
+            raise typer.BadParameter(f"must be at least {low}, got {value}")
+        return value
+
+    return check
+
+
 Target = Annotated[
     Optional[str],
     typer.Option(
         "--target",
         "-t",
-        help="Target model the agent runs on: a litellm name (e.g. "
-        "openai/gpt-4o-mini) for chat; for claude-code and codex the CLI's --model (or "
-        "'default').",
+        help="Model the agent runs on: local/gemma-3-270m (the embedded offline model), "
+        "scripted/echo (repeats the task back: a free dry run of the plumbing) or a "
+        "litellm name (e.g. openai/gpt-4o-mini); for claude-code and codex, the CLI's "
+        "--model (or 'default').",
+        metavar="MODEL",
         show_default=False,
     ),
 ]
@@ -63,23 +79,31 @@ Harness = Annotated[
         help="How the agent runs a task: chat (the skill as system prompt), "
         "claude-code (claude -p), codex (codex exec) or command (any program; `command:` in "
         "skillopt.yaml) [default: chat].",
+        metavar="NAME",
         show_default=False,
     ),
 ]
 Concurrency = Annotated[
     Optional[int],
     typer.Option(
-        "--concurrency", "-j", min=1, help="Rollouts run at once [default: 8].", show_default=False
+        "--concurrency",
+        "-j",
+        callback=at_least(1),
+        help="Rollouts run at once [default: 8].",
+        metavar="N",
+        show_default=False,
     ),
 ]
 Judge = Annotated[
-    Optional[str], typer.Option("--judge", help="Model for `judge` scorers.", show_default=False)
+    Optional[str],
+    typer.Option("--judge", help="Model for `judge` scorers.", metavar="MODEL", show_default=False),
 ]
 Store = Annotated[
     Optional[Path],
     typer.Option(
         "--store",
         help="Rollout store (SQLite) [default: runs/rollouts.sqlite].",
+        metavar="FILE",
         show_default=False,
     ),
 ]
@@ -87,11 +111,42 @@ Samples = Annotated[
     Optional[int],
     typer.Option(
         "--samples",
-        min=1,
+        callback=at_least(1),
         help="Rollouts per task (for sampled models) [default: 1].",
+        metavar="N",
         show_default=False,
     ),
 ]
+RunDir = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--run-dir",
+        help="Where runs are, to find a run by its id [default: runs].",
+        metavar="DIR",
+        show_default=False,
+    ),
+]
+JsonOut = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--json",
+        help="Write the whole result as JSON to FILE ('-': on stdout, instead of the text).",
+        metavar="FILE",
+        show_default=False,
+    ),
+]
+
+
+def write_json(path: Path, data: object) -> None:
+    """`data` as JSON in the file `path`, or on stdout when `path` is '-' (made safe:
+    a result quotes models and programs)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    if str(path) == "-":
+        out.print_json(text)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(safe(text) + "\n", encoding="utf-8")
+    err.print(f"wrote {escape(str(path))}")
 
 
 _debug = False

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -16,6 +15,7 @@ from skillopt import api, display
 from skillopt.cli.common import (
     Concurrency,
     Harness,
+    JsonOut,
     Judge,
     Samples,
     Store,
@@ -26,12 +26,12 @@ from skillopt.cli.common import (
     make_progress,
     out,
     warn,
+    write_json,
 )
 from skillopt.evaluation import EvalResult
 from skillopt.rollout import RolloutEvent
-from skillopt.text import safe
 
-Split = Annotated[str, typer.Option("--split", help="train, val, test or all.")]
+Split = Annotated[str, typer.Option("--split", help="train, val, test or all.", metavar="SPLIT")]
 
 
 class ProgressObserver:
@@ -78,14 +78,7 @@ def eval_cmd(
     judge: Judge = None,
     samples: Samples = None,
     store: Store = None,
-    json_file: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--json",
-            help="Write the full result (per task) as JSON to this file.",
-            show_default=False,
-        ),
-    ] = None,
+    json_file: JsonOut = None,
 ) -> None:
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
     if skill is None and not no_skill:
@@ -106,14 +99,10 @@ def eval_cmd(
             observers=[ProgressObserver(progress)],
             warn=warn,
         )
-    render(result)
+    if json_file is None or str(json_file) != "-":
+        render(result)
     if json_file is not None:
-        json_file.parent.mkdir(parents=True, exist_ok=True)
-        json_file.write_text(
-            safe(json.dumps(result.to_dict(), indent=2, ensure_ascii=False)) + "\n",
-            encoding="utf-8",
-        )
-        err.print(f"wrote {escape(str(json_file))}")
+        write_json(json_file, result.to_dict())
     rollouts = result.all_rollouts
     if rollouts and not any(r.scored for r in rollouts):
         err.print("[bold red]error:[/] no rollout was scored; see the errors above")

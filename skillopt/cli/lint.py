@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from skillopt import api
 from skillopt.cli.common import err, handle_errors, out
+from skillopt.skill.lint import Findings
 
 
 @handle_errors
@@ -26,18 +27,31 @@ def lint_cmd(
     ] = False,
 ) -> None:
     """Check SKILL.md files: name, description, allowed keys; one line per problem."""
-    problems = api.lint(paths, strict=strict)
-    for p in problems:
+    found = api.lint(paths, strict=strict)
+    for p in found:
         style = "red" if p.severity == "error" else "yellow"
         out.print(f"[{style}]{escape(str(p))}[/]", soft_wrap=True)
-    errors = sum(1 for p in problems if p.severity == "error")
-    warnings = len(problems) - errors
-    if not problems:
-        err.print("[green]ok[/]: no problems")
-    else:
-        err.print(f"{errors} error(s), {warnings} warning(s)")
-    if errors:
+    err.print(summary(found, strict=strict))
+    if found.errors:
         raise typer.Exit(1)
+
+
+def summary(found: Findings, *, strict: bool = False) -> str:
+    """'ok: 3 skills checked, no problems', or the counts; --strict is suggested only
+    when there are warnings it would fail on."""
+    checked = _count(len(found.checked), "skill")
+    if not found:
+        return f"[green]ok[/]: {checked} checked, no problems"
+    text = (
+        f"{checked} checked: {_count(found.errors, 'error')}, {_count(found.warnings, 'warning')}"
+    )
+    if found.warnings and not strict:
+        text += " (--strict fails on warnings)"
+    return text
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def register(app: typer.Typer) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import signal
 from typing import Annotated
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from skillopt import __version__
 from skillopt.cli import eval as eval_cli
@@ -54,6 +57,67 @@ lint_cli.register(app)
 runs_cli.register(app)
 models_cli.register(app)
 ship_cli.register(app)
+
+
+class Command(TyperCommand):
+    """A command whose help names each argument by its metavar alone (typer would
+    append the Python type, `PATH <list[Path]>`), an option without a metavar by
+    click's word for its type, and writes the usage line as click does (`SKILL`,
+    `[SKILL]`, `PATH...`)."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                args.append((_argument(param), record[1]))
+            elif param.metavar is None and "<" in record[0]:
+                # an option declared without a metavar: click's word for its type
+                # (`--run-dir PATH`), not typer's Python type (`--run-dir <path>`)
+                name = _TYPE_MARK.sub(lambda m: " " + _type_word(m.group(1)), record[0])
+                opts.append((name, record[1]))
+            else:
+                opts.append(record)
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = _argument(param)
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+
+_TYPE_MARK = re.compile(r" <([^<>]*)>")
+_TYPE_WORDS = {"int": "N", "int range": "N", "float": "X", "path": "PATH", "str": "TEXT"}
+
+
+def _type_word(label: str) -> str:
+    """A metavar for typer's type label (`int` → `N`, `path` → `PATH`)."""
+    return _TYPE_WORDS.get(label, "VALUE")
+
+
+def _argument(param: click.Parameter) -> str:
+    name = param.metavar or (param.name or "").upper()
+    return name + ("..." if param.nargs != 1 else "")
+
+
+def _use_command_class(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        if info.cls is None or info.cls is TyperCommand:  # not one a command chose
+            info.cls = Command
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _use_command_class(group.typer_instance)
+
+
+_use_command_class(app)
 
 
 def run() -> None:

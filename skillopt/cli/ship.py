@@ -3,7 +3,6 @@ and keep it good in CI."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -14,17 +13,21 @@ from skillopt import api, display
 from skillopt.cli.common import (
     Concurrency,
     Harness,
+    JsonOut,
     Judge,
+    RunDir,
     Samples,
     Store,
     Target,
+    at_least,
     err,
     handle_errors,
     make_progress,
     out,
     warn,
+    write_json,
 )
-from skillopt.cli.eval import ProgressObserver
+from skillopt.cli.eval import ProgressObserver, Split
 from skillopt.errors import InputError
 from skillopt.shipping import TARGETS, LintFailed, Refused
 from skillopt.text import safe
@@ -78,12 +81,20 @@ def export_cmd(
         ),
     ],
     to: Annotated[
-        str, typer.Option("--to", help="Where to: " + ", ".join(TARGETS) + ".", show_default=False)
+        str,
+        typer.Option(
+            "--to",
+            help="Where to: " + ", ".join(TARGETS) + ".",
+            metavar="AGENT",
+            show_default=False,
+        ),
     ] = ...,  # type: ignore[assignment]
     scope: Annotated[
         str,
         typer.Option(
-            "--scope", help="project (the current directory or --dest) or user (your home)."
+            "--scope",
+            help="project (the current directory or --dest) or user (your home).",
+            metavar="SCOPE",
         ),
     ] = "project",
     dest: Annotated[
@@ -91,15 +102,17 @@ def export_cmd(
         typer.Option(
             "--dest",
             help="Use this directory instead of the project directory (or home).",
+            metavar="DIR",
             show_default=False,
         ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace a different skill already there.")
     ] = False,
+    run_dir: RunDir = None,
 ) -> None:
     """Write a skill where an agent loads it: .claude/skills/, .agents/skills/ or AGENTS.md."""
-    result = api.export(source, to, scope=scope, dest=dest, force=force)
+    result = api.export(source, to, scope=scope, dest=dest, force=force, run_dir=run_dir)
     for w in result.warnings:
         err.print(f"[yellow]warning[/]: {escape(w)}", soft_wrap=True)
     if result.action == "unchanged":
@@ -118,9 +131,10 @@ def adopt_cmd(
         bool,
         typer.Option("--force", help="Overwrite edits made to the skill since the run started."),
     ] = False,
+    run_dir: RunDir = None,
 ) -> None:
     """Write a run's best skill back into its skill directory, for you to review and commit."""
-    result = api.adopt(run, force=force)
+    result = api.adopt(run, force=force, run_dir=run_dir)
     if result.action == "unchanged":
         err.print(f"unchanged: {escape(str(result.path))} already holds the run's best skill")
         return
@@ -140,11 +154,14 @@ def validate_cmd(
             "--tasks", help="Task suite (YAML or JSONL).", metavar="SUITE", show_default=False
         ),
     ] = ...,  # type: ignore[assignment]
-    split: Annotated[str, typer.Option("--split", help="train, val, test or all.")] = "test",
+    split: Split = "test",
     min_score: Annotated[
         Optional[float],
         typer.Option(
-            "--min-score", help="Fail when the mean score is below this (0–1).", show_default=False
+            "--min-score",
+            help="Fail when the mean score is below this (0–1).",
+            metavar="SCORE",
+            show_default=False,
         ),
     ] = None,
     baseline: Annotated[
@@ -161,14 +178,19 @@ def validate_cmd(
         Optional[int],
         typer.Option(
             "--max-regressions",
+            callback=at_least(0),
             help="Fail when more tasks than this go pass→fail against the baseline.",
+            metavar="N",
             show_default=False,
         ),
     ] = None,
     junit: Annotated[
         Optional[Path],
         typer.Option(
-            "--junit", help="Write a JUnit XML report (one testcase per task).", show_default=False
+            "--junit",
+            help="Write a JUnit XML report (one testcase per task).",
+            metavar="FILE",
+            show_default=False,
         ),
     ] = None,
     summary: Annotated[
@@ -176,10 +198,19 @@ def validate_cmd(
         typer.Option(
             "--summary",
             help="Write a Markdown summary for a pull-request comment.",
+            metavar="FILE",
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text or json (on stdout).")] = "text",
+    json_file: JsonOut = None,
+    fmt: Annotated[
+        Optional[str],
+        typer.Option(
+            "--format",
+            hidden=True,  # the spelling before --json: `--format json` is `--json -`
+            help="text or json (on stdout); deprecated: use --json -.",
+        ),
+    ] = None,
     target: Target = None,
     concurrency: Concurrency = None,
     harness: Harness = None,
@@ -190,8 +221,14 @@ def validate_cmd(
     """CI gate: lint, then score the skill; exit 1 below --min-score or past --max-regressions."""
     from skillopt.ci import junit_xml, summary_markdown
 
-    if fmt not in ("text", "json"):
-        raise InputError(f"unknown format {fmt!r}; choose text or json", field="--format")
+    if fmt not in (None, "text", "json"):
+        raise InputError(
+            f"unknown format {fmt!r}; choose text or json (or rather --json FILE, or "
+            "--json - for stdout)",
+            field="--format",
+        )
+    if fmt == "json":
+        json_file = Path("-")
     with make_progress() as progress:
         result = api.validate(
             skill,
@@ -217,10 +254,10 @@ def validate_cmd(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(safe(text), encoding="utf-8")  # a CI artifact: no secret in it
             err.print(f"wrote {escape(str(path))}")
-    if fmt == "json":
-        out.print_json(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
-    else:
+    if json_file is None or str(json_file) != "-":
         render(result)
+    if json_file is not None:
+        write_json(json_file, result.to_dict())
     raise typer.Exit(result.exit_code)
 
 

@@ -19,6 +19,7 @@ from skillopt.cli.common import (
     Samples,
     Store,
     Target,
+    at_least,
     handle_errors,
     make_progress,
     out,
@@ -123,14 +124,20 @@ def train_cmd(
     optimizer: Annotated[
         Optional[str],
         typer.Option(
-            "--optimizer", help="Model that proposes edits (a litellm name).", show_default=False
+            "--optimizer",
+            help="What proposes the edits: exemplars (offline: worked examples from failed "
+            "training tasks, no model calls) or a model that reads the failures and writes "
+            "edits, by its litellm name (e.g. openai/gpt-4o).",
+            metavar="NAME",
+            show_default=False,
         ),
     ] = None,
     optimizer_concurrency: Annotated[
         Optional[int],
         typer.Option(
             "--optimizer-concurrency",
-            min=1,
+            callback=at_least(1),
+            metavar="N",
             help="Optimizer calls run at once, independent of --concurrency [default: 4].",
             show_default=False,
         ),
@@ -138,20 +145,29 @@ def train_cmd(
     epochs: Annotated[
         Optional[int],
         typer.Option(
-            "--epochs", min=1, help="Passes over the train split [default: 4].", show_default=False
+            "--epochs",
+            callback=at_least(1),
+            help="Passes over the train split [default: 4].",
+            metavar="N",
+            show_default=False,
         ),
     ] = None,
     batch_size: Annotated[
         Optional[int],
         typer.Option(
-            "--batch-size", min=1, help="Train tasks per step [default: 40].", show_default=False
+            "--batch-size",
+            callback=at_least(1),
+            help="Train tasks per step [default: 40].",
+            metavar="N",
+            show_default=False,
         ),
     ] = None,
     minibatch_size: Annotated[
         Optional[int],
         typer.Option(
             "--minibatch-size",
-            min=1,
+            callback=at_least(1),
+            metavar="N",
             help="Rollouts per optimizer call [default: 8].",
             show_default=False,
         ),
@@ -159,13 +175,21 @@ def train_cmd(
     lr: Annotated[
         Optional[int],
         typer.Option(
-            "--lr", min=1, help="Maximum edits per step [default: 4].", show_default=False
+            "--lr",
+            callback=at_least(1),
+            help="Maximum edits per step [default: 4].",
+            metavar="N",
+            show_default=False,
         ),
     ] = None,
     min_lr: Annotated[
         Optional[int],
         typer.Option(
-            "--min-lr", min=1, help="Minimum edits per step [default: 2].", show_default=False
+            "--min-lr",
+            callback=at_least(1),
+            help="Minimum edits per step [default: 2].",
+            metavar="N",
+            show_default=False,
         ),
     ] = None,
     schedule: Annotated[
@@ -173,6 +197,7 @@ def train_cmd(
         typer.Option(
             "--schedule",
             help="Edit budget schedule: constant, linear or cosine [default: cosine].",
+            metavar="NAME",
             show_default=False,
         ),
     ] = None,
@@ -181,6 +206,7 @@ def train_cmd(
         typer.Option(
             "--gate",
             help="Acceptance rule: strict, margin or paired [default: strict].",
+            metavar="NAME",
             show_default=False,
         ),
     ] = None,
@@ -189,6 +215,7 @@ def train_cmd(
         typer.Option(
             "--min-delta",
             help="Margin a candidate must beat (margin and paired gates).",
+            metavar="X",
             show_default=False,
         ),
     ] = None,
@@ -197,13 +224,16 @@ def train_cmd(
         typer.Option(
             "--alpha",
             help="p-value threshold of the paired gate [default: 0.05].",
+            metavar="P",
             show_default=False,
         ),
     ] = None,
     samples: Samples = None,
     seed: Annotated[
         Optional[int],
-        typer.Option("--seed", help="Shuffling seed [default: 0].", show_default=False),
+        typer.Option(
+            "--seed", help="Shuffling seed [default: 0].", metavar="N", show_default=False
+        ),
     ] = None,
     concurrency: Concurrency = None,
     harness: Harness = None,
@@ -212,7 +242,10 @@ def train_cmd(
     run_dir: Annotated[
         Optional[Path],
         typer.Option(
-            "--run-dir", help="Where runs are written [default: runs].", show_default=False
+            "--run-dir",
+            help="Where runs are written [default: runs].",
+            metavar="DIR",
+            show_default=False,
         ),
     ] = None,
     no_slow_update: Annotated[
@@ -222,7 +255,8 @@ def train_cmd(
         Optional[int],
         typer.Option(
             "--stall-patience",
-            min=0,
+            callback=at_least(0),
+            metavar="N",
             help="Stop early after this many steps in a row with the same failing train "
             "tasks, the same skill and no better candidate; 0: never [default: 3].",
             show_default=False,
@@ -287,9 +321,9 @@ def train_cmd(
 def render_plan(plan) -> None:
     out.print("[bold]Plan[/] (dry run: no model was called)")
     out.print(f"  tasks: train {plan.n_train} · val {plan.n_val} · test {plan.n_test}")
+    slow = f" (+{plan.slow_updates} slow updates)" if plan.slow_updates else ""
     out.print(
-        f"  steps: {plan.epochs} epochs × {plan.steps_per_epoch} = {plan.total_steps} "
-        f"(+{plan.epochs} slow updates)"
+        f"  steps: {plan.epochs} epochs × {plan.steps_per_epoch} = {plan.total_steps}{slow}"
         if plan.total_steps
         else "  steps: 0"
     )
@@ -299,11 +333,21 @@ def render_plan(plan) -> None:
     )
     out.print(
         f"  optimizer calls: at most {plan.optimizer_calls:,} (≈{plan.optimizer_tokens:,} tokens)"
+        if plan.optimizer_calls
+        else f"  optimizer calls: none ({escape(plan.optimizer_note)})"
     )
-    cost = "unknown" if plan.cost is None else f"≈ {display.money(plan.cost, digits=4)}"
-    out.print(f"  estimated cost: {cost}" + (f" ({plan.cost_note})" if plan.cost_note else ""))
+    if plan.cost is None:
+        cost = "unknown"
+    elif plan.cost == 0:
+        cost = "$0"
+    else:
+        cost = f"≈ {display.money(plan.cost, digits=4)}"
+    out.print(
+        f"  estimated cost: {cost}" + (f" ({escape(plan.cost_note)})" if plan.cost_note else ""),
+        soft_wrap=True,
+    )
     for note in plan.notes:
-        out.print(f"  note: {note}")
+        out.print(f"  note: {escape(note)}")
 
 
 def render_summary(result: api.TrainResult) -> None:

@@ -6,7 +6,8 @@ most similar example once the section is full, and deletes near-duplicate
 examples. It prefers diverse cases: a candidate whose input looks like an
 example already there (same character shape, or close in character trigrams)
 waits behind one that covers something new. It runs under the same budget, gate,
-memory and audit as an LLM optimizer.
+memory and audit as an LLM optimizer, and never proposes a skill the gate has
+already rejected (the memory keeps each rejected candidate's hash).
 
 Examples are written in the exact shape of the embedded model's completion cue
 (`Input: …` / `Output: …`), so a base model continues the pattern.
@@ -16,13 +17,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from skillopt.models.local import format_example
 from skillopt.optimize.base import Proposal, ProposalRequest
 from skillopt.optimize.memory import Memory
 from skillopt.skill.document import Skill
-from skillopt.skill.edits import Edit
+from skillopt.skill.edits import Edit, apply_edits
 
 SECTION = "Examples"
 # the input may span lines (a multi-line task prompt, no blank line) up to the `Output: ` line
@@ -66,6 +69,27 @@ def shape(text: str) -> str:
     return "".join(out)
 
 
+_WORDS = {"a": "lowercase letters", "A": "capital letters", "9": "digits", " ": "space"}
+
+
+def describe_shape(shape: str, limit: int = 8) -> str:
+    """A `shape` in words, for a reader: 'a 9' → 'lowercase letters, space, digits',
+    'Aa_9' → "a capitalised word, '_', digits"; past `limit` parts, cut with '…'."""
+    parts: list[str] = []
+    i = 0
+    while i < len(shape):
+        if shape.startswith("Aa", i):
+            parts.append("a capitalised word")
+            i += 2
+            continue
+        ch = shape[i]
+        parts.append(_WORDS.get(ch, repr(ch)))
+        i += 1
+    if len(parts) > limit:
+        parts = [*parts[:limit], "…"]
+    return ", ".join(parts) if parts else "empty"
+
+
 def _trigrams(text: str) -> set[str]:
     t = f"  {text.casefold()} "
     return {t[i : i + 3] for i in range(len(t) - 2)}
@@ -93,8 +117,47 @@ class ExemplarOptimizer:
         return cls()
 
     def propose(self, request: ProposalRequest) -> Proposal:
+        """Examples for the failures of `request`, never making a skill the gate has
+        already rejected: when the first choice would rebuild one, its lowest-ranked
+        example makes way for the next, until the candidate is new or nothing is left
+        (then `skipped` says why)."""
         if request.kind != "failures" or request.budget <= 0:
             return Proposal()
+        rejected = request.memory.rejected_skills()
+        held_back: set[str] = set()
+        repeated: int | None = None  # the step whose rejected skill a choice would rebuild
+        passed_over: dict[str, str] = {}  # input -> why it is not picked
+        while True:
+            passed_over.clear()
+            picks = self._pick(request, held_back, passed_over)
+            edits = self._edits(request, picks)
+            if not edits:
+                break
+            step = rejected.get(apply_edits(request.skill, edits)[0].hash) if rejected else None
+            if step is None:
+                return Proposal(edits=edits)
+            repeated = step
+            if not picks:  # deletes alone rebuild it: nothing else to offer
+                break
+            held_back.add(picks[-1][0].input)
+        if repeated is None:
+            return Proposal(skipped=_nothing_to_add(passed_over))
+        return Proposal(
+            skipped=f"no new candidate: every choice of examples for these failures rebuilds "
+            f"a skill the gate already rejected (step {repeated})"
+        )
+
+    def _pick(
+        self,
+        request: ProposalRequest,
+        held_back: Collection[str] = (),
+        passed_over: dict[str, str] | None = None,
+    ) -> list[tuple[Example, str]]:
+        """The failures' examples to add, best first: new shapes first, then examples
+        never rejected; within that, input order (the batch is a seeded shuffle).
+        Inputs in `held_back` are not picked; `passed_over` receives why each input
+        that could not be picked was not."""
+        why = passed_over if passed_over is not None else {}
         existing = examples_in(request.skill)
         rejected = _rejected_inputs(request.memory)
         tried = {i for i, n in rejected.items() if n >= 2}  # rejected twice: not again
@@ -102,6 +165,7 @@ class ExemplarOptimizer:
         for r in request.rollouts:
             task = request.tasks[r.task_id]
             if task.expected is None:
+                why.setdefault(task.prompt.strip(), "no_expected")
                 continue
             answer = (
                 json.dumps(task.expected, ensure_ascii=False)  # JSON, not a repr
@@ -112,32 +176,46 @@ class ExemplarOptimizer:
         picks: list[tuple[Example, str]] = []
         lines = 0  # what the picks add; an example over the limits would be dropped unapplied
         covered = {shape(e.input) for e in existing}
-        # new shapes first, then examples never rejected; within that, input order (the
-        # batch is a seeded shuffle)
         ordered = sorted(
             candidates, key=lambda c: (shape(c[0].input) in covered, c[0].input in rejected)
         )
         for ex, r in ordered:
-            if ex.input in tried or any(ex.input == e.input for e in existing):
+            if ex.input in tried:
+                why.setdefault(ex.input, "rejected")
                 continue
-            pool = [e.input for e in existing] + [p.input for p, _ in picks]
-            if any(similarity(ex.input, other) >= self.near for other in pool):
+            if ex.input in held_back:
+                why.setdefault(ex.input, "rebuilds")
+                continue
+            if any(ex.input == e.input for e in existing):
+                why.setdefault(ex.input, "present")
+                continue
+            if any(similarity(ex.input, e.input) >= self.near for e in existing):
+                why.setdefault(ex.input, "near")
+                continue
+            if any(similarity(ex.input, p.input) >= self.near for p, _ in picks):
                 continue
             if any(shape(ex.input) == shape(p.input) for p, _ in picks):
                 continue  # one new example per shape per step
             size = Edit("add", content=ex.text).lines
             if size > request.max_edit_lines or lines + size > request.max_step_lines:
+                why.setdefault(ex.input, "too_long")
                 continue
             lines += size
             picks.append((ex, r.task_id))
             if len(picks) >= request.budget:
                 break
+        return picks
+
+    def _edits(self, request: ProposalRequest, picks: list[tuple[Example, str]]) -> list[Edit]:
+        """The picks placed (added, or swapped in when the section is full), then
+        near-duplicate deletes with the budget left over."""
+        existing = examples_in(request.skill)
         edits = self._place(existing, picks)
         room = request.budget - len(edits)
         if room > 0:
             touched = {e.anchor for e in edits if e.anchor}
             edits += self._dedupe(existing, room, touched)
-        return Proposal(edits=edits)
+        return edits
 
     def _place(self, existing: list[Example], picks: list[tuple[Example, str]]) -> list[Edit]:
         edits = []
@@ -150,7 +228,8 @@ class ExemplarOptimizer:
                         "add",
                         section=SECTION,
                         content=ex.text,
-                        rationale=f"worked example for a failed case ({shape(ex.input)})",
+                        rationale="worked example for a failed case (input: "
+                        f"{describe_shape(shape(ex.input))})",
                         evidence=(task_id,),
                         source="exemplars",
                     )
@@ -192,6 +271,29 @@ class ExemplarOptimizer:
                     )
                 )
         return edits
+
+
+# why a failure's example is not proposed, for one failure and for several
+_PASSED_OVER = {
+    "no_expected": ("has no expected answer", "have no expected answer"),
+    "rejected": ("was rejected twice by the gate", "were rejected twice by the gate"),
+    "rebuilds": ("would rebuild a rejected skill", "would rebuild a rejected skill"),
+    "present": ("is already an example in the skill", "are already examples in the skill"),
+    "near": ("nearly repeats an example in the skill", "nearly repeat examples in the skill"),
+    "too_long": ("is longer than the edit limits allow", "are longer than the edit limits allow"),
+}
+
+
+def _nothing_to_add(passed_over: dict[str, str]) -> str | None:
+    """Why no example was proposed when every failure was passed over, in words
+    ('no example to add for these failures: 2 were rejected twice by the gate'); None
+    when there was no failure."""
+    if not passed_over:
+        return None
+    counts = Counter(passed_over.values())
+    return "no example to add for these failures: " + "; ".join(
+        f"{n} {_PASSED_OVER[code][n != 1]}" for code, n in counts.most_common()
+    )
 
 
 def _rejected_inputs(memory: Memory) -> dict[str, int]:

@@ -26,7 +26,8 @@ Flips = tuple[int, int]  # (fail → pass, pass → fail) on the validation task
 
 @dataclass
 class Memory:
-    rejected: list[dict] = field(default_factory=list)  # {step, edit, delta, reason, flips?}
+    # {step, edit, delta, reason, flips?, skill_hash?}: skill_hash is the rejected candidate's
+    rejected: list[dict] = field(default_factory=list)
     not_applied: list[dict] = field(default_factory=list)  # {step, edit, reason}
     meta_notes: list[dict] = field(default_factory=list)  # {epoch, notes}
     accepted: list[dict] = field(default_factory=list)  # {step, edit, delta, val, flips?}
@@ -55,8 +56,11 @@ class Memory:
         reason: str,
         *,
         flips: Flips | None = None,
+        skill_hash: str | None = None,
     ) -> None:
-        """The gate refused `edits` (applied together at `step`) for `reason`."""
+        """The gate refused `edits` (applied together at `step`) for `reason`;
+        `skill_hash` is the hash of the candidate they made, so that the same skill
+        is not proposed again."""
         for e in edits:
             self.rejected.append(
                 {
@@ -65,8 +69,13 @@ class Memory:
                     "delta": delta,
                     "reason": reason,
                     **_flips(flips),
+                    **({"skill_hash": skill_hash} if skill_hash else {}),
                 }
             )
+
+    def rejected_skills(self) -> dict[str, int]:
+        """The hash of every candidate skill the gate rejected, with its step."""
+        return {r["skill_hash"]: r["step"] for r in self.rejected if r.get("skill_hash")}
 
     def skip(self, step: int, edit: Edit, reason: str) -> None:
         self.not_applied.append({"step": step, "edit": edit.to_dict(), "reason": reason})

@@ -1,7 +1,11 @@
 """`skillopt train --dry-run`: what a run would do and roughly cost, with no model call.
 
 The counts are upper bounds before the rollout store: repeated evaluations (the
-incumbent on validation, unchanged skills on train tasks) are served from it.
+incumbent on validation, unchanged skills on train tasks) are served from it. The
+plan follows the optimizer it is given: epoch-end slow updates and notes only when
+the optimizer offers them (`SlowUpdater`, `NoteTaker`), model calls only when it
+has a model. A model that runs here or answers from a script costs $0; only a
+provider model whose price litellm does not know has an unknown cost.
 """
 
 from __future__ import annotations
@@ -10,12 +14,16 @@ import math
 from dataclasses import dataclass, field
 
 from skillopt.config import Settings
+from skillopt.optimize.base import NoteTaker, SlowUpdater
 from skillopt.optimize.schedule import edit_budget, steps_per_epoch
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Suite
 
 OPTIMIZER_OUTPUT_TOKENS = 600
 OPTIMIZER_TEMPLATE_TOKENS = 700
+# model providers whose models cost nothing: the embedded model runs on this machine,
+# scripted answers are a program's
+FREE_PROVIDERS = {"local": "runs on this machine", "scripted": "scripted answers"}
 
 
 @dataclass
@@ -31,12 +39,15 @@ class Plan:
     optimizer_calls: int
     target_tokens: int
     optimizer_tokens: int
-    cost: float | None
+    cost: float | None  # USD; 0.0 when every model is free, None when a price is unknown
     cost_note: str
     notes: list[str] = field(default_factory=list)
     # variables the run would need and that are not set, one line each: the run
     # itself would refuse to start (`skillopt.credentials`)
     missing_keys: list[str] = field(default_factory=list)
+    slow_updates: int = 0  # epoch-end slow updates the run may make (0: the optimizer has none)
+    optimizer: str = ""  # the optimizer's name
+    optimizer_note: str = ""  # why it makes no model call, when it makes none
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -46,9 +57,19 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def make_plan(
-    skill: Skill, suite: Suite, s: Settings, target_name: str, optimizer_name: str
-) -> Plan:
+def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimizer: object) -> Plan:
+    """The plan of a run of `optimizer` (an `Optimizer`): its epoch-end stages and
+    model calls are the ones that optimizer really makes."""
+    from skillopt.optimize.exemplars import ExemplarOptimizer
+    from skillopt.optimize.reflect import LLMOptimizer
+
+    optimizer_name = str(getattr(optimizer, "name", optimizer))
+    # a provider model named as the optimizer but not built (its key is missing: the
+    # dry run still plans it) is the LLM optimizer
+    unbuilt_llm = isinstance(optimizer, str) and "/" in optimizer
+    slow = s.slow_update and (isinstance(optimizer, SlowUpdater) or unbuilt_llm)
+    takes_notes = isinstance(optimizer, NoteTaker) or unbuilt_llm
+    calls_model = isinstance(optimizer, LLMOptimizer) or unbuilt_llm
     train, val, test = suite.split("train"), suite.split("val"), suite.split("test")
     per_epoch = steps_per_epoch(len(train), s.batch_size)
     total = per_epoch * s.epochs
@@ -61,7 +82,7 @@ def make_plan(
     slow_n = min(s.batch_size, len(train))
     rollouts = val_rollouts  # the initial skill on validation
     rollouts += total * (batch + val_rollouts)  # train batch + candidate on val
-    if s.slow_update:
+    if slow:
         rollouts += s.epochs * (2 * slow_n + val_rollouts)
     rollouts += 3 * len(test) * s.samples  # no skill, initial, best on test
     # a step reflects on its f failures in ceil(f/m) calls (its solved tasks ride along
@@ -69,9 +90,8 @@ def make_plan(
     per_step_calls = math.ceil(batch / s.minibatch_size)
     # a slow update at each epoch end that changed the skill (at most every epoch),
     # notes at each epoch end but the last (where nothing reads them)
-    calls = total * per_step_calls + (s.epochs if s.slow_update else 0) + s.epochs - 1
-    if optimizer_name == "exemplars":
-        calls = 0
+    calls = total * per_step_calls if calls_model else 0
+    calls += (s.epochs if slow else 0) + (s.epochs - 1 if takes_notes else 0)
 
     tasks = suite.tasks
     avg_prompt = sum(_tokens(t.prompt) for t in tasks) / max(1, len(tasks))
@@ -86,17 +106,27 @@ def make_plan(
     )
     optimizer_tokens = int(calls * (per_call_in + OPTIMIZER_OUTPUT_TOKENS))
 
-    cost, note = _estimate(target_name, rollouts * per_rollout_in, rollouts * per_rollout_out)
+    cost, tnote = _estimate(target_name, rollouts * per_rollout_in, rollouts * per_rollout_out)
+    parts = [f"target {tnote}"]
     if calls:
         ocost, onote = _estimate(
             optimizer_name, calls * per_call_in, calls * OPTIMIZER_OUTPUT_TOKENS
         )
         cost = None if cost is None or ocost is None else cost + ocost
-        note = "; ".join(n for n in (note, onote) if n)
+        parts.append(f"optimizer {onote}")
+    note = "; ".join(parts)
+    if calls:
+        calls_note = ""
+    elif isinstance(optimizer, ExemplarOptimizer) or (calls_model and not total):
+        calls_note = f"{optimizer_name} calls no model"
+    else:
+        calls_note = f"{optimizer_name} is not a model: its calls are not estimated"
     notes = [
         "rollout counts are upper bounds: the store serves repeated evaluations "
         "(the incumbent on validation, unchanged skills on train tasks)"
     ]
+    if s.slow_update and not slow:
+        notes.append(f"no slow update: the {optimizer_name} optimizer writes no epoch-end guidance")
     if s.stall_patience:
         notes.append(
             f"a run may stop early on a stall: after {s.stall_patience} steps in a row that "
@@ -125,18 +155,29 @@ def make_plan(
         cost,
         note,
         notes,
+        s.epochs if slow else 0,
+        optimizer_name,
+        calls_note,
     )
 
 
+def free_model(model: str) -> str | None:
+    """Why `model` costs nothing ("runs on this machine"), or None when it may cost."""
+    return FREE_PROVIDERS.get(model.split("/", 1)[0]) if "/" in model else None
+
+
 def _estimate(model: str, tokens_in: float, tokens_out: float) -> tuple[float | None, str]:
-    if model.startswith("scripted/"):
-        return 0.0, ""
+    """(the cost in USD, what it is in words): 0.0 for a free model ("local/x: free,
+    runs on this machine"), None when litellm knows no price for it."""
+    why = free_model(model)
+    if why is not None:
+        return 0.0, f"{model}: free, {why}"
     from skillopt.models.litellm_model import import_litellm
 
     try:
         cin, cout = import_litellm().cost_per_token(
             model=model, prompt_tokens=int(tokens_in), completion_tokens=int(tokens_out)
         )
-        return float(cin + cout), ""
     except Exception:
-        return None, f"no price known for {model}"
+        return None, f"{model}: no price known"
+    return float(cin + cout), f"{model}: ≈${float(cin + cout):.4f}"

@@ -482,7 +482,14 @@ class Trainer:
             st.incumbent = Revision(candidate.text, candidate.hash, decision.candidate_mean)
             self.memory.accept(step, applied, decision.delta, val=st.incumbent.val, flips=flips)
         else:
-            self.memory.reject(step, applied, decision.delta, decision.reason, flips=flips)
+            self.memory.reject(
+                step,
+                applied,
+                decision.delta,
+                decision.reason,
+                flips=flips,
+                skill_hash=candidate.hash,
+            )
         record.update(
             decision=verdict,
             reason=decision.reason,

@@ -68,10 +68,13 @@ class Edit:
         return cls(evidence=tuple(str(e) for e in data.get("evidence") or ()), **known)
 
     def describe(self, width: int = 60) -> str:
-        """One line for logs and commit messages."""
+        """One line for logs and commit messages. Anchor and content are quoted as
+        Python writes a string, so their spacing reads as it is: a run of spaces stays
+        a run, a line break shows as `\\n` and a tab as `\\t` ('gi  7277' is never
+        shown as 'gi 7277')."""
 
         def short(text: str | None) -> str:
-            text = " ".join((text or "").split())
+            text = (text or "").strip()
             return text if len(text) <= width else text[: width - 1] + "…"
 
         if self.op == "add":

@@ -14,6 +14,7 @@ import re
 import stat
 import tempfile
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,22 +120,41 @@ def lint_loaded(skill: Skill, *, strict: bool = False) -> list[Problem]:
         ]
 
 
-def lint_paths(paths: list[str | Path], *, strict: bool = False) -> list[Problem]:
+class Findings(list[Problem]):
+    """The problems `lint_paths` found (a list, in order), and `checked`: the skills it
+    looked at, so that "no problems" can say of how many."""
+
+    def __init__(self, problems: Iterable[Problem] = (), checked: Iterable[Path] = ()):
+        super().__init__(problems)
+        self.checked = list(checked)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for p in self if p.severity == "error")
+
+    @property
+    def warnings(self) -> int:
+        return len(self) - self.errors
+
+
+def lint_paths(paths: list[str | Path], *, strict: bool = False) -> Findings:
     """Lint each path; a directory without SKILL.md is searched for skills below it."""
-    problems: list[Problem] = []
+    found = Findings()
     for raw in paths:
         p = Path(raw)
         if not p.exists():
             raise InputError("no such file or directory", path=p)
         if p.is_dir() and not (p / SKILL_FILE).is_file() and not (p / "skill.md").is_file():
-            found = sorted({f.parent for f in p.rglob(SKILL_FILE)})
-            if not found:
-                problems.append(Problem(p, "file", "no SKILL.md in or below this directory"))
-            for skill_dir in found:
-                problems.extend(lint_skill(skill_dir, strict=strict))
+            below = sorted({f.parent for f in p.rglob(SKILL_FILE)})
+            if not below:
+                found.append(Problem(p, "file", "no SKILL.md in or below this directory"))
+            for skill_dir in below:
+                found.extend(lint_skill(skill_dir, strict=strict))
+                found.checked.append(skill_dir)
         else:
-            problems.extend(lint_skill(p, strict=strict))
-    return problems
+            found.extend(lint_skill(p, strict=strict))
+            found.checked.append(p)
+    return found
 
 
 def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
@@ -245,8 +265,7 @@ def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
         if key in CLAUDE_KEYS:
             add(
                 str(key),
-                "Claude Code-only key: other agents and the Skills API reject it "
-                "(use --strict to fail on it)",
+                "Claude Code-only key: other agents and the Skills API reject it",
                 "warning",
             )
         else:

@@ -19,10 +19,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from skillopt.errors import InputError, first_error
-from skillopt.suite.readers import ItemList, read_jsonl, read_yaml, take_items
+from skillopt.errors import InputError
+from skillopt.suite.readers import ItemList, key_line, read_jsonl, read_yaml, take_items
 from skillopt.suite.scorers import Scorer, build_scorer
+from skillopt.suite.scorers.registry import BadScorerSpec
 from skillopt.suite.task import SPLITS, Suite, Task
+from skillopt.text import did_you_mean
 
 
 class SplitSpec(BaseModel):
@@ -121,8 +123,9 @@ def load_suite(path: str | Path) -> Suite:
         # the items are checked one by one below, not copied into the spec
         spec = SuiteSpec.model_validate({**raw, "items": []} if isinstance(items, list) else raw)
     except ValidationError as exc:
-        field, msg = first_error(exc, _MESSAGES)
-        raise InputError(msg, path=path, field=field, line=data_line) from None
+        loc, msg = _explain(exc, _SUITE_KEYS)
+        line = _line(path, loc, data_line) if data_line else None
+        raise InputError(msg, path=path, field=".".join(map(str, loc)), line=line) from None
     base = path.parent
     if isinstance(items, str):
         items_path = base / items
@@ -138,7 +141,8 @@ def load_suite(path: str | Path) -> Suite:
     try:
         default_scorer = build_scorer(spec.scorer, base)
     except ValueError as exc:
-        raise InputError(str(exc), path=path, field="scorer") from None
+        line = _line(path, ("scorer", *_param(exc)), data_line) if data_line else None
+        raise InputError(str(exc), path=path, field="scorer", line=line) from None
     try:
         render_template(spec.prompt, "x", "x") if "{" in spec.prompt else None
     except (ValueError, IndexError, AttributeError, TypeError) as exc:
@@ -146,7 +150,8 @@ def load_suite(path: str | Path) -> Suite:
     except KeyError:
         pass  # slots from mapping inputs are checked per item below
 
-    tasks = _build_tasks(rows, spec, items_path, path, default_scorer)
+    yaml_items = items_path == path and data_line is not None  # key lines can be found
+    tasks = _build_tasks(rows, spec, items_path, path, default_scorer, yaml_items)
     if not tasks:
         raise InputError("the suite has no items", path=items_path, field="items")
     return Suite(
@@ -160,9 +165,15 @@ def load_suite(path: str | Path) -> Suite:
 
 
 def _build_tasks(
-    rows, spec: SuiteSpec, items_path: Path, path: Path, default_scorer: Scorer
+    rows,
+    spec: SuiteSpec,
+    items_path: Path,
+    path: Path,
+    default_scorer: Scorer,
+    yaml_items: bool = False,
 ) -> list[Task]:
-    """One `Task` per (line, item) row, in order; raises on the first bad item."""
+    """One `Task` per (line, item) row, in order; raises on the first bad item. With
+    `yaml_items`, a bad key of an item is placed on its own line of the YAML file."""
     base = path.parent
     tasks: list[Task] = []
     seen: dict[str, int | None] = {}
@@ -186,9 +197,15 @@ def _build_tasks(
             try:
                 it = ItemSpec.model_validate(item)
             except ValidationError as exc:
-                field, msg = first_error(exc, _MESSAGES)
+                loc, msg = _explain(exc, _ITEM_KEYS)
+                if yaml_items and loc:
+                    line = _line(items_path, ("items", index, *loc), line)
                 raise InputError(
-                    msg, path=items_path, item=_label(item, index), field=field, line=line
+                    msg,
+                    path=items_path,
+                    item=_label(item, index),
+                    field=".".join(map(str, loc)),
+                    line=line,
                 ) from None
             fields = (it.id, it.input, it.expected, it.scorer, it.split, it.metadata, it.files)
         raw_id, item_input, expected, item_scorer, pinned, metadata, files = fields
@@ -242,6 +259,8 @@ def _build_tasks(
                 try:
                     scorer_cache[key] = build_scorer(item_scorer, base)
                 except ValueError as exc:
+                    if yaml_items:
+                        line = _line(items_path, ("items", index, "scorer", *_param(exc)), line)
                     raise InputError(
                         str(exc), path=items_path, item=item_id, field="scorer", line=line
                     ) from None
@@ -365,3 +384,47 @@ def _label(item: Any, index: int) -> str:
 
 # pydantic's wording for a missing or unknown field, as a suite's author reads it
 _MESSAGES = {"missing": "required", "extra_forbidden": "unknown field"}
+# the keys a suite may have, by where they are written (for "did you mean")
+_SUITE_KEYS: dict[tuple, list[str]] = {
+    (): list(SuiteSpec.model_fields),
+    ("split",): list(SplitSpec.model_fields),
+}
+_ITEM_KEYS: dict[tuple, list[str]] = {(): list(ItemSpec.model_fields)}
+
+
+def _explain(exc: ValidationError, keys: dict[tuple, list[str]]) -> tuple[tuple, str]:
+    """(where, what) of the problem to report: an unknown key first (a typo is also
+    why a required key seems missing), with the closest key allowed there; else
+    pydantic's first problem, in a suite author's words."""
+    errors = exc.errors()
+    unknown = sorted(
+        (e for e in errors if e["type"] == "extra_forbidden"), key=lambda e: len(e["loc"])
+    )
+    err = unknown[0] if unknown else errors[0]  # the outermost unknown key first
+    loc = tuple(err["loc"])
+    if err["type"] == "extra_forbidden" and loc[:-1] in keys:
+        allowed = keys[loc[:-1]]
+        hint = did_you_mean(str(loc[-1]), allowed)
+        return loc, "unknown field; " + (hint or f"allowed: {', '.join(allowed)}")
+    if err["type"] in _MESSAGES:
+        return loc, _MESSAGES[err["type"]]
+    return loc, str(err["msg"]).removeprefix("Value error, ")
+
+
+def _line(path: Path, keys: tuple, fallback: int | None) -> int | None:
+    """The line of the key at `keys` in the YAML file, or of the nearest key above it
+    that is written there (not above a list item: that is `fallback`, the item's
+    line), or `fallback`."""
+    for end in range(len(keys), 0, -1):
+        if isinstance(keys[end - 1], int):
+            break
+        line = key_line(path, keys[:end])
+        if line is not None:
+            return line
+    return fallback
+
+
+def _param(exc: ValueError) -> tuple[str, ...]:
+    """The scorer parameter a build error is about, as a key path (empty if none)."""
+    param = exc.param if isinstance(exc, BadScorerSpec) else None
+    return (param,) if param and "." not in param else ()

@@ -12,14 +12,17 @@ file and line.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from yaml.events import (
     AliasEvent,
+    MappingEndEvent,
     MappingStartEvent,
     ScalarEvent,
+    SequenceEndEvent,
     SequenceStartEvent,
     StreamEndEvent,
 )
@@ -412,6 +415,82 @@ def read_yaml(path: Path) -> dict:
     if not isinstance(data, dict):
         raise InputError("a suite must be a YAML mapping with an `items` list", path=path)
     return data
+
+
+def key_line(path: Path, keys: Sequence[str | int]) -> int | None:
+    """The line where the key at `keys` (mapping keys and list indexes from the top:
+    `("split", "valid")`, `("items", 3, "imput")`) is written in the YAML file at
+    `path`; None when it is not written there (it came from a `<<` merge or an
+    alias) or the file cannot be read. Only called to place an error: it streams the
+    parser's events once and keeps no document in memory."""
+    target = tuple(keys)
+    if not target:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    loader = _BaseLoader(text)
+    try:
+        return _find_key(loader, target)
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+
+
+class _Open:
+    """A mapping or sequence still open while looking for a key: where it is (None
+    inside a complex key, where no path leads) and where its next child goes."""
+
+    __slots__ = ("is_map", "path", "want_key", "key", "index")
+
+    def __init__(self, is_map: bool, path: tuple | None):
+        self.is_map, self.path = is_map, path
+        self.want_key = True  # a mapping's next node is a key
+        self.key: Any = None
+        self.index = -1
+
+
+_NO_KEY = object()  # the key of a pair whose key is not a plain scalar
+
+
+def _find_key(loader, target: tuple) -> int | None:
+    stack: list[_Open] = []
+    depth = len(target)
+    while True:
+        event = loader.get_event()
+        kind = type(event)
+        if kind is StreamEndEvent:
+            return None
+        starts = kind is MappingStartEvent or kind is SequenceStartEvent
+        if not (starts or kind is ScalarEvent or kind is AliasEvent):
+            if kind is MappingEndEvent or kind is SequenceEndEvent:
+                stack.pop()
+            continue
+        where: tuple | None = ()
+        if stack:
+            parent = stack[-1]
+            if parent.is_map and parent.want_key:  # this node is a key
+                parent.want_key = False
+                if kind is ScalarEvent:
+                    parent.key = event.value
+                    if parent.path is not None and parent.path + (event.value,) == target:
+                        return event.start_mark.line + 1
+                else:
+                    parent.key = _NO_KEY
+                where = None
+            elif parent.is_map:
+                parent.want_key = True
+                known = parent.path is not None and parent.key is not _NO_KEY
+                where = (*parent.path, parent.key) if known and parent.path is not None else None
+            else:
+                parent.index += 1
+                where = parent.path + (parent.index,) if parent.path is not None else None
+            if where is not None and (len(where) >= depth or where != target[: len(where)]):
+                where = None  # not on the way to the key: nothing below can match
+        if starts:
+            stack.append(_Open(kind is MappingStartEvent, where))
 
 
 # ---------------------------------------------------------------------- JSONL

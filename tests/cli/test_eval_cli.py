@@ -217,3 +217,12 @@ def test_debug_shows_the_traceback(project, isolated):
     )
     assert res.exit_code != 0
     assert res.exception is not None and type(res.exception).__name__ == "InputError"
+
+
+def test_json_dash_prints_the_result_on_stdout_instead_of_the_table(project):
+    skill, suite = project
+    res = invoke("eval", skill, "--tasks", suite, "--target", FOLLOW, "--json", "-")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)  # nothing else on stdout
+    assert data["results"][0]["mean"] == 1.0 and len(data["rollouts"]) == 7
+    assert "wrote" not in res.stderr

@@ -40,7 +40,18 @@ def test_clean_skill_exits_0(tmp_path):
     result = lint(skill_dir)
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert "ok" in result.stderr and "no problems" in result.stderr
+    assert lines(result.stderr) == ["ok: 1 skill checked, no problems"]
+
+
+def test_ok_says_how_many_skills_were_checked(tmp_path):
+    root = tmp_path / "skills"
+    for name in ("a", "b", "c"):
+        write_skill(root, name=name)
+    result = lint(root)
+    assert result.exit_code == 0, result.output
+    assert lines(result.stderr) == ["ok: 3 skills checked, no problems"]
+    both = lint(root / "a", root / "b" / "SKILL.md")
+    assert lines(both.stderr) == ["ok: 2 skills checked, no problems"]
 
 
 def test_warnings_only_exit_0(tmp_path):
@@ -50,9 +61,11 @@ def test_warnings_only_exit_0(tmp_path):
     (line,) = lines(result.stdout)
     assert line == (
         f"{skill_dir / 'SKILL.md'}:4: warning: when_to_use: Claude Code-only key: "
-        "other agents and the Skills API reject it (use --strict to fail on it)"
+        "other agents and the Skills API reject it"
     )
-    assert "0 error(s), 1 warning(s)" in result.stderr
+    assert lines(result.stderr) == [
+        "1 skill checked: 0 errors, 1 warning (--strict fails on warnings)"
+    ]
 
 
 def test_strict_makes_warnings_fail(tmp_path):
@@ -60,8 +73,26 @@ def test_strict_makes_warnings_fail(tmp_path):
     result = runner.invoke(app, ["lint", "--strict", str(skill_dir)])
     assert result.exit_code == 1, result.output
     (line,) = lines(result.stdout)
-    assert line.startswith(f"{skill_dir / 'SKILL.md'}:4: error: model: ")
-    assert "1 error(s), 0 warning(s)" in result.stderr
+    assert line == (
+        f"{skill_dir / 'SKILL.md'}:4: error: model: Claude Code-only key: "
+        "other agents and the Skills API reject it"
+    )
+    assert "--strict" not in result.output  # it is already an error
+    assert lines(result.stderr) == ["1 skill checked: 1 error, 0 warnings"]
+
+
+def test_strict_is_suggested_only_for_warnings_it_would_fail_on(tmp_path):
+    errors_only = write_skill(tmp_path, name="e", extra="foo: bar\n")
+    result = lint(errors_only)
+    assert result.exit_code == 1
+    assert "--strict" not in result.output
+    assert lines(result.stderr) == ["1 skill checked: 1 error, 0 warnings"]
+    mixed = write_skill(tmp_path, name="m", extra="foo: bar\nmodel: opus\n")
+    result = lint(mixed)
+    assert "--strict" not in result.stdout  # not on the problem lines
+    assert lines(result.stderr) == [
+        "1 skill checked: 1 error, 1 warning (--strict fails on warnings)"
+    ]
 
 
 def test_errors_exit_1_one_line_per_problem(tmp_path):
@@ -79,7 +110,7 @@ def test_errors_exit_1_one_line_per_problem(tmp_path):
     assert f"{path}:3: error: description: must not contain '<' or '>'" in out
     assert any(line.startswith(f"{path}:4: error: foo: unknown frontmatter key") for line in out)
     assert any(line.startswith(f"{path}:5: warning: hooks: ") for line in out)
-    assert "4 error(s), 1 warning(s)" in result.stderr
+    assert "1 skill checked: 4 errors, 1 warning" in result.stderr
 
 
 def test_problem_text_with_brackets_is_printed_verbatim(tmp_path):
@@ -134,7 +165,7 @@ def test_broken_file_gives_one_clear_problem(tmp_path, content, words, line):
     assert problem.startswith(where)
     assert ": error: " in problem
     assert words in problem
-    assert "1 error(s), 0 warning(s)" in result.stderr
+    assert "1 skill checked: 1 error, 0 warnings" in result.stderr
 
 
 def test_directory_without_skill_md(tmp_path):
@@ -158,7 +189,7 @@ def test_directory_of_skills_lints_each(tmp_path):
     assert len(out) == 2
     assert out[0].startswith(f"{bad / 'SKILL.md'}:2: error: name: ")
     assert out[1].startswith(f"{root / 'warned' / 'SKILL.md'}:4: warning: argument-hint: ")
-    assert "1 error(s), 1 warning(s)" in result.stderr
+    assert "3 skills checked: 1 error, 1 warning" in result.stderr
 
 
 def test_several_paths(tmp_path):
@@ -170,7 +201,7 @@ def test_several_paths(tmp_path):
     assert [line.split(": ")[2] for line in out] == ["disable-model-invocation", "allowed-tools"]
     strict = runner.invoke(app, ["lint", str(a), str(b), "--strict"])
     assert strict.exit_code == 1
-    assert "2 error(s), 0 warning(s)" in strict.stderr
+    assert "2 skills checked: 2 errors, 0 warnings" in strict.stderr
 
 
 def test_relative_path_from_cwd(isolated):

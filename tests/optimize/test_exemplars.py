@@ -20,6 +20,7 @@ from skillopt.optimize.exemplars import (
     SECTION,
     Example,
     ExemplarOptimizer,
+    describe_shape,
     examples_in,
     shape,
     similarity,
@@ -180,6 +181,27 @@ class TestShape:
         assert shape("tj 192") != shape("TJ 192") != shape("tj192")
 
 
+class TestDescribeShape:
+    @pytest.mark.parametrize(
+        "shape_, words",
+        [
+            ("a 9", "lowercase letters, space, digits"),
+            ("#A-9", "'#', capital letters, '-', digits"),
+            ("Aa_9", "a capitalised word, '_', digits"),
+            ("a9", "lowercase letters, digits"),
+            ("A 9", "capital letters, space, digits"),
+            ("", "empty"),
+        ],
+    )
+    def test_words(self, shape_, words):
+        assert describe_shape(shape_) == words
+
+    def test_long_shapes_are_cut(self):
+        words = describe_shape(shape("Normalise this product code: tj 192"))
+        assert words.endswith(", …") and words.count(",") == 8
+        assert words.startswith("a capitalised word, space, lowercase letters")
+
+
 # -------------------------------------------------------------------- similarity
 class TestSimilarity:
     PAIRS = [
@@ -280,7 +302,10 @@ class TestAdd:
             assert e.content == format_example(task.prompt, task.expected)
             assert e.evidence == (task.id,)
             assert e.source == "exemplars"
-            assert shape(text) in e.rationale
+            assert describe_shape(shape(text)) in e.rationale
+        assert p.edits[0].rationale == (
+            "worked example for a failed case (input: lowercase letters, space, digits)"
+        )
 
     def test_at_most_budget(self, tasks):
         rollouts = [fail("tj 192"), fail("Vlp_6754"), fail("#rh.140"), fail("uxl685")]
@@ -635,6 +660,81 @@ class TestMemory:
         assert evidence(propose(tasks, [fail("tj 192")], memory=memory)) == ["tj-192"]
 
 
+# ------------------------------------------------------- never a rejected skill again
+def reject_candidate(memory: Memory, skill: Skill, edits: list[Edit], step: int) -> str:
+    """Record that the gate rejected the candidate `edits` make of `skill` at `step`, as
+    the trainer does; return the candidate's hash."""
+    candidate, _ = apply_edits(skill, edits)
+    memory.reject(step, edits, 0.0, "tie: no improvement on validation", skill_hash=candidate.hash)
+    return candidate.hash
+
+
+class TestNeverRepeatsARejectedSkill:
+    def test_the_same_choice_gives_way_to_the_next(self, tasks):
+        memory = Memory()
+        rollouts = [fail("tj 192"), fail("Vlp_6754")]
+        first = propose(tasks, rollouts, budget=2).edits
+        assert evidence(Proposal(first)) == ["tj-192", "vlp-6754"]
+        rejected = reject_candidate(memory, skill_with(), first, step=3)
+        # each example was rejected once, so both still rank; together they would
+        # rebuild step 3's skill, so the lower-ranked one makes way
+        p = propose(tasks, rollouts, memory=memory, budget=2)
+        assert evidence(p) == ["tj-192"] and p.skipped is None
+        assert apply_edits(skill_with(), p.edits)[0].hash != rejected
+
+    def test_a_fresh_failure_takes_the_place(self, tasks):
+        memory = Memory()
+        first = propose(tasks, [fail("tj 192"), fail("Vlp_6754")], budget=2).edits
+        reject_candidate(memory, skill_with(), first, step=1)
+        p = propose(tasks, [fail("tj 192"), fail("Vlp_6754"), fail("#rh.140")], memory=memory)
+        # the fresh shape first, then the rejected ones, but never both of them together
+        assert set(evidence(p)) != {"tj-192", "vlp-6754"}
+        assert "rh-140" in evidence(p)
+
+    def test_nothing_new_says_why(self, tasks):
+        memory = Memory()
+        first = propose(tasks, [fail("tj 192")]).edits
+        reject_candidate(memory, skill_with(), first, step=5)
+        p = propose(tasks, [fail("tj 192")], memory=memory)
+        assert p.edits == []
+        assert p.skipped == (
+            "no new candidate: every choice of examples for these failures rebuilds a "
+            "skill the gate already rejected (step 5)"
+        )
+
+    def test_a_rejected_skill_reached_another_way_counts(self, tasks):
+        """The memory holds the rejected skill, not the edits: the same skill made by
+        other edits (here one example added where two were) is refused too."""
+        memory = Memory()
+        both = propose(tasks, [fail("tj 192"), fail("Vlp_6754")]).edits
+        reject_candidate(memory, skill_with(), both, step=2)
+        # the incumbent now holds the first example (accepted at another step)
+        skill = skill_with("tj 192")
+        p = propose(tasks, [fail("Vlp_6754")], skill=skill, memory=memory)
+        assert p.edits == [] and "step 2" in (p.skipped or "")
+
+    def test_a_rejection_without_a_skill_hash_changes_nothing(self, tasks):
+        """A checkpoint from before the memory kept hashes: ranking as before."""
+        memory = Memory()
+        rejected_add(memory, "tj 192")
+        assert evidence(propose(tasks, [fail("tj 192")], memory=memory)) == ["tj-192"]
+
+    def test_the_reason_when_every_failure_is_passed_over(self, tasks):
+        memory = Memory()
+        for step in (1, 2):
+            rejected_add(memory, "tj 192", step)
+            rejected_add(memory, "mw 80", step)
+        skill = skill_with("Vlp_6754")
+        p = propose(
+            tasks, [fail("tj 192"), fail("mw 80"), fail("Vlp_6754")], skill=skill, memory=memory
+        )
+        assert p.edits == []
+        assert p.skipped == (
+            "no example to add for these failures: 2 were rejected twice by the gate; "
+            "1 is already an example in the skill"
+        )
+
+
 # -------------------------------------------------------------------- multi-line
 class TestMultiLinePrompts:
     @pytest.fixture
@@ -720,6 +820,46 @@ class TestOffline:
         )
         again = Proposal.from_dict(json.loads(json.dumps(p.to_dict())))
         assert again.edits == p.edits and again.edits[0].op == "replace"
+
+
+def test_train_never_gates_the_same_skill_twice(isolated):
+    """A target no example helps: every candidate is rejected. Before, the second step
+    proposed the first step's two examples again and the gate compared the very same
+    skill a second time; now each rejected candidate is a different skill, and once
+    nothing new is left the step says why."""
+    items = [
+        {"id": "a", "input": "tj 192", "expected": "TJ-192", "split": "train"},
+        {"id": "b", "input": "Vlp_6754", "expected": "VLP-6754", "split": "train"},
+        {"id": "v1", "input": "mw 80", "expected": "MW-80", "split": "val"},
+        {"id": "v2", "input": "Kcm_6859", "expected": "KCM-6859", "split": "val"},
+    ]
+    suite = write_suite(isolated / "tasks" / "codes.yaml", items)
+    skill = write_skill(isolated / "skills", "codes", body=INTRO)
+    register_model("scripted/never-right", ScriptedModel(lambda m: "no idea"))
+    try:
+        result = api.train(
+            skill,
+            suite,
+            target="scripted/never-right",
+            optimizer="exemplars",
+            epochs=4,
+            batch_size=2,
+            stall_patience=0,
+        )
+    finally:
+        unregister_model("scripted/never-right")
+    steps = json.loads((result.run_dir / "state.json").read_text())["steps"]
+    rejected = [s for s in steps if s["decision"] == "rejected"]
+    hashes = [s["skill_hash"] for s in rejected]
+    assert len(rejected) == 3
+    assert len(set(hashes)) == len(hashes)  # never the same skill twice
+    assert [len(s["apply"]) for s in rejected] == [2, 1, 1]
+    last = steps[-1]
+    assert last["decision"] == "no_candidate"
+    assert (
+        "no example to add for these failures: 2 were rejected twice by the gate"
+        in (last["reason"])
+    )
 
 
 # ------------------------------------------------------------------- end to end

@@ -230,3 +230,14 @@ def test_epoch_history_shows_not_applied_edits_and_no_nested_bullets():
     assert "Step 2" not in text  # another epoch
     assert not [ln for ln in text.splitlines() if ln.startswith("    -")]
     assert epoch_history(steps, 3) == "(no steps)"
+
+
+def test_rejected_skills_survive_the_checkpoint_and_stay_out_of_prompts():
+    m = Memory()
+    m.reject(2, [E1, E2], -0.125, "worse", skill_hash="h-step-2")
+    m.reject(3, [E3], 0.0, "tie")  # a rejection recorded before hashes were kept
+    m.reject(5, [E3], 0.0, "tie", skill_hash="h-step-5")
+    assert m.rejected_skills() == {"h-step-2": 2, "h-step-5": 5}
+    restored = Memory.from_dict(json.loads(json.dumps(m.to_dict())))
+    assert restored.rejected_skills() == {"h-step-2": 2, "h-step-5": 5}
+    assert "h-step" not in restored.render()  # a hash tells the optimizer nothing

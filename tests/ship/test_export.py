@@ -224,3 +224,25 @@ def test_diff_headers_name_the_file_as_a_user_would_type_it(isolated, tmp_path):
     assert outside.startswith(f"--- {tmp_path}/home/AGENTS.md\n+++ {tmp_path}/home/AGENTS.md")
     assert text_diff("a\n", "b\n", "caps/SKILL.md").startswith("--- a/caps/SKILL.md\n")
     assert text_diff("same\n", "same\n", "x") == ""
+
+
+def test_export_and_adopt_find_a_run_under_run_dir(world, models, isolated):
+    """A run trained with `--run-dir elsewhere` is found by its id with the same option;
+    without it the id is looked up under runs/ and not found."""
+    from train.world import HELPFUL, ScriptedOptimizer, edits_reply, flags
+
+    models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
+    elsewhere = isolated / "elsewhere"
+    result = api.train(world["skill"], world["suite"], **flags(epochs=1, run_dir=str(elsewhere)))
+    assert result.run_dir.parent == elsewhere
+    missing = invoke("export", result.run_id, "--to", "claude-code")
+    assert missing.exit_code == 2 and "neither a skill" in missing.stderr
+    res = invoke("export", result.run_id, "--to", "claude-code", "--run-dir", elsewhere)
+    assert res.exit_code == 0, res.output
+    exported = (isolated / ".claude" / "skills" / "words" / "SKILL.md").read_text()
+    assert exported == (result.run_dir / "best" / "SKILL.md").read_text()
+
+    assert invoke("adopt", result.run_id).exit_code == 2
+    adopted = invoke("adopt", result.run_id, "--run-dir", elsewhere)
+    assert adopted.exit_code == 0, adopted.output
+    assert HELPFUL in (world["skill"] / "SKILL.md").read_text()

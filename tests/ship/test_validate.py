@@ -173,8 +173,8 @@ def test_improvement_over_main_passes(repo):
         "main",
         "--max-regressions",
         "0",
-        "--format",
-        "json",
+        "--json",
+        "-",
     )
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -352,8 +352,8 @@ def test_baseline_rollouts_come_from_the_store_the_second_time(repo, isolated):
         FOLLOW,
         "--baseline",
         "main",
-        "--format",
-        "json",
+        "--json",
+        "-",
     ]
     first = json.loads(invoke(*args).stdout)
     second = json.loads(invoke(*args).stdout)
@@ -423,3 +423,23 @@ def test_through_claude_code_the_summary_says_whether_the_skill_was_invoked(agen
     )
     assert "skill invoked 0/5" in res.stdout
     assert "| skill invoked | 0/5 |" in (isolated / "s.md").read_text()
+
+
+def test_json_file_keeps_the_text_and_format_json_still_works(repo, isolated):
+    """`--json FILE` (as `eval` writes it) leaves the readable text on stdout for the CI
+    log; `--json -` and the older `--format json` print the JSON alone."""
+    skill, suite = repo
+    base = ["validate", skill, "--tasks", suite, "-t", FOLLOW, "--min-score", "0.5"]
+    res = invoke(*base, "--json", isolated / "out" / "v.json")
+    assert res.exit_code == 0, res.output
+    assert "validate passed" in res.stdout
+    assert f"wrote {isolated / 'out' / 'v.json'}" in res.stderr
+    written = json.loads((isolated / "out" / "v.json").read_text())
+    assert written["passed"] is True
+    dash = invoke(*base, "--json", "-")
+    old = invoke(*base, "--format", "json")
+    for r in (dash, old):
+        assert r.exit_code == 0, r.output
+        data = json.loads(r.stdout)
+        assert data["passed"] is True and data["result"]["mean"] == written["result"]["mean"]
+    assert invoke(*base, "--format", "text").stdout.rstrip().endswith("validate passed")

@@ -771,7 +771,21 @@ class TestEdit:
         assert Edit("add", content="x").describe() == "add at the end: 'x'"
 
     def test_describe_delete_and_replace(self):
-        assert Edit("delete", anchor="old  line\nnext").describe() == "delete 'old line next'"
+        assert Edit("delete", anchor="old line").describe() == "delete 'old line'"
+        assert Edit("replace", anchor="a", content="b").describe() == "replace 'a' with 'b'"
+
+    def test_describe_keeps_the_spacing_visible(self):
+        """Whitespace inside quoted text is meaningful (an example's input): a run of
+        spaces stays a run, line breaks and tabs are shown, on one line."""
+        example = Edit("add", section="Examples", content="Input: gi  7277\nOutput: GI-7277\n")
+        text = example.describe()
+        assert text == "add under 'Examples': 'Input: gi  7277\\nOutput: GI-7277'"
+        assert "\n" not in text
+        assert Edit("delete", anchor="a\tb").describe() == "delete 'a\\tb'"
+        # the cut counts characters of the text, not of its escapes
+        assert Edit("delete", anchor="ab  cd\nef").describe(width=5) == "delete 'ab  …'"
+
+    def test_describe_replace(self):
         assert Edit("replace", anchor="a", content="b").describe() == "replace 'a' with 'b'"
 
     def test_describe_shortens_long_text(self):

@@ -536,6 +536,26 @@ def test_lint_paths_searches_directories_for_skills(tmp_path):
     assert by_dir["bad"].field == "name" and by_dir["bad"].severity == "error"
     assert by_dir["deep"].field == "model" and by_dir["deep"].severity == "warning"
     assert [p.severity for p in lint_paths([root], strict=True)] == ["error", "error"]
+    assert sorted(d.name for d in probs.checked) == ["bad", "deep", "good"]
+    assert (probs.errors, probs.warnings) == (1, 1)
+
+
+def test_lint_paths_counts_the_skills_it_checked(tmp_path):
+    a = write_raw(tmp_path, fm(name="a", description="ok"), name="a")
+    found = lint_paths([a, a / "SKILL.md"])
+    assert found == [] and found.checked == [a, a / "SKILL.md"]
+    assert lint_paths([tmp_path / "a" / "SKILL.md"]).checked == [a / "SKILL.md"]
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    assert lint_paths([empty]).checked == []
+
+
+def test_no_problem_message_suggests_strict(tmp_path):
+    """--strict belongs to `lint` alone: a message also read by `train`, `eval` and
+    `export` (where a Claude-only key may already be an error) never suggests it."""
+    skill_dir = write_raw(tmp_path, fm(name="x", description="ok", model="m"), name="x")
+    for strict in (False, True):
+        assert all("--strict" not in p.message for p in lint_paths([skill_dir], strict=strict))
 
 
 def test_lint_paths_several_paths_in_order(tmp_path):

@@ -652,9 +652,8 @@ def test_unknown_item_field(tmp_path):
     )
     err = load_error(path)
     msg = str(err)
-    assert (err.item, err.field, err.line) == ("typo", "expectd", 5)
-    assert "unknown field" in msg
-    assert msg.startswith(f"{path}:5: item 'typo': field 'expectd'")
+    assert (err.item, err.field, err.line) == ("typo", "expectd", 7)  # the key's own line
+    assert msg == f"{path}:7: item 'typo': field 'expectd': unknown field; did you mean 'expected'?"
 
 
 def test_invalid_split_pin(tmp_path):
@@ -700,7 +699,7 @@ def test_unknown_item_scorer(tmp_path):
         """,
     )
     err = load_error(path)
-    assert (err.item, err.field, err.line) == ("b", "scorer", 5)
+    assert (err.item, err.field, err.line) == ("b", "scorer", 8)
     assert "unknown scorer 'fuzzy'" in str(err)
 
 
@@ -807,7 +806,7 @@ def test_python_item_scorer_that_cannot_be_imported(tmp_path):
         """,
     )
     err = load_error(path)
-    assert (err.item, err.field, err.line) == ("b", "scorer", 5)
+    assert (err.item, err.field, err.line) == ("b", "scorer", 7)
     assert "cannot import module" in str(err)
 
 
@@ -862,3 +861,222 @@ def test_require_split_unknown_name(tmp_path):
         require_split(suite, "dev")
     assert "unknown split 'dev'" in str(info.value)
     assert "train, val, test or all" in str(info.value)
+
+
+# -- typos: the key's own line and the closest name -------------------------------------
+def test_top_level_typo_points_at_its_line_and_suggests(tmp_path):
+    path = write(
+        tmp_path / "s.yaml",
+        """\
+        name: codes
+        description: product codes
+        scorrer: exact
+        items:
+          - {id: a, input: q, expected: x}
+        """,
+    )
+    err = load_error(path)
+    assert (err.field, err.line) == ("scorrer", 3)
+    assert str(err) == f"{path}:3: field 'scorrer': unknown field; did you mean 'scorer'?"
+
+
+def test_split_typo_points_at_its_line_and_suggests(tmp_path):
+    path = write(
+        tmp_path / "s.yaml",
+        """\
+        name: codes
+        split:
+          seed: 3
+          train: 0.5
+          valid: 0.5
+        items:
+          - {id: a, input: q, expected: x}
+        """,
+    )
+    err = load_error(path)
+    assert (err.field, err.line) == ("split.valid", 5)
+    assert str(err).endswith("field 'split.valid': unknown field; did you mean 'val'?")
+
+
+def test_the_outermost_typo_is_reported_first(tmp_path):
+    path = write(
+        tmp_path / "s.yaml",
+        """\
+        split: {train: 0.5, valid: 0.5}
+        scorrer: exact
+        items:
+          - {id: a, input: q, expected: x}
+        """,
+    )
+    assert (load_error(path).field, load_error(path).line) == ("scorrer", 2)
+
+
+def test_an_unknown_key_with_nothing_close_lists_the_allowed_ones(tmp_path):
+    path = write(tmp_path / "s.yaml", "items:\n  - {id: a, input: q, expected: x}\nzzz: 1\n")
+    err = load_error(path)
+    assert err.line == 3
+    assert str(err).endswith(
+        "field 'zzz': unknown field; allowed: name, description, prompt, scorer, split, "
+        "judge, defaults, items"
+    )
+
+
+def test_item_typo_is_reported_before_the_missing_key_it_explains(tmp_path):
+    """`imput` is unknown and so `input` is missing: the typo is the problem to name."""
+    path = write(
+        tmp_path / "s.yaml",
+        """\
+        items:
+          - id: a
+            input: q
+            expected: x
+          - id: b
+            expected: y
+            imput: q
+        """,
+    )
+    err = load_error(path)
+    assert (err.item, err.field, err.line) == ("b", "imput", 7)
+    assert str(err).endswith("field 'imput': unknown field; did you mean 'input'?")
+
+
+def test_item_key_line_in_flow_style(tmp_path):
+    path = write(
+        tmp_path / "s.yaml",
+        "items:\n  - {id: a, input: q, expected: x}\n  - {id: b, input: q,\n     Expected: y}\n",
+    )
+    err = load_error(path)
+    assert (err.item, err.field, err.line) == ("b", "Expected", 4)
+    assert "did you mean 'expected'?" in str(err)
+
+
+def test_scorer_parameter_typo_names_the_scorer_and_its_parameters(tmp_path):
+    path = write(
+        tmp_path / "s.yaml",
+        """\
+        name: codes
+        scorer:
+          type: regex
+          patern: "^[A-Z]+-[0-9]+$"
+        items:
+          - {id: a, input: q}
+        """,
+    )
+    err = load_error(path)
+    assert (err.field, err.line) == ("scorer", 4)
+    message = str(err)
+    assert "Extra inputs" not in message
+    assert message == (
+        f"{path}:4: field 'scorer': scorer 'regex' has no parameter 'patern'; did you mean "
+        "'pattern'? (its parameters: type, pattern, ignore_case, fullmatch, threshold)"
+    )
+
+
+def test_item_scorer_parameter_typo_points_at_the_parameter(tmp_path):
+    path = write(
+        tmp_path / "s.yaml",
+        """\
+        items:
+          - id: a
+            input: q
+            expected: 4
+            scorer:
+              type: number
+              tolerence: 0.5
+        """,
+    )
+    err = load_error(path)
+    assert (err.item, err.field, err.line) == ("a", "scorer", 7)
+    assert "scorer 'number' has no parameter 'tolerence'; did you mean 'tolerance'?" in str(err)
+    assert "(its parameters: type, tolerance, relative, threshold)" in str(err)
+
+
+def test_a_bad_parameter_value_points_at_the_parameter(tmp_path):
+    path = write(
+        tmp_path / "s.yaml",
+        "scorer:\n  type: number\n  tolerance: lots\nitems:\n  - {id: a, input: q, expected: 1}\n",
+    )
+    err = load_error(path)
+    assert (err.field, err.line) == ("scorer", 3)
+    assert "scorer 'number' parameter 'tolerance'" in str(err)
+
+
+def test_unknown_scorer_type_suggests_the_closest(tmp_path):
+    path = write(tmp_path / "s.yaml", "scorer: exatc\nitems:\n  - {id: a, input: q, expected: x}\n")
+    err = load_error(path)
+    assert err.line == 1
+    assert "unknown scorer 'exatc'; did you mean 'exact'? choose one of: exact," in str(err)
+
+
+def test_a_key_written_through_a_merge_falls_back_to_its_item(tmp_path):
+    """A key that came from a `<<` merge is not written in the item: its line is the
+    item's."""
+    path = write(
+        tmp_path / "s.yaml",
+        """\
+        defaults: &base {expectd: x}
+        items:
+          - id: a
+            input: q
+            <<: *base
+        """,
+    )
+    err = load_error(path)
+    assert (err.item, err.field, err.line) == ("a", "expectd", 3)
+    assert "did you mean 'expected'?" in str(err)
+
+
+def test_jsonl_items_keep_the_jsonl_line(tmp_path):
+    items = write_jsonl(
+        tmp_path / "items.jsonl",
+        [{"id": "a", "input": "q", "expected": "x"}, {"id": "b", "inptu": "q"}],
+    )
+    path = write(tmp_path / "s.yaml", f"name: s\nitems: {items.name}\n")
+    err = load_error(path)
+    assert (err.item, err.field, err.line) == ("b", "inptu", 2)
+    assert "did you mean 'input'?" in str(err)
+
+
+@pytest.mark.parametrize(
+    "keys, line",
+    [
+        (("name",), 1),
+        (("split", "val"), 3),
+        (("items", 0, "id"), 5),
+        (("items", 1, "input"), 7),
+        (("items", 1, "scorer", "type"), 8),
+        (("items", 2, "id"), 9),
+        (("items", 2, "metadata", "k"), 9),
+        (("items", 3, "id"), None),  # no fourth item
+        (("nope",), None),
+        (("split", "nope"), None),
+        ((), None),
+    ],
+)
+def test_key_line(tmp_path, keys, line):
+    from skillopt.suite.readers import key_line
+
+    path = write(
+        tmp_path / "s.yaml",
+        """\
+        name: x
+        split:
+          val: 0.5
+        items:
+          - id: a
+          - id: b
+            input: [1, {input: 2}]
+            scorer: {type: exact}
+          - {id: c, metadata: {k: v}, ? [complex, key] : 1}
+        """,
+    )
+    assert key_line(path, keys) == line
+
+
+def test_key_line_on_an_unreadable_file(tmp_path):
+    from skillopt.suite.readers import key_line
+
+    assert key_line(tmp_path / "missing.yaml", ("a",)) is None
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [\n")
+    assert key_line(bad, ("b",)) is None

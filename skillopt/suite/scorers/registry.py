@@ -20,6 +20,7 @@ from skillopt.suite.scorers.code import Command, Python
 from skillopt.suite.scorers.judge import Judge
 from skillopt.suite.scorers.structured import Json
 from skillopt.suite.scorers.text import Choice, Contains, Exact, Normalized, Number, Regex
+from skillopt.text import did_you_mean
 
 SCORERS: dict[str, type[Scorer]] = {
     cls.type: cls
@@ -35,8 +36,11 @@ def scorer_class(kind: str) -> type[Scorer]:
     reg = registry()
     entry = reg.find("scorer", kind)
     if entry is None:
+        names = reg.names("scorer")
+        hint = did_you_mean(kind, names)
         raise ValueError(
-            f"unknown scorer {kind!r}; choose one of: {', '.join(reg.names('scorer'))}"
+            f"unknown scorer {kind!r}; " + (f"{hint} " if hint else "") + f"choose one of: "
+            f"{', '.join(names)}"
         )
     cls = entry.load()
     if not (isinstance(cls, type) and issubclass(cls, Scorer)):
@@ -48,6 +52,40 @@ def scorer_class(kind: str) -> type[Scorer]:
             f"the scorer {kind!r} from {entry.origin} declares type {cls.type!r}; they must match"
         )
     return cls
+
+
+class BadScorerSpec(ValueError):
+    """A scorer spec with a bad parameter; `param` names it, so the loader can point at
+    the line where it is written."""
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
+
+
+def _bad_params(exc: ValidationError, kind: str, cls: type[Scorer]) -> BadScorerSpec:
+    """What is wrong with a scorer's parameters, naming the scorer: an unknown one
+    (reported first: a typo explains a missing one) with the closest known name and
+    the scorer's parameters, else pydantic's word on the first bad value."""
+    errors = exc.errors()
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    param = ".".join(str(p) for p in err["loc"])
+    fields = list(cls.Params.model_fields)
+    names = [
+        "type",
+        *(f for f in fields if f != "threshold"),
+        *(["threshold"] if "threshold" in fields else []),
+    ]
+    if err["type"] == "extra_forbidden":
+        hint = did_you_mean(param, names)
+        return BadScorerSpec(
+            f"scorer {kind!r} has no parameter {param!r}"
+            + (f"; {hint}" if hint else "")
+            + f" (its parameters: {', '.join(names)})",
+            param,
+        )
+    _, msg = first_error(exc)
+    return BadScorerSpec(f"scorer {kind!r} parameter {(param or kind)!r}: {msg}", param or None)
 
 
 def build_scorer(spec: Any, base_dir: Path) -> Scorer:
@@ -66,8 +104,7 @@ def build_scorer(spec: Any, base_dir: Path) -> Scorer:
     try:
         parsed = cls.Params(**params)
     except ValidationError as exc:
-        loc, msg = first_error(exc)
-        raise ValueError(f"scorer {kind!r} parameter {(loc or kind)!r}: {msg}") from None
+        raise _bad_params(exc, kind, cls) from None
     try:
         return cls(parsed, base_dir)
     except re.error as exc:

@@ -1,0 +1,108 @@
+"""The dry-run plan follows the optimizer it is given: epoch-end slow updates and
+notes only when the optimizer has them, model calls only when it has a model, and a
+free model costs $0 (only a provider model with no known price is unknown)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from skillopt import api
+from skillopt.cli.main import app
+from skillopt.config import Settings
+from skillopt.models import ScriptedModel
+from skillopt.optimize.exemplars import ExemplarOptimizer
+from skillopt.optimize.plan import free_model, make_plan
+from skillopt.optimize.reflect import LLMOptimizer
+from skillopt.skill.document import Skill
+from skillopt.suite.loader import load_suite
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "tasks" / "product-codes.yaml"
+SKILL = ROOT / "skills" / "product-codes"
+
+
+@pytest.fixture
+def inputs():
+    suite = load_suite(SUITE)
+    return Skill.load(SKILL), suite, Settings(**suite.defaults)
+
+
+def test_exemplars_has_no_slow_update_and_no_call(inputs):
+    skill, suite, s = inputs
+    assert s.slow_update  # asked for, but exemplars has none to run
+    plan = make_plan(skill, suite, s, "local/gemma-3-270m", ExemplarOptimizer())
+    llm = make_plan(skill, suite, s, "local/gemma-3-270m", LLMOptimizer(ScriptedModel([])))
+    assert plan.slow_updates == 0 and llm.slow_updates == s.epochs
+    assert plan.optimizer_calls == 0 and plan.optimizer_tokens == 0
+    assert plan.optimizer_note == "exemplars calls no model"
+    # the slow updates' rollouts (two train samples and a gate each) are not counted
+    slow_rollouts = s.epochs * (2 * min(s.batch_size, plan.n_train) + plan.n_val * s.samples)
+    assert llm.target_rollouts - plan.target_rollouts == slow_rollouts
+    assert "no slow update: the exemplars optimizer writes no epoch-end guidance" in plan.notes
+    # the LLM optimizer's calls: one per step (a batch of 8 in one minibatch), a slow
+    # update per epoch and notes after every epoch but the last
+    assert llm.optimizer_calls == plan.total_steps + s.epochs + s.epochs - 1
+
+
+def test_a_free_model_costs_zero_and_an_unpriced_one_is_unknown(inputs):
+    skill, suite, s = inputs
+    free = make_plan(skill, suite, s, "local/gemma-3-270m", ExemplarOptimizer())
+    assert free.cost == 0.0
+    assert free.cost_note == "target local/gemma-3-270m: free, runs on this machine"
+    scripted = make_plan(skill, suite, s, "scripted/echo", ExemplarOptimizer())
+    assert scripted.cost == 0.0
+    unknown = make_plan(skill, suite, s, "openai/no-such-model-xyz", ExemplarOptimizer())
+    assert unknown.cost is None
+    assert unknown.cost_note == "target openai/no-such-model-xyz: no price known"
+    priced = make_plan(
+        skill, suite, s, "local/gemma-3-270m", LLMOptimizer(ScriptedModel([], name="openai/gpt-4o"))
+    )
+    assert priced.cost is not None and priced.cost > 0
+    assert priced.cost_note.startswith("target local/gemma-3-270m: free, runs on this machine; ")
+    assert "optimizer openai/gpt-4o: ≈$" in priced.cost_note
+
+
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("local/gemma-3-270m", "runs on this machine"),
+        ("scripted/echo", "scripted answers"),
+        ("openai/gpt-4o-mini", None),
+        ("default", None),
+        ("localhost/x", None),
+    ],
+)
+def test_free_model(name, why):
+    assert free_model(name) == why
+
+
+def test_api_plan_asks_the_optimizer_it_builds(isolated):
+    plan = api.plan(SKILL, SUITE, optimizer="exemplars")
+    assert plan.slow_updates == 0 and plan.optimizer_calls == 0 and plan.cost == 0.0
+    plan = api.plan(SKILL, SUITE, optimizer="scripted/echo")
+    assert plan.slow_updates == plan.epochs and plan.optimizer_calls > 0
+
+
+def test_the_dry_run_says_what_exemplars_really_does(isolated):
+    res = CliRunner().invoke(
+        app, ["train", str(SKILL), "--tasks", str(SUITE), "--dry-run"], env={"COLUMNS": "200"}
+    )
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert "  steps: 3 epochs × 2 = 6" in lines  # no "+3 slow updates"
+    assert "slow update" not in "\n".join(line for line in lines if "steps:" in line)
+    assert "  optimizer calls: none (exemplars calls no model)" in lines
+    assert "unknown" not in res.stdout
+    assert "  estimated cost: $0 (target local/gemma-3-270m: free, runs on this machine)" in lines
+    assert "  note: no slow update: the exemplars optimizer writes no epoch-end guidance" in lines
+
+    llm = CliRunner().invoke(
+        app,
+        ["train", str(SKILL), "--tasks", str(SUITE), "--dry-run", "--optimizer", "scripted/echo"],
+        env={"COLUMNS": "200"},
+    )
+    assert llm.exit_code == 0, llm.output
+    assert "  steps: 3 epochs × 2 = 6 (+3 slow updates)" in llm.stdout.splitlines()
