@@ -20,11 +20,11 @@ from skillopt.cli.common import (
     Target,
     err,
     handle_errors,
-    make_progress,
     out,
     warn,
 )
 from skillopt.cli.eval import ProgressObserver
+from skillopt.cli.progress import open_display
 from skillopt.errors import InputError
 from skillopt.shipping import TARGETS, LintFailed, Refused
 from skillopt.text import safe
@@ -192,7 +192,7 @@ def validate_cmd(
 
     if fmt not in ("text", "json"):
         raise InputError(f"unknown format {fmt!r}; choose text or json", field="--format")
-    with make_progress() as progress:
+    with open_display() as progress:
         result = api.validate(
             skill,
             tasks,
