@@ -92,7 +92,11 @@ def replay(raw: bytes, cols: int, rows: int) -> tuple[list[str], list[str]]:
     seen: dict[str, None] = {}
     for part in re.split(b"(?=\r)", raw):
         stream.feed(part)
-        for row in screen.display:
-            if row.strip():
-                seen.setdefault(row.rstrip(), None)
+        for y in sorted(screen.dirty):  # only the rows this part changed
+            if 0 <= y < rows:
+                line = screen.buffer[y]
+                row = "".join(line[x].data for x in range(cols)).rstrip()
+                if row:
+                    seen.setdefault(row, None)
+        screen.dirty.clear()
     return [row.rstrip() for row in screen.display], list(seen)
