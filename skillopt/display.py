@@ -26,6 +26,16 @@ def delta(value: float | None, *, none: str = NONE) -> str:
     return none if value is None else f"{value:+.3f}"
 
 
+def clock(seconds: float | None, *, none: str = NONE) -> str:
+    """A duration as hours, minutes and seconds, the way a progress line shows elapsed
+    time and time left: `0:01:10`, `12:00:05`. Negative durations read `0:00:00`."""
+    if seconds is None:
+        return none
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+
+
 def pct(value: float | None, *, none: str = NONE) -> str:
     """A rate in [0, 1] as a percentage with one decimal: `0.5` → `50.0%`."""
     return none if value is None else f"{value * 100:.1f}%"

@@ -40,3 +40,12 @@ def follows_skill_but_boom_fails(messages):
     if "boom" in messages[-1]["content"]:
         raise ModelError("provider unavailable (503)", kind="server")
     return follows_skill(messages)
+
+
+def learns_from_examples(messages):
+    """A paced target (20 ms a call, so a live display draws a few frames) that
+    answers in capitals once the skill shows worked examples (`Output: …`), and
+    echoes the input before: the `exemplars` optimizer can improve it."""
+    time.sleep(0.02)
+    text = messages[-1]["content"]
+    return text.upper() if "Output: " in _system(messages) else text

@@ -17,7 +17,6 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from skillopt.errors import Interrupted, SkilloptError
 from skillopt.text import safe
@@ -34,12 +33,18 @@ class SafeStream:
 
     @property
     def stream(self):
-        return getattr(sys, self._name)
+        # while a live display redirects sys.stdout and sys.stderr, write to the stream
+        # it wraps: going through the redirect would loop back into the console
+        stream = getattr(sys, self._name)
+        return getattr(stream, "rich_proxied_file", stream)
 
     def write(self, text: str) -> int:
         return self.stream.write(safe(text))
 
     def __getattr__(self, attr: str):  # isatty, flush, fileno, encoding, …
+        if attr == "rich_proxied_file":
+            # never hand a console the raw stream behind us: it would skip `safe`
+            raise AttributeError(attr)
         return getattr(self.stream, attr)
 
 
@@ -209,16 +214,3 @@ def warn(message: str) -> None:
 def fmt_ids(ids: list[str], limit: int = 8) -> str:
     shown = ", ".join(ids[:limit])
     return shown + (f" … and {len(ids) - limit} more" if len(ids) > limit else "")
-
-
-def make_progress() -> Progress:
-    """A transient bar on stderr; off when stderr is not a terminal."""
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    )

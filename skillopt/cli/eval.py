@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 from rich import box
 from rich.markup import escape
-from rich.progress import Progress
 from rich.table import Table
 
 from skillopt import api, display
@@ -23,11 +22,11 @@ from skillopt.cli.common import (
     err,
     fmt_ids,
     handle_errors,
-    make_progress,
     out,
     warn,
     write_json,
 )
+from skillopt.cli.progress import Display, open_display
 from skillopt.evaluation import EvalResult
 from skillopt.rollout import RolloutEvent
 
@@ -35,21 +34,14 @@ Split = Annotated[str, typer.Option("--split", help="train, val, test or all.", 
 
 
 class ProgressObserver:
-    """Feeds rollout events into a rich progress bar (one bar per label)."""
+    """Feeds rollout events into the progress display: each batch (a variant on a
+    split, such as `skill · test`) is a stage with its own count and clock."""
 
-    def __init__(self, progress: Progress):
+    def __init__(self, progress: Display):
         self.progress = progress
-        self.bars: dict[str, int] = {}
-        self.fresh = 0
 
     def __call__(self, event: RolloutEvent) -> None:
-        bar = self.bars.get(event.label)
-        if bar is None:
-            bar = self.progress.add_task(event.label, total=event.total)
-            self.bars[event.label] = bar
-        if not event.rollout.cached:
-            self.fresh += 1
-        self.progress.update(bar, completed=event.done)
+        self.progress.count(event.label, event.done, event.total, event.label)
 
 
 @handle_errors
@@ -83,7 +75,7 @@ def eval_cmd(
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
     if skill is None and not no_skill:
         raise typer.BadParameter("give a SKILL path, or --no-skill", param_hint="SKILL")
-    with make_progress() as progress:
+    with open_display() as progress:
         result = api.evaluate(
             None if no_skill else skill,
             tasks,

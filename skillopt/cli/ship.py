@@ -22,12 +22,12 @@ from skillopt.cli.common import (
     at_least,
     err,
     handle_errors,
-    make_progress,
     out,
     warn,
     write_json,
 )
 from skillopt.cli.eval import ProgressObserver, Split
+from skillopt.cli.progress import open_display
 from skillopt.errors import InputError
 from skillopt.shipping import TARGETS, LintFailed, Refused
 from skillopt.text import safe
@@ -229,7 +229,7 @@ def validate_cmd(
         )
     if fmt == "json":
         json_file = Path("-")
-    with make_progress() as progress:
+    with open_display() as progress:
         result = api.validate(
             skill,
             tasks,

@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 from rich import box
 from rich.markup import escape
-from rich.progress import Progress
 from rich.table import Table
 
 from skillopt import api, display
@@ -21,63 +20,60 @@ from skillopt.cli.common import (
     Target,
     at_least,
     handle_errors,
-    make_progress,
     out,
     warn,
 )
 from skillopt.cli.models import refuse_missing_keys
+from skillopt.cli.progress import Display, open_display
 from skillopt.errors import InputError
 from skillopt.optimize.trainer import TrainEvent
 
 
 class TrainProgress:
-    """Live view: one bar for the current stage's rollouts, one line per decision."""
+    """The live view of a run: each batch of rollouts and each stage without rollouts
+    (reflection, notes) is a stage of the display with its own count and clock; each
+    decision is a line printed through the display, never over the bar."""
 
-    def __init__(self, progress: Progress):
+    def __init__(self, progress: Display):
         self.progress = progress
-        self.bar = progress.add_task("starting", total=None)
-        self.where = ""
+        self.epochs: int | None = None
+        self.epoch = ""
         self.best: float | None = None
-        self.current: float | None = None
 
-    def _describe(self, stage: str) -> str:
-        best = (
-            f" · val now {display.score(self.current)} best {display.score(self.best)}"
-            if self.best is not None
-            else ""
-        )
-        return f"{self.where}{stage}{best}"
+    def _describe(self, what: str) -> str:
+        """What runs first (it survives a narrow terminal), then the best validation
+        score and the epoch."""
+        parts = [what.replace("no_skill", "no skill").replace("_", " ")]
+        if self.best is not None:
+            parts.append(f"best val {display.score(self.best)}")
+        if self.epoch:
+            parts.append(self.epoch)
+        return " · ".join(parts)
 
     def __call__(self, ev: TrainEvent) -> None:
         d = ev.data
-        if ev.kind == "stage":
-            if "step" in d and "epoch" in d and "per_epoch" in d:
-                self.where = f"epoch {d['epoch']} · step {d['step']} ({d['k']}/{d['per_epoch']}) · "
-            elif "epoch" in d:
-                self.where = f"epoch {d['epoch']} · "
-            self.progress.update(
-                self.bar, description=self._describe(d["stage"]), completed=0, total=None
-            )
+        if ev.kind == "run_started":
+            self.epochs = d.get("epochs")
+        elif ev.kind == "stage":
+            if "epoch" in d:
+                self.epoch = f"epoch {d['epoch']}" + (f"/{self.epochs}" if self.epochs else "")
+            what = f"step {d['step']} · {d['stage']}" if "step" in d else d["stage"]
+            self.progress.stage(self._describe(what))
         elif ev.kind == "rollout":
-            label = d["label"].split(" · ", 1)[1] if d["label"].startswith("step ") else d["label"]
-            self.progress.update(
-                self.bar, completed=d["done"], total=d["total"], description=self._describe(label)
-            )
+            self.progress.count(d["label"], d["done"], d["total"], self._describe(d["label"]))
         elif ev.kind == "decision":
-            self.current = d.get("val")
             self.best = d.get("best")
-            out.print(decision_line(d), soft_wrap=True)
+            self.progress.print(decision_line(d))
         elif ev.kind == "stopped":
-            out.print(stopped_line(d), soft_wrap=True)
+            self.progress.print(stopped_line(d))
         elif ev.kind == "proposal" and d.get("skipped"):
             what = (
                 "meta notes"
                 if d["kind"] == "notes"
                 else f"{d['kind']} minibatch of {len(d.get('tasks') or [])} tasks"
             )
-            out.print(
-                f"step {d['step']:<3} [yellow]skipped[/] {what} — {escape(d['skipped'])}",
-                soft_wrap=True,
+            self.progress.print(
+                f"step {d['step']:<3} [yellow]skipped[/] {what} — {escape(d['skipped'])}"
             )
 
 
@@ -306,8 +302,7 @@ def train_cmd(
         render_plan(plan)
         refuse_missing_keys(plan.missing_keys)
         return
-    progress = make_progress()
-    with progress:
+    with open_display() as progress:
         observers = [TrainProgress(progress)]
         if resume:
             result = api.resume(
