@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from skillopt.optimize.plan import Plan
     from skillopt.optimize.trainer import TrainObserver
     from skillopt.plugins import Listing
+    from skillopt.runs import RunStep
     from skillopt.shipping import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
     from skillopt.training import TrainResult
@@ -397,6 +398,21 @@ def run_step(run: str | Path, step: int, *, run_dir: str | Path | None = None) -
     return runs.step(run, step, run_dir)
 
 
+def run_log(run: str | Path, *, run_dir: str | Path | None = None) -> list[RunStep]:
+    """Every step of a run (`skillopt log`): its decision and reason, and its audit
+    commit when it made a candidate."""
+    from skillopt import runs
+
+    return runs.steps(run, run_dir)
+
+
+def run_log_step(run: str | Path, step: int, *, run_dir: str | Path | None = None) -> RunStep:
+    """One step of a run (`skillopt show`), committed or not."""
+    from skillopt import runs
+
+    return runs.find_step(run, step, run_dir)
+
+
 def plugins() -> Listing:
     """Every scorer, harness, optimizer, gate and model provider that can be named,
     with where it came from (built in, or the plugin distribution and version), and
@@ -424,6 +440,8 @@ __all__ = [
     "resume",
     "run_diff",
     "run_history",
+    "run_log",
+    "run_log_step",
     "run_step",
     "train",
     "validate",

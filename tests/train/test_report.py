@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, follow_skill
 
+from skillopt.cli.common import out
 from skillopt.cli.main import app
 from skillopt.models import ScriptedModel, register_model, unregister_model
 
@@ -172,3 +173,43 @@ def test_a_free_model_costs_0_everywhere_and_an_unpriced_one_na(world, models):
         unregister_model("scripted/unpriced")
     assert "cost: target n/a, optimizer $0" in out
     assert "out; cost n/a\n" in (run / "report.md").read_text()
+
+
+def test_log_and_show_tell_steps_that_made_no_candidate(world, models, monkeypatch):
+    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
+    _, run_id, _ = train(world, "scripted/test-target", "--epochs", "3")
+
+    log = runner.invoke(app, ["log", run_id])
+    assert log.exit_code == 0, log.output
+    rows = [line.split() for line in log.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[:2] for r in rows] == [
+        ["0", "initial"],
+        ["1", "rejected"],
+        ["2", "accepted"],
+        ["3", "no"],
+    ]
+    assert rows[3][2:] == ["candidate"]  # no val, no commit: nothing was gated
+    # at 80 columns the reasons follow the table; on a wide terminal they are a column
+    assert "step 3: no failures to learn from and no edit proposed" in log.stdout
+    assert "step 1: worse on validation (-0.500)" in log.stdout
+    monkeypatch.setattr(out, "_width", 140)
+    wide = runner.invoke(app, ["log", run_id])
+    rows = {line.split()[0]: line for line in wide.stdout.splitlines() if line[:4].strip()}
+    assert rows["step"].split()[-1] == "reason"
+    assert rows["3"].split()[:3] == ["3", "no", "candidate"]
+    assert rows["3"].endswith("no failures to learn from and no edit proposed")
+    assert rows["1"].rstrip().endswith("worse on validation (-0.500)")
+
+    show = runner.invoke(app, ["show", run_id, "3"])
+    assert show.exit_code == 0, show.output
+    assert show.stdout.startswith(
+        "step 3 made no candidate: no failures to learn from and no edit proposed\n"
+    )
+    assert "train batch: mean 1.000, 0 failed, 8 passed, 0 unscored" in show.stdout
+
+    diff = runner.invoke(app, ["diff", run_id, "3"])
+    assert diff.exit_code == 2
+    assert "step 3 made no candidate: no failures to learn from" in diff.stderr
+    assert "nothing was committed" in diff.stderr
+    missing = runner.invoke(app, ["show", run_id, "9"])
+    assert missing.exit_code == 2 and "has no step 9 (recorded steps: 0 to 3)" in missing.stderr
