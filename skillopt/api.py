@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from skillopt.optimize.plan import Plan
     from skillopt.optimize.trainer import TrainObserver
     from skillopt.plugins import Listing
-    from skillopt.runs import RunStep
+    from skillopt.runs import Pruned, RunStep
     from skillopt.shipping import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
     from skillopt.training import TrainResult
@@ -413,6 +413,30 @@ def run_log_step(run: str | Path, step: int, *, run_dir: str | Path | None = Non
     return runs.find_step(run, step, run_dir)
 
 
+def prune_runs(
+    *,
+    run_dir: str | Path | None = None,
+    repos: Sequence[str | Path] = (),
+    keep: int | None = None,
+    older_than_days: float | None = None,
+    everything: bool = False,
+    dry_run: bool = False,
+) -> list[Pruned]:
+    """Delete the git refs runs left behind (`skillopt prune`): those of runs whose
+    directory is gone, and with `keep` / `older_than_days` / `everything` more (see
+    `skillopt.runs.prune`)."""
+    from skillopt import runs
+
+    return runs.prune(
+        run_dir=run_dir,
+        repos=repos,
+        keep=keep,
+        older_than_days=older_than_days,
+        everything=everything,
+        dry_run=dry_run,
+    )
+
+
 def plugins() -> Listing:
     """Every scorer, harness, optimizer, gate and model provider that can be named,
     with where it came from (built in, or the plugin distribution and version), and
@@ -437,6 +461,7 @@ __all__ = [
     "models",
     "plan",
     "plugins",
+    "prune_runs",
     "resume",
     "run_diff",
     "run_history",

@@ -1,5 +1,5 @@
 """`skillopt log`, `skillopt diff`, `skillopt show`: a run's story, read from its
-checkpoint and git."""
+checkpoint and git; `skillopt prune`: tidy the git refs runs leave behind."""
 
 from __future__ import annotations
 
@@ -160,7 +160,79 @@ def _uncommitted_evidence(rec: dict) -> list[str]:
     return lines
 
 
+@handle_errors
+def prune_cmd(
+    run_dir: RunDirOpt = None,
+    repo: Annotated[
+        Optional[list[Path]],
+        typer.Option(
+            "--repo",
+            help="Repository to tidy (repeatable) [default: the one holding the current "
+            "directory, and RUN_DIR/audit.git].",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+    keep: Annotated[
+        Optional[int],
+        typer.Option(
+            "--keep",
+            min=0,
+            help="Also prune all but the newest N runs.",
+            metavar="N",
+            show_default=False,
+        ),
+    ] = None,
+    older_than: Annotated[
+        Optional[float],
+        typer.Option(
+            "--older-than",
+            min=0,
+            help="Also prune runs whose newest commit is older than this many days.",
+            metavar="DAYS",
+            show_default=False,
+        ),
+    ] = None,
+    everything: Annotated[bool, typer.Option("--all", help="Prune every run's refs.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be deleted; delete nothing.")
+    ] = False,
+) -> None:
+    """Delete the git branches (skillopt/<run-id>) and rejected-candidate refs of runs
+    whose run directory is gone, or older or more than you keep. Run directories are
+    never touched."""
+    pruned = api.prune_runs(
+        run_dir=run_dir,
+        repos=repo or (),
+        keep=keep,
+        older_than_days=older_than,
+        everything=everything,
+        dry_run=dry_run,
+    )
+    verb = "would delete" if dry_run else "deleted"
+    for p in pruned:
+        kept = f" (kept skillopt/{p.run_id}: {p.kept})" if p.kept else ""
+        out.print(
+            f"{verb} {_many(len(p.refs), 'ref')} of {escape(p.run_id)} in "
+            f"{escape(p.repo)}: {escape(p.why)}{escape(kept)}",
+            soft_wrap=True,
+            highlight=False,
+        )
+    refs = sum(len(p.refs) for p in pruned)
+    out.print(
+        f"{verb} {_many(refs, 'ref')} of {_many(len(pruned), 'run')}"
+        if pruned
+        else "nothing to prune",
+        highlight=False,
+    )
+
+
+def _many(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def register(app: typer.Typer) -> None:
     app.command("log")(log_cmd)
     app.command("diff")(diff_cmd)
     app.command("show")(show_cmd)
+    app.command("prune")(prune_cmd)
