@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from skillopt.optimize.plan import Plan
     from skillopt.optimize.trainer import TrainObserver
     from skillopt.plugins import Listing
+    from skillopt.runs import Pruned, RunStep
     from skillopt.shipping import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
     from skillopt.training import TrainResult
@@ -401,6 +402,45 @@ def run_step(run: str | Path, step: int, *, run_dir: str | Path | None = None) -
     return runs.step(run, step, run_dir)
 
 
+def run_log(run: str | Path, *, run_dir: str | Path | None = None) -> list[RunStep]:
+    """Every step of a run (`skillopt log`): its decision and reason, and its audit
+    commit when it made a candidate."""
+    from skillopt import runs
+
+    return runs.steps(run, run_dir)
+
+
+def run_log_step(run: str | Path, step: int, *, run_dir: str | Path | None = None) -> RunStep:
+    """One step of a run (`skillopt show`), committed or not."""
+    from skillopt import runs
+
+    return runs.find_step(run, step, run_dir)
+
+
+def prune_runs(
+    *,
+    run_dir: str | Path | None = None,
+    repos: Sequence[str | Path] = (),
+    keep: int | None = None,
+    older_than_days: float | None = None,
+    everything: bool = False,
+    dry_run: bool = False,
+) -> list[Pruned]:
+    """Delete the git refs runs left behind (`skillopt prune`): those of runs whose
+    directory is gone, and with `keep` / `older_than_days` / `everything` more (see
+    `skillopt.runs.prune`)."""
+    from skillopt import runs
+
+    return runs.prune(
+        run_dir=run_dir,
+        repos=repos,
+        keep=keep,
+        older_than_days=older_than_days,
+        everything=everything,
+        dry_run=dry_run,
+    )
+
+
 def plugins() -> Listing:
     """Every scorer, harness, optimizer, gate and model provider that can be named,
     with where it came from (built in, or the plugin distribution and version), and
@@ -425,9 +465,12 @@ __all__ = [
     "models",
     "plan",
     "plugins",
+    "prune_runs",
     "resume",
     "run_diff",
     "run_history",
+    "run_log",
+    "run_log_step",
     "run_step",
     "train",
     "validate",

@@ -47,6 +47,12 @@ def pct_points(a: float | None, b: float | None, *, none: str = NONE) -> str:
     return none if a is None or b is None else f"{100 * (a - b):+.1f} pp"
 
 
+def ids(names: list[str], limit: int = 8) -> str:
+    """Task ids in a line, the first `limit` of them: `a, b … and 3 more`."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" … and {len(names) - limit} more" if len(names) > limit else "")
+
+
 def p_value(value: float | None, digits: int = 3, *, none: str = NONE, floor: bool = False) -> str:
     """A p-value with `digits` decimals. With `floor`, a value below 0.001 reads
     `<0.001` (3 digits) rather than `0.000`, which would look like certainty: the
@@ -68,7 +74,9 @@ def money(
 ) -> str:
     """A cost in US dollars. By default 4 decimals under $1 (`$0.0012`) and cents
     with thousands separators from $1 (`$1,234.57`); `digits` fixes the decimals
-    instead (`digits=4`: `$1234.5678`, as the training report and the plan print).
+    instead (`digits=4`: `$1234.5678`, as the plan prints). Nothing spent reads
+    `$0` wherever it is shown: a free model (the embedded one, a scripted one)
+    costs exactly 0, never `$0.0000`.
 
     `complete=False` says some calls had no known price, so the sum is a lower
     bound: `≥$0.0012`. None reads `none` when given, else `$0` when complete
@@ -77,8 +85,17 @@ def money(
         if none is not None:
             return none
         return "$0" if complete else NA
+    if value == 0 and complete:
+        return "$0"
     if digits is not None:
         text = f"${value:.{digits}f}"
     else:
         text = f"${value:.4f}" if value < 1 else f"${value:,.2f}"
     return text if complete else "≥" + text
+
+
+def spent(value: float | None, calls: int) -> str:
+    """What `calls` model calls cost, summed in `value` (None: no call had a price):
+    `$0` when nothing was billed (no call, or a free model), `n/a` only when calls
+    were made and none had a price (litellm does not know the model), else `money`."""
+    return money(value, complete=value is not None or not calls)

@@ -41,3 +41,18 @@ def test_money():
     assert display.money(None) == "$0"
     assert display.money(None, complete=False) == "n/a"
     assert display.money(None, digits=4, none="unknown") == "unknown"
+    # nothing spent reads the same everywhere, whatever the precision asked for
+    assert display.money(0.0) == display.money(0.0, digits=4) == "$0"
+    assert display.money(0.0, complete=False) == "≥$0.0000"  # a lower bound stays one
+
+
+def test_spent_is_0_for_no_call_or_a_free_model_and_na_only_for_unpriced_calls():
+    assert display.spent(None, 0) == "$0"  # no call (everything from the store)
+    assert display.spent(0.0, 12) == "$0"  # a free model: the embedded one, a scripted one
+    assert display.spent(None, 12) == "n/a"  # litellm had no price
+    assert display.spent(0.0123, 12) == "$0.0123"
+
+
+def test_ids():
+    assert display.ids(["a", "b"]) == "a, b"
+    assert display.ids([f"t{i}" for i in range(10)], 3) == "t0, t1, t2 … and 7 more"

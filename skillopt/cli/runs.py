@@ -1,17 +1,22 @@
-"""`skillopt log`, `skillopt diff`, `skillopt show`: a run's story, read from git."""
+"""`skillopt log`, `skillopt diff`, `skillopt show`: a run's story, read from its
+checkpoint and git; `skillopt prune`: tidy the git refs runs leave behind."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from skillopt import api
+from skillopt import api, display
 from skillopt.cli.common import handle_errors, out
+from skillopt.skill.edits import Edit
+
+if TYPE_CHECKING:
+    from skillopt.runs import RunStep
 
 Run = Annotated[
     str, typer.Argument(help="Run id (under the runs directory) or run directory.", metavar="RUN")
@@ -24,20 +29,49 @@ RunDirOpt = Annotated[
 
 @handle_errors
 def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
-    """The training story of a run: every candidate, its decision and evidence."""
-    history = api.run_history(run, run_dir=run_dir)
+    """The training story of a run: every step, its decision, reason and evidence."""
+    steps = api.run_log(run, run_dir=run_dir)
+    rows = [_log_row(s) for s in steps]
+    columns = ("step", "decision", "val", "Δ", "p", "n", "edits", "commit")
+    table = _log_table(columns, [r[:-1] for r in rows])
+    # the reasons go in a last column when it gets room enough, else below the table
+    room = out.width - out.measure(table).maximum - 1
+    if room >= _REASON_WIDTH:
+        table = _log_table((*columns, "reason"), rows)
+    out.print(table)
+    if room < _REASON_WIDTH:
+        out.print()
+        for s, row in zip(steps, rows):
+            if row[-1]:
+                out.print(f"step {s.step}: {row[-1]}", soft_wrap=True)
+
+
+_REASON_WIDTH = 30
+
+
+def _log_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
     table = Table(
         box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True
     )
-    for col in ("step", "decision", "val", "Δ", "p", "n", "edits", "commit"):
-        table.add_column(
-            col, justify="right" if col in ("step", "Δ", "p", "n") else "left", no_wrap=True
-        )
-    for c in history:
-        t = c.evidence
-        kind = "slow " if t.kind == "slow_update" else ""
-        style = {"accepted": "green", "rejected": "red"}.get(c.decision, "")
-        decision = f"{kind}{c.decision}"
+    for col in columns:
+        if col == "reason":
+            table.add_column(col, overflow="fold", min_width=_REASON_WIDTH)
+        else:
+            right = col in ("step", "Δ", "p", "n")
+            table.add_column(col, justify="right" if right else "left", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _log_row(s: RunStep) -> tuple[str, ...]:
+    """A step's cells (markup): step, decision, val, Δ, p, n, edits, commit, reason."""
+    kind = "slow " if s.kind == "slow_update" else ""
+    style = {"accepted": "green", "rejected": "red"}.get(s.decision, "")
+    decision = f"{kind}{s.decision.replace('_', ' ')}"
+    cells = ("", "", "", "", "", "")
+    if s.commit is not None:
+        t = s.commit.evidence
         val = _num(t.val, ".3f", t.gated or t.n is not None)
         if t.gated or t.incumbent_val is not None:
             val = f"{_num(t.incumbent_val, '.3f', True)}→{val}"
@@ -46,17 +80,20 @@ def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
             if t.edits_applied is not None or t.edits_skipped is not None
             else ""
         )
-        table.add_row(
-            str(c.step),
-            f"[{style}]{decision}[/]" if style else decision,
+        cells = (
             escape(val),
             _num(t.delta, "+.3f", t.gated),
             _num(t.p_value, ".4f", t.gated),
             "" if t.n is None else str(t.n),
             escape(edits),
-            c.sha[:8],
+            s.commit.sha[:8],
         )
-    out.print(table)
+    return (
+        str(s.step),
+        f"[{style}]{decision}[/]" if style else decision,
+        *cells,
+        escape(s.reason),
+    )
 
 
 def _num(value: float | None, spec: str, known: bool) -> str:
@@ -88,12 +125,114 @@ def show_cmd(
     run: Run, step: Annotated[int, typer.Argument(help="Step number.")], run_dir: RunDirOpt = None
 ) -> None:
     """One step's evidence: decision, edits with their apply status, flips, trailers."""
-    commit = api.run_step(run, step, run_dir=run_dir)
-    out.print(f"[bold]commit {commit.sha}[/]")
-    out.print(escape(commit.message.rstrip()), soft_wrap=True)
+    found = api.run_log_step(run, step, run_dir=run_dir)
+    if found.commit is None:
+        out.print(escape(found.describe()), soft_wrap=True)
+        for line in _uncommitted_evidence(found.record):
+            out.print(f"  {escape(line)}", soft_wrap=True)
+        return
+    out.print(f"[bold]commit {found.commit.sha}[/]")
+    out.print(escape(found.commit.message.rstrip()), soft_wrap=True)
+
+
+def _uncommitted_evidence(rec: dict) -> list[str]:
+    """What a step with no candidate still recorded: its training batch, the optimizer
+    calls it made, and the edits that were proposed but not applied."""
+    lines = []
+    if rec.get("train_mean") is not None or "failures" in rec:
+        lines.append(
+            f"train batch: mean {display.score(rec.get('train_mean'))}, "
+            f"{rec.get('failures', 0)} failed, {rec.get('successes', 0)} passed, "
+            f"{rec.get('unscored', 0)} unscored"
+        )
+    proposals = rec.get("proposals") or []
+    if proposals:
+        skipped = [p for p in proposals if p.get("skipped")]
+        lines.append(
+            f"optimizer calls: {len(proposals)}"
+            + (f", {len(skipped)} skipped ({skipped[0]['skipped']})" if skipped else "")
+        )
+    for d in rec.get("dropped") or []:
+        lines.append(f"[dropped] {Edit.from_dict(d['edit']).describe()} — {d['reason']}")
+    for a in rec.get("apply") or []:
+        detail = f" — {a['detail']}" if a.get("detail") else ""
+        lines.append(f"[{a['status']}] {Edit.from_dict(a['edit']).describe()}{detail}")
+    return lines
+
+
+@handle_errors
+def prune_cmd(
+    run_dir: RunDirOpt = None,
+    repo: Annotated[
+        Optional[list[Path]],
+        typer.Option(
+            "--repo",
+            help="Repository to tidy (repeatable) [default: the one holding the current "
+            "directory, and RUN_DIR/audit.git].",
+            metavar="PATH",
+            show_default=False,
+        ),
+    ] = None,
+    keep: Annotated[
+        Optional[int],
+        typer.Option(
+            "--keep",
+            min=0,
+            help="Also prune all but the newest N runs.",
+            metavar="N",
+            show_default=False,
+        ),
+    ] = None,
+    older_than: Annotated[
+        Optional[float],
+        typer.Option(
+            "--older-than",
+            min=0,
+            help="Also prune runs whose newest commit is older than this many days.",
+            metavar="DAYS",
+            show_default=False,
+        ),
+    ] = None,
+    everything: Annotated[bool, typer.Option("--all", help="Prune every run's refs.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be deleted; delete nothing.")
+    ] = False,
+) -> None:
+    """Delete the git branches (skillopt/<run-id>) and rejected-candidate refs of runs
+    whose run directory is gone, or older or more than you keep. Run directories are
+    never touched."""
+    pruned = api.prune_runs(
+        run_dir=run_dir,
+        repos=repo or (),
+        keep=keep,
+        older_than_days=older_than,
+        everything=everything,
+        dry_run=dry_run,
+    )
+    verb = "would delete" if dry_run else "deleted"
+    for p in pruned:
+        kept = f" (kept skillopt/{p.run_id}: {p.kept})" if p.kept else ""
+        out.print(
+            f"{verb} {_many(len(p.refs), 'ref')} of {escape(p.run_id)} in "
+            f"{escape(p.repo)}: {escape(p.why)}{escape(kept)}",
+            soft_wrap=True,
+            highlight=False,
+        )
+    refs = sum(len(p.refs) for p in pruned)
+    out.print(
+        f"{verb} {_many(refs, 'ref')} of {_many(len(pruned), 'run')}"
+        if pruned
+        else "nothing to prune",
+        highlight=False,
+    )
+
+
+def _many(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def register(app: typer.Typer) -> None:
     app.command("log")(log_cmd)
     app.command("diff")(diff_cmd)
     app.command("show")(show_cmd)
+    app.command("prune")(prune_cmd)

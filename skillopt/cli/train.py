@@ -346,6 +346,8 @@ def render_plan(plan) -> None:
 
 
 def render_summary(result: api.TrainResult) -> None:
+    from skillopt import report
+
     s = result.summary
     acct = s["accounting"]
     out.print()
@@ -372,19 +374,31 @@ def render_summary(result: api.TrainResult) -> None:
                     label, display.score(t["mean"]), display.pct(t["pass_rate"]), str(t["n"])
                 )
         out.print(table)
+        flips = s.get("test_flips")
+        if flips is not None:
+            out.print(
+                f"best vs initial (n={flips['n']}): {escape(report.flips_line(flips))}",
+                soft_wrap=True,
+            )
+            if flips["pass_to_fail"]:
+                out.print(
+                    f"[yellow]note:[/] validate --baseline <initial skill> fails with "
+                    f"--max-regressions 0; --max-regressions {len(flips['pass_to_fail'])} "
+                    "admits these tasks",
+                    soft_wrap=True,
+                )
     else:
         out.print("[yellow]the suite has no test split: no test scores[/]")
-    decisions = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in s["decisions"].items())
-    out.print(f"decisions: {decisions or 'none'}")
+    out.print(f"decisions: {report.decision_counts(s['decisions'])}")
     if s.get("stopped_early"):
         out.print(stopped_line(s["stopped_early"]), soft_wrap=True)
     out.print(
         f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
         f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "
         f"{acct.get('optimizer_calls', 0)} · cost: target "
-        f"{display.money(acct.get('target_cost'), none=display.NA)}, "
+        f"{display.spent(acct.get('target_cost'), acct.get('target_calls', 0))}, "
         + (
-            f"optimizer {display.money(acct.get('optimizer_cost'), none=display.NA)}"
+            f"optimizer {display.spent(acct.get('optimizer_cost'), acct['optimizer_calls'])}"
             if acct.get("optimizer_calls")
             else "optimizer none (no calls)"
         ),

@@ -54,6 +54,7 @@ class StepRecord(_StepHead, total=False):
     n: int  # the initial skill's
     commit: str
     skill_hash: str
+    wall_s: float  # seconds the step took (in the process that recorded it)
     budget: int
     train_mean: float | None
     failures: int
@@ -125,11 +126,29 @@ class EarlyStop:
 
 @dataclass(frozen=True)
 class SplitScore:
-    """One skill's result on the test split."""
+    """One skill's result on the test split: its mean, tasks scored and pass rate;
+    whether each scored task passed (`passed`, in task order: the report compares
+    skills task by task) and the seconds scoring took (`wall_s`). The last two were
+    added within version 2: None in checkpoints written before them, and written
+    only when set."""
 
     mean: float | None
     n: int
     pass_rate: float | None
+    passed: dict[str, bool] | None = None
+    wall_s: float | None = None
+
+    def totals(self) -> dict[str, Any]:
+        """Mean, tasks scored and pass rate (what the summary and events show)."""
+        return {"mean": self.mean, "n": self.n, "pass_rate": self.pass_rate}
+
+    def to_dict(self) -> dict:
+        out = self.totals()
+        if self.passed is not None:
+            out["passed"] = dict(self.passed)
+        if self.wall_s is not None:
+            out["wall_s"] = self.wall_s
+        return out
 
 
 @dataclass(frozen=True)
@@ -255,7 +274,7 @@ class TrainState:
             "accounting": self.accounting.to_dict(),
             "started_at": self.started_at,
             "skipped_notes": [asdict(n) for n in self.skipped_notes],
-            "test": {name: asdict(score) for name, score in self.test.items()},
+            "test": {name: score.to_dict() for name, score in self.test.items()},
         }
         if self.stopped_early is not None:  # added within version 2: only when set
             data["stopped_early"] = asdict(self.stopped_early)
@@ -509,9 +528,19 @@ class _Reader:
             where = f"test.{name}"
             if not isinstance(score, dict):
                 raise self.error(where, f"expected an object, got {_kind(score)}")
+            passed = score.get("passed")
+            if passed is not None and not (
+                isinstance(passed, dict) and all(isinstance(v, bool) for v in passed.values())
+            ):
+                raise self.error(f"{where}.passed", "expected an object of task id: true/false")
+            wall_s = score.get("wall_s")
+            if wall_s is not None and not _is_num(wall_s):
+                raise self.error(f"{where}.wall_s", f"expected a number, got {_kind(wall_s)}")
             out[name] = SplitScore(
                 self.get(score, "mean", "num?", where),
                 self.get(score, "n", "int", where),
                 self.get(score, "pass_rate", "num?", where),
+                passed,
+                wall_s,
             )
         return out

@@ -20,9 +20,10 @@ Invariants:
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillopt import display
@@ -127,6 +128,7 @@ class Trainer:
         self.total_steps = self.per_epoch * settings.epochs
         engine.subscribe(self._forward_rollout)
         self._stage = ""
+        self._began = time.monotonic()  # when the step in progress began
 
     # -- plumbing ----------------------------------------------------------------------
     def _skill(self, text: str) -> Skill:
@@ -257,6 +259,7 @@ class Trainer:
 
     def _initial(self) -> None:
         st = self.state
+        self._began = time.monotonic()
         skill = self.incumbent
         self.stage("baseline")
         rollouts = self.rollouts(skill, self.val, "baseline · val", self.s.samples)
@@ -293,6 +296,7 @@ class Trainer:
                 "n": scored_count(outcomes),
                 "commit": sha,
                 "decision": "initial",
+                "wall_s": self._seconds(),
             }
         )
         # the initial decision and the status that says it is done are one checkpoint:
@@ -302,6 +306,7 @@ class Trainer:
         self.emit("decision", step=0, kind="initial", accepted=True, val=val, best=val, commit=sha)
 
     def _step(self, epoch: int, k: int, batch: list[Task]) -> None:
+        self._began = time.monotonic()
         step = self.state.step + 1
         regular = epoch * self.per_epoch + k
         budget = edit_budget(
@@ -515,12 +520,18 @@ class Trainer:
     def _record(self, record: StepRecord) -> None:
         """The step is done: its record is kept and its pending replies are spent."""
         st = self.state
+        record["wall_s"] = self._seconds()
         st.steps.append(record)
         st.step = record["step"]
         st.pending = None
 
     # -- epoch end ---------------------------------------------------------------------
+    def _seconds(self) -> float:
+        """Seconds since the step in progress began."""
+        return round(time.monotonic() - self._began, 3)
+
     def _slow_update(self, epoch: int) -> None:
+        self._began = time.monotonic()
         st = self.state
         step = st.step + 1
         current = self.incumbent
@@ -653,13 +664,17 @@ class Trainer:
         if self.test:
             self.stage("test")
             for name, skill in (("no_skill", Skill.empty()), ("initial", initial), ("best", best)):
-                outcomes = task_outcomes(
-                    self.rollouts(skill, self.test, f"test · {name}", self.s.samples)
-                )
+                self._began = time.monotonic()
+                label = f"test · {name.replace('_', ' ')}"
+                outcomes = task_outcomes(self.rollouts(skill, self.test, label, self.s.samples))
                 test[name] = SplitScore(
-                    mean_value(outcomes), scored_count(outcomes), pass_rate(outcomes)
+                    mean_value(outcomes),
+                    scored_count(outcomes),
+                    pass_rate(outcomes),
+                    passed={t: o.passed for t, o in outcomes.items() if o.passed is not None},
+                    wall_s=self._seconds(),
                 )
         st.test = test
-        result = {name: asdict(score) for name, score in test.items()}
+        result = {name: score.totals() for name, score in test.items()}
         self.emit("finished", test=result, best_val=st.incumbent.val, initial_val=st.initial.val)
         return result

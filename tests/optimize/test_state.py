@@ -182,6 +182,20 @@ def test_owed_notes_are_kept_and_a_version_2_checkpoint_without_them_still_loads
     assert TrainState.from_dict(data).notes_owed == []
 
 
+def test_per_task_test_results_are_kept_and_a_checkpoint_without_them_still_loads():
+    st = busy_state()
+    st.test["initial"] = SplitScore(0.5, 2, 0.5, passed={"a": True, "b": False}, wall_s=1.25)
+    data = through_json(st.to_dict())
+    assert data["test"]["initial"]["passed"] == {"a": True, "b": False}
+    assert data["test"]["initial"]["wall_s"] == 1.25
+    assert "passed" not in data["test"]["no_skill"]  # written only when set
+    assert TrainState.from_dict(data) == st
+    # as skillopt wrote version 2 before per-task test results were kept
+    del data["test"]["initial"]["passed"], data["test"]["initial"]["wall_s"]
+    old = TrainState.from_dict(data).test["initial"]
+    assert (old.passed, old.wall_s, old.mean) == (None, None, 0.5)
+
+
 def test_version_1_accounting_from_before_the_ledger_is_read_as_far_as_it_goes():
     old = copy.deepcopy(V1)
     old["accounting"] = {
@@ -242,6 +256,8 @@ def nested(path: tuple, value) -> dict:
         (nested(("memory", "rejected"), "all"), "memory.rejected", "expected a list"),
         (nested(("accounting", "target_calls"), 1.5), "accounting.target_calls", "whole"),
         (nested(("test", "best", "n"), "4"), "test.best.n", "a whole number"),
+        (nested(("test", "best", "passed"), {"a": 1}), "test.best.passed", "true/false"),
+        (nested(("test", "best", "wall_s"), "1s"), "test.best.wall_s", "expected a number"),
         (nested(("skipped_notes", 0), "x"), "skipped_notes[0]", "expected an object"),
         (v2(stopped_early="stall"), "stopped_early", "expected an object or null"),
         (v2(stopped_early={"step": 3, "epoch": 2}), "stopped_early.reason", "missing"),

@@ -115,7 +115,7 @@ def test_no_slow_update_when_the_epoch_left_the_skill_unchanged(world, models):
     }
     assert "slow update 1 · before" not in labels and "slow update 2 · before" in labels
     assert result.summary["decisions"]["skipped"] == 1
-    assert "| 2 | slow_update | 1 |" in (result.run_dir / "report.md").read_text()
+    assert "| 2 | slow update | 1 |" in (result.run_dir / "report.md").read_text()
 
 
 def test_the_skipped_slow_update_is_printed_with_its_reason(world, models):

@@ -65,7 +65,7 @@ def test_train_prints_decisions_and_test_scores(world, models):
     assert "Flips pass->fail" in show.stdout
 
     missing = runner.invoke(app, ["show", run_id, "9"])
-    assert missing.exit_code == 2 and "no committed step 9" in missing.stderr
+    assert missing.exit_code == 2 and "has no step 9" in missing.stderr
     nope = runner.invoke(app, ["log", "no-such-run"])
     assert nope.exit_code == 2 and "no run 'no-such-run'" in nope.stderr
 
