@@ -42,12 +42,12 @@ class Plan:
     cost: float | None  # USD; 0.0 when every model is free, None when a price is unknown
     cost_note: str
     notes: list[str] = field(default_factory=list)
-    # variables the run would need and that are not set, one line each: the run
-    # itself would refuse to start (`skillopt.credentials`)
-    missing_keys: list[str] = field(default_factory=list)
     slow_updates: int = 0  # epoch-end slow updates the run may make (0: the optimizer has none)
     optimizer: str = ""  # the optimizer's name
     optimizer_note: str = ""  # why it makes no model call, when it makes none
+    # variables the run would need and that are not set, one line each: the run
+    # itself would refuse to start (`skillopt.credentials`)
+    missing_keys: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
