@@ -95,12 +95,18 @@ def decision_line(d: dict) -> str:
         return f"step {step:<3} {label}{what} — {escape(d.get('reason', ''))}"
     color = "green" if d.get("accepted") else "red"
     delta = d.get("delta")
-    p = d.get("p_value")
+    # the p-value is shown only where it decides (the `paired` gate): under `strict` and
+    # `margin` an "accepted, p=0.500" reads as a contradiction
+    p = d.get("p_value") if d.get("gate") not in ("strict", "margin") else None
+    shown = f" ({display.delta(delta)})" if delta is not None else ""
+    reason = d.get("reason", "")
+    if shown and reason.endswith(shown):  # "better on validation (+0.083)": said once
+        reason = reason[: -len(shown)]
     return (
         f"step {step:<3} {label}[{color}]{decision:<9}[/] val {display.score(d.get('val'))}"
-        + (f" ({display.delta(delta)})" if delta is not None else "")
+        + shown
         + (f" p={display.p_value(p, floor=True)}" if p is not None else "")
-        + f" · best {display.score(d.get('best'))} — {escape(d.get('reason', ''))}"
+        + f" · best {display.score(d.get('best'))} — {escape(reason)}"
     )
 
 

@@ -511,6 +511,7 @@ class Trainer:
             decision=verdict,
             delta=decision.delta,
             p_value=decision.p_value,
+            gate=decision.mode,
             val=decision.candidate_mean,
             best=st.incumbent.val,
             reason=decision.reason,

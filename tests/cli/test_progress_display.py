@@ -228,3 +228,32 @@ def test_output_stays_scrubbed_while_a_live_display_redirects_the_streams(monkey
     assert not hasattr(common.err.file, "rich_proxied_file")
     common.err.print(f"provider said: bad key {secret}")
     assert secret not in raw.getvalue() and "provider said" in raw.getvalue()
+
+
+def test_decision_line_shows_the_p_value_only_where_it_decides_and_the_delta_once():
+    from skillopt.cli.train import decision_line
+
+    step = {"step": 2, "decision": "accepted", "accepted": True, "delta": 0.25, "val": 0.75}
+    strict = decision_line(
+        {
+            **step,
+            "p_value": 0.5,
+            "gate": "strict",
+            "best": 0.75,
+            "reason": "better on validation (+0.250)",
+        }
+    )
+    assert "p=" not in strict
+    assert strict.count("+0.250") == 1 and strict.endswith("— better on validation")
+    paired = decision_line(
+        {
+            **step,
+            "p_value": 0.031,
+            "gate": "paired",
+            "best": 0.75,
+            "reason": "better by +0.250 with p=0.031 <= 0.05",
+        }
+    )
+    assert " p=0.031 · best" in paired and paired.endswith("p=0.031 <= 0.05")
+    # a checkpoint written before the gate was in the event: the p-value still shows
+    assert "p=0.500" in decision_line({**step, "p_value": 0.5, "best": 0.75, "reason": "x"})
