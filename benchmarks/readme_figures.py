@@ -11,21 +11,22 @@ block the tests read):
 - `bundled`: the table of the three bundled suites, from each run's summary.json;
 - `optimizer`: the stdout of the README's LLM-optimizer example (`skillopt train
   skills/product-codes … --target openai/gpt-4o-mini --optimizer openai/gpt-4o`),
-  run against a loopback stand-in of the OpenAI API (`OPENAI_API_BASE`, a dummy
-  key) whose optimizer proposes one rule and whose target follows it once the
-  skill holds it (`stand_in_openai` in tests/readme_commands.py).
+  run against a loopback stand-in of the OpenAI API (`OPENAI_BASE_URL`, a dummy
+  key) whose optimizer proposes an edit that does not help, then a rule that
+  does, and whose target follows the rule once the skill holds it
+  (`stand_in_openai` in tests/readme_commands.py).
 
 The commands run for real and offline, as `python -m skillopt` child processes of
-this checkout, with the embedded model (the suites' `defaults:`), in a fresh
-temporary directory holding copies of `skills/` and `tasks/` (so with its own
-rollout store and `runs/`), with no `SKILLOPT_*` variable set.
+this checkout, with the embedded model (the suites' `defaults:`; the optimizer
+example with the stand-in), in a fresh temporary directory holding copies of
+`skills/` and `tasks/` (so with its own rollout store and `runs/`), with no
+`SKILLOPT_*` variable set.
 
 What differs from run to run is written in one fixed form, the one the README
 already shows, so `--check` compares exactly and is stable: the run id as
 `product-codes-20261203-135850-a42e` (`RUN_ID`; the optimizer example's as
-`OPTIMIZER_RUN_ID`), the temporary directory as
-`/home/me/skillopt` (so the audit repository reads
-`/home/me/skillopt/runs/audit.git`), and the eval's wall times as `0.00s` (that
+`OPTIMIZER_RUN_ID`), the temporary directory as `/home/me/skillopt` (so the
+audit repository reads `/home/me/skillopt/runs/audit.git`), and the eval's wall times as `0.00s` (that
 eval is served entirely from the store, in milliseconds); trailing spaces are
 dropped. Everything else (scores, decisions, p-values, counts, the skill hash)
 is what the commands printed: the embedded model is greedy, so it is the same on

@@ -13,7 +13,8 @@ agent CLI; the README's figures are what the commands print on the current code.
 - `test_readme_walkthrough` (slow): every skillopt command in document order, as
   child processes the way benchmarks/readme_figures.py runs them, the embedded
   model's included; then every figure region (quickstart, eval, bundled,
-  optimizer) is compared with what those commands printed.
+  optimizer) is compared with what those commands printed. The README's Python
+  example runs too.
 
 Placeholders are filled from the first run the walk trains: `<run-id>` and `RUN`
 its id, `<name>` its skill's name, `STEP` its step 1.
@@ -27,6 +28,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -236,6 +238,7 @@ def test_readme_walkthrough(isolated, agents):
             if cmd.skillopt and walk.stood_in(cmd):
                 assert walk.can_run(cmd), f"{cmd}: names a run before any is trained"
                 walk.run(cmd)
+        run_library_example(isolated, server)
     assert walk.run_id and walk.run_id.startswith(figures.QUICKSTART)
 
     def printed(*argv: str) -> tuple[str, str]:
@@ -269,6 +272,30 @@ def test_readme_walkthrough(isolated, agents):
     assert set(blocks) == set(figures.FIGURES)
     stale = figures.diff((ROOT / "README.md").read_text(encoding="utf-8"), blocks)
     assert not stale, f"run `python benchmarks/readme_figures.py --write`:\n{stale}"
+
+
+def run_library_example(walked: Path, server: FakeOpenAI) -> None:
+    """The README's Python example (the block that opens with `import skillopt`), as a
+    script in a fresh copy of the examples holding the walk's rollout store: its
+    trainings of the shipped skill are then served from the store, its
+    `openai/` target is the stand-in."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"^```python\n(import skillopt\n.*?)^```", text, re.M | re.S)
+    assert code, "the README no longer has its Python example"
+    cwd = walked / "library"
+    copy_examples(cwd)
+    (cwd / "runs").mkdir()
+    for db in (walked / "runs").glob("rollouts.sqlite*"):
+        shutil.copy(db, cwd / "runs" / db.name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLOPT_")}
+    env.update(STAND_IN_ENV["OPENAI_API_KEY"], OPENAI_BASE_URL=server.base_url)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-c", code[1]], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, f"the README's Python example failed:\n{proc.stderr}"
+    printed = proc.stdout.split()
+    assert len(printed) == 3 and printed[2].endswith("best/SKILL.md"), proc.stdout
 
 
 def test_bundled_skills_lint_clean():
