@@ -8,18 +8,25 @@ block the tests read):
   tasks/product-codes.yaml` (decision lines, test split, accounting);
 - `eval`: the stdout of `skillopt eval runs/<run-id>/best --tasks
   tasks/product-codes.yaml --compare-no-skill` right after that run;
-- `bundled`: the table of the three bundled suites, from each run's summary.json.
+- `bundled`: the table of the three bundled suites, from each run's summary.json;
+- `optimizer`: the stdout of the README's LLM-optimizer example (`skillopt train
+  skills/product-codes … --target openai/gpt-4o-mini --optimizer openai/gpt-4o`),
+  run against a loopback stand-in of the OpenAI API (`OPENAI_BASE_URL`, a dummy
+  key) whose optimizer proposes an edit that does not help, then a rule that
+  does, and whose target follows the rule once the skill holds it
+  (`stand_in_openai` in tests/readme_commands.py).
 
 The commands run for real and offline, as `python -m skillopt` child processes of
-this checkout, with the embedded model (the suites' `defaults:`), in a fresh
-temporary directory holding copies of `skills/` and `tasks/` (so with its own
-rollout store and `runs/`), with no `SKILLOPT_*` variable set.
+this checkout, with the embedded model (the suites' `defaults:`; the optimizer
+example with the stand-in), in a fresh temporary directory holding copies of
+`skills/` and `tasks/` (so with its own rollout store and `runs/`), with no
+`SKILLOPT_*` variable set.
 
 What differs from run to run is written in one fixed form, the one the README
 already shows, so `--check` compares exactly and is stable: the run id as
-`product-codes-20261203-135850-a42e` (`RUN_ID`), the temporary directory as
-`/home/me/skillopt` (so the audit repository reads
-`/home/me/skillopt/runs/audit.git`), and the eval's wall times as `0.00s` (that
+`product-codes-20261203-135850-a42e` (`RUN_ID`; the optimizer example's as
+`OPTIMIZER_RUN_ID`), the temporary directory as `/home/me/skillopt` (so the
+audit repository reads `/home/me/skillopt/runs/audit.git`), and the eval's wall times as `0.00s` (that
 eval is served entirely from the store, in milliseconds); trailing spaces are
 dropped. Everything else (scores, decisions, p-values, counts, the skill hash)
 is what the commands printed: the embedded model is greedy, so it is the same on
@@ -27,7 +34,7 @@ every run of the same code and weights. The first column of the bundled table
 (what each suite teaches) is words, kept in `SUITES`.
 
 Run: python benchmarks/readme_figures.py --print | --write | --check
-         [--only quickstart,eval,bundled]
+         [--only quickstart,eval,bundled,optimizer]
 `--check` exits 1 and prints a diff when README.md differs from a fresh run.
 """
 
@@ -49,6 +56,17 @@ sys.path.insert(0, str(ROOT))  # this checkout's skillopt, as in the child proce
 README = ROOT / "README.md"
 
 RUN_ID = "product-codes-20261203-135850-a42e"
+OPTIMIZER_RUN_ID = "product-codes-20261203-141507-5c0e"
+OPTIMIZER_EXAMPLE = (
+    "train",
+    "skills/product-codes",
+    "--tasks",
+    "tasks/product-codes.yaml",
+    "--target",
+    "openai/gpt-4o-mini",
+    "--optimizer",
+    "openai/gpt-4o",
+)
 WORKDIR = "/home/me/skillopt"
 QUICKSTART = "product-codes"
 SUITES = {
@@ -56,13 +74,14 @@ SUITES = {
     "name-format": "`JOHN SMITH` → `Smith, John`",
     "snake-case": "`Total Price` → `total_price`",
 }
-FIGURES = ("quickstart", "eval", "bundled")
+FIGURES = ("quickstart", "eval", "bundled", "optimizer")
 WALL = re.compile(r"(?<= )\d+\.\d\ds$")
 
 
-def skillopt(cwd: Path, *args: str) -> str:
+def skillopt(cwd: Path, *args: str, extra_env: dict[str, str] | None = None) -> str:
     """Run `skillopt ARGS` in `cwd` as a child process of this checkout; its stdout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLOPT_")}
+    env.update(extra_env or {})
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
         env.pop(var, None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
@@ -93,10 +112,10 @@ def train(cwd: Path, name: str) -> tuple[str, str, dict]:
     return run_id, stdout, summary
 
 
-def normalise(text: str, cwd: Path, run_id: str) -> str:
+def normalise(text: str, cwd: Path, run_id: str, fixed: str = RUN_ID) -> str:
     for path in {str(cwd), str(cwd.resolve())}:
         text = text.replace(path, WORKDIR)
-    text = text.replace(run_id, RUN_ID)
+    text = text.replace(run_id, fixed)
     return "".join(line.rstrip() + "\n" for line in text.splitlines())
 
 
@@ -126,6 +145,21 @@ def bundled_table(cwd: Path, summaries: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def optimizer_example(cwd: Path) -> str:
+    """The LLM-optimizer example's stdout, against the loopback stand-in, normalised."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fakes.openai_server import FakeOpenAI
+    from readme_commands import STAND_IN_KEY, stand_in_openai
+
+    with FakeOpenAI(stand_in_openai) as server:
+        env = {"OPENAI_API_KEY": STAND_IN_KEY, "OPENAI_BASE_URL": server.base_url}
+        stdout = skillopt(cwd, *OPTIMIZER_EXAMPLE, extra_env=env)
+    match = re.search(r"^Run (\S+): ", stdout, re.MULTILINE)
+    if not match:
+        raise RuntimeError(f"no run id in the output of the optimizer example:\n{stdout}")
+    return code_block(normalise(stdout, cwd, match.group(1), OPTIMIZER_RUN_ID))
+
+
 def produce(only: tuple[str, ...] = FIGURES) -> dict[str, str]:
     """Run the bundled examples and return the README region of each figure in
     `only`, normalised (see the module docstring)."""
@@ -134,30 +168,40 @@ def produce(only: tuple[str, ...] = FIGURES) -> dict[str, str]:
         cwd = Path(tmp)
         for folder in ("skills", "tasks"):
             shutil.copytree(ROOT / folder, cwd / folder)
-        run_id, stdout, summary = train(cwd, QUICKSTART)
-        if "quickstart" in only:
-            blocks["quickstart"] = code_block(normalise(stdout, cwd, run_id))
-        if "eval" in only:
-            out = skillopt(
-                cwd,
-                "eval",
-                f"runs/{run_id}/best",
-                "--tasks",
-                f"tasks/{QUICKSTART}.yaml",
-                "--compare-no-skill",
-            )
-            out = "".join(
-                WALL.sub(lambda m: "0.00s".rjust(len(m.group())), line) + "\n"
-                for line in out.splitlines()
-            )
-            blocks["eval"] = code_block(normalise(out, cwd, run_id))
-        if "bundled" in only:
-            summaries = {QUICKSTART: summary}
-            for name in SUITES:
-                if name != QUICKSTART:
-                    summaries[name] = train(cwd, name)[2]
-            blocks["bundled"] = bundled_table(cwd, summaries)
+        if set(only) & {"quickstart", "eval", "bundled"}:
+            blocks.update(bundled_examples(cwd, only))
+        if "optimizer" in only:
+            blocks["optimizer"] = optimizer_example(cwd)
     return {name: blocks[name] for name in FIGURES if name in blocks}
+
+
+def bundled_examples(cwd: Path, only: tuple[str, ...]) -> dict[str, str]:
+    """The quickstart, the eval after it and the bundled table, run in `cwd`."""
+    blocks: dict[str, str] = {}
+    run_id, stdout, summary = train(cwd, QUICKSTART)
+    if "quickstart" in only:
+        blocks["quickstart"] = code_block(normalise(stdout, cwd, run_id))
+    if "eval" in only:
+        out = skillopt(
+            cwd,
+            "eval",
+            f"runs/{run_id}/best",
+            "--tasks",
+            f"tasks/{QUICKSTART}.yaml",
+            "--compare-no-skill",
+        )
+        out = "".join(
+            WALL.sub(lambda m: "0.00s".rjust(len(m.group())), line) + "\n"
+            for line in out.splitlines()
+        )
+        blocks["eval"] = code_block(normalise(out, cwd, run_id))
+    if "bundled" in only:
+        summaries = {QUICKSTART: summary}
+        for name in SUITES:
+            if name != QUICKSTART:
+                summaries[name] = train(cwd, name)[2]
+        blocks["bundled"] = bundled_table(cwd, summaries)
+    return blocks
 
 
 def region(name: str) -> re.Pattern:
