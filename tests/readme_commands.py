@@ -221,6 +221,15 @@ def _check_code_health(cmd: Command) -> str | None:
     return None
 
 
+def _check_prune_one_liner(cmd: Command) -> str | None:
+    """The git one-liner that deletes every run's refs runs in tests/store/test_prune.py,
+    which reads it from the README."""
+    prune = (ROOT / "tests" / "store" / "test_prune.py").read_text(encoding="utf-8")
+    if "def test_the_readme_one_liner_deletes_every_runs_refs" not in prune:
+        return "tests/store/test_prune.py no longer runs the README's git one-liner"
+    return None
+
+
 def _check_script(cmd: Command) -> str | None:
     if not (ROOT / cmd.argv[1]).is_file():
         return f"no such script: {cmd.argv[1]}"
@@ -234,6 +243,7 @@ SETUP = {
     "ruff": _check_code_health,
     "mypy": _check_code_health,
     "python benchmarks/": _check_script,
+    "git for-each-ref": _check_prune_one_liner,
 }
 
 
