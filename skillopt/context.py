@@ -22,7 +22,7 @@ from skillopt.models.base import Model
 from skillopt.models.resolve import context_window, resolve_model
 from skillopt.rollout import Observer, RolloutEngine
 from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
-from skillopt.skill.lint import Problem, lint_loaded, lint_skill
+from skillopt.skill.lint import Problem, is_run_best, lint_loaded, lint_skill
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite
 from skillopt.suite.task import Suite
@@ -60,7 +60,7 @@ def check_skill(skill: Skill, source: str | Path | None = None) -> list[Problem]
     given by, if any."""
     if skill.is_empty and source is None and skill.root is None:  # the no-skill baseline
         return []  # (an empty SKILL.md on disk is a bad skill, never the baseline)
-    if source is not None and _is_run_best(Path(source)):
+    if source is not None and is_run_best(Path(source)):
         problems = lint_loaded(skill)  # `best/` is not named after the skill, by design
     elif source is not None:
         problems = lint_skill(source)
@@ -95,12 +95,6 @@ def context_warnings(skill: Skill, target: Model | None) -> list[Problem]:
             "warning",
         )
     ]
-
-
-def _is_run_best(path: Path) -> bool:
-    """Whether `path` is a run's best skill (`runs/<run-id>/best`, or its SKILL.md)."""
-    folder = path if path.is_dir() else path.parent
-    return folder.name == "best" and (folder.parent / "run.yaml").is_file()
 
 
 def _on_disk_as_is(skill: Skill) -> bool:

@@ -40,7 +40,7 @@ from skillopt.models.base import Model
 from skillopt.rollout import Observer
 from skillopt.shipping import files_diff, skill_files
 from skillopt.skill.document import Skill
-from skillopt.skill.lint import lint_skill
+from skillopt.skill.lint import lint_source
 
 __all__ = [
     "Check",
@@ -85,7 +85,7 @@ def validate(
     suite = load_suite(suite_path)
     tasks = require_split(suite, split)
     skill_path = Path(skill_path)
-    problems = lint_skill(skill_path)
+    problems = lint_source(skill_path)  # a run's best/ is linted under its own name
     errors = [p for p in problems if p.severity == "error"]
     lint_check = Check(
         "lint",

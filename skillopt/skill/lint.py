@@ -137,6 +137,25 @@ class Findings(list[Problem]):
         return len(self) - self.errors
 
 
+def is_run_best(path: Path) -> bool:
+    """Whether `path` is a run's best skill (`runs/<run-id>/best`, or its SKILL.md)."""
+    folder = path if path.is_dir() else path.parent
+    return folder.name == "best" and (folder.parent / "run.yaml").is_file()
+
+
+def lint_source(path: str | Path, *, strict: bool = False) -> list[Problem]:
+    """Lint a skill given by its path, as `lint_skill`; a run's `best/` is not named
+    after its skill, by design, so it is linted as a copy under its own name."""
+    p = Path(path)
+    if is_run_best(p):
+        try:
+            skill = Skill.load(p)
+        except InputError:
+            return lint_skill(p, strict=strict)  # what is wrong with it, said the usual way
+        return lint_loaded(skill, strict=strict)
+    return lint_skill(p, strict=strict)
+
+
 def lint_paths(paths: list[str | Path], *, strict: bool = False) -> Findings:
     """Lint each path; a directory without SKILL.md is searched for skills below it."""
     found = Findings()

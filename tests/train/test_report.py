@@ -83,6 +83,14 @@ def test_test_flips_are_shown_and_are_what_validate_counts(world, models, shouti
         "pass_to_fail": ["keep-6"],
     }
 
+    # the run's best/ itself passes validate's lint, though not named after its skill
+    best = runner.invoke(
+        app,
+        ["validate", str(run / "best"), "--tasks", str(world["suite"]), "--target", shouting],
+    )
+    assert best.exit_code == 0, best.output
+    assert "must equal the skill directory name" not in best.output
+
     adopted = runner.invoke(app, ["adopt", run_id])
     assert adopted.exit_code == 0, adopted.output
 
