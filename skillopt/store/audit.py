@@ -36,6 +36,7 @@ from gitdb.base import IStream
 
 from skillopt.errors import InputError, SkilloptError
 from skillopt.skill.document import SKILL_FILE, Skill
+from skillopt.store.run import output_dir
 from skillopt.store.trailers import StepTrailers, parse_trailers
 
 ACTOR = git.Actor("skillopt", "skillopt@localhost")
@@ -65,7 +66,7 @@ def _bare_repo(path: Path) -> git.Repo:
     at once; a rename that loses the race fails (the place is taken by a non-empty
     directory), and the loser discards its copy and opens the winner's."""
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        output_dir(path.parent)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
         try:
             git.Repo.init(tmp, bare=True)

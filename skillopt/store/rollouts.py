@@ -34,6 +34,7 @@ from pathlib import Path
 from skillopt.errors import InputError
 from skillopt.models.base import Usage
 from skillopt.record import Rollout, canonical_json
+from skillopt.store.run import output_dir
 from skillopt.text import safe
 
 LEASE_TTL = 30.0  # seconds a claim lives unless renewed (the engine renews every ttl/3)
@@ -206,7 +207,7 @@ class RolloutStore:
         self.shared = self.path not in (":memory:", "")
         if self.shared:
             try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                output_dir(Path(self.path).parent)
             except OSError as exc:
                 raise InputError(
                     f"cannot create the store directory: {exc.strerror}", path=self.path

@@ -8,6 +8,7 @@ line; `run.yaml` never holds a secret.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -45,6 +46,22 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+IGNORE_ALL = "# made by skillopt: run output, not for version control\n*\n"
+
+
+def output_dir(path: Path) -> Path:
+    """Make `path` (with its parents) for skillopt's output and return it. A
+    directory made here gets a `.gitignore` ignoring everything in it, itself
+    included, as pytest and ruff do for their caches: `runs/` never shows up as
+    untracked in the user's repository, whatever its `.gitignore` says. A
+    directory that already exists is left as it is."""
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):  # a read-only place still gets its output
+            (path / ".gitignore").write_text(IGNORE_ALL, encoding="utf-8")
+    return path
+
+
 class RunDir:
     def __init__(self, path: Path):
         self.path = path
@@ -54,8 +71,8 @@ class RunDir:
 
     @classmethod
     def create(cls, runs_dir: Path, run_id: str) -> RunDir:
-        path = runs_dir / run_id
-        path.mkdir(parents=True, exist_ok=False)
+        path = output_dir(runs_dir) / run_id
+        path.mkdir(exist_ok=False)
         return cls(path)
 
     @classmethod

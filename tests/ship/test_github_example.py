@@ -1,5 +1,6 @@
-"""The GitHub Actions example: the workflow is valid YAML with the triggers, secrets,
-cache and report steps it promises, and its validate script runs as written
+"""The GitHub Actions examples: each workflow is valid YAML with the triggers, secrets,
+caches and report steps it promises, its install step refuses to guess where
+skillopt comes from, and the validate script (the same in both) runs as written
 against a real repository whose base branch is `origin/main`."""
 
 from __future__ import annotations
@@ -9,25 +10,36 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
-from helpers import write_skill, write_suite
+from helpers import have_local, write_skill, write_suite
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKFLOW = ROOT / "examples" / "github-actions" / "skill-validate.yml"
+EXAMPLES = ROOT / "examples" / "github-actions"
+WORKFLOW = EXAMPLES / "skill-validate.yml"
+LOCAL = EXAMPLES / "skill-validate-local.yml"  # the embedded model, no key
 GOOD = "# Caps\n\nAnswer in capitals.\n"
 
 
-def workflow() -> dict:
-    return yaml.safe_load(WORKFLOW.read_text())
+def workflow(path: Path = WORKFLOW) -> dict:
+    return yaml.safe_load(path.read_text())
 
 
-def steps() -> list[dict]:
-    return workflow()["jobs"]["validate"]["steps"]
+def steps(path: Path = WORKFLOW) -> list[dict]:
+    return workflow(path)["jobs"]["validate"]["steps"]
+
+
+def triggers(wf: dict) -> dict:
+    return wf[True] if True in wf else wf["on"]  # YAML 1.1 reads `on` as a boolean
+
+
+def step(path: Path, name: str) -> dict:
+    return next(s for s in steps(path) if s.get("name", "").startswith(name))
 
 
 def test_triggers_secrets_cache_and_reports():
     wf = workflow()
-    on = wf[True] if True in wf else wf["on"]  # YAML 1.1 reads `on` as a boolean
+    on = triggers(wf)
     assert set(on["pull_request"]["paths"]) == {"skills/**", "tasks/**"}
     job = wf["jobs"]["validate"]
     assert "${{ secrets.OPENAI_API_KEY }}" in job["env"].values()
@@ -42,10 +54,11 @@ def test_triggers_secrets_cache_and_reports():
     assert wf["permissions"]["checks"] == "write"
 
 
-def test_install_step_needs_a_pinned_requirement_and_checks_what_it_got(tmp_path):
-    step = next(s for s in steps() if s.get("name") == "Install skillopt")
-    assert step["env"]["SKILLOPT_REQUIREMENT"] == "${{ vars.SKILLOPT_REQUIREMENT }}"
-    lines = [line.strip() for line in step["run"].splitlines()]
+@pytest.mark.parametrize("path", [WORKFLOW, LOCAL], ids=["provider", "local"])
+def test_install_step_needs_a_pinned_requirement_and_checks_what_it_got(tmp_path, path):
+    install = step(path, "Install skillopt")
+    assert install["env"]["SKILLOPT_REQUIREMENT"] == "${{ vars.SKILLOPT_REQUIREMENT }}"
+    lines = [line.strip() for line in install["run"].splitlines()]
     # never a bare `pip install skillopt`: that name on PyPI is another project
     assert 'pip install "$SKILLOPT_REQUIREMENT"' in lines
     assert not any(line.split("#")[0].strip() == "pip install skillopt" for line in lines)
@@ -55,7 +68,7 @@ def test_install_step_needs_a_pinned_requirement_and_checks_what_it_got(tmp_path
     # unset, the step stops before pip with a message naming the variable
     env = {"PATH": os.environ["PATH"], "SKILLOPT_REQUIREMENT": ""}
     proc = subprocess.run(
-        ["bash", "-e", "-c", step["run"]],
+        ["bash", "-e", "-c", install["run"]],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -64,6 +77,102 @@ def test_install_step_needs_a_pinned_requirement_and_checks_what_it_got(tmp_path
     )
     assert proc.returncode == 2
     assert "::error::set the repository variable SKILLOPT_REQUIREMENT" in proc.stdout
+    assert "skillopt is not on PyPI" in proc.stdout
+
+
+@pytest.mark.parametrize("path", [WORKFLOW, LOCAL], ids=["provider", "local"])
+def test_no_invented_home_for_skillopt(path):
+    """skillopt has no public URL or release tag: the examples say where to put
+    yours, and never point pip at PyPI's unrelated `skillopt`."""
+    text = path.read_text()
+    assert "<owner>" not in text and "v0.1.0" not in text and "github.com/" not in text
+    assert "git+https://<host>/<path>/skillopt.git@<tag-or-commit>" in text
+    assert "vendor/skillopt" in text
+
+
+def test_both_variants_validate_with_the_same_script():
+    """The local variant's validate step is the provider one's, word for word: the
+    run-as-written test below covers both."""
+    assert step(LOCAL, "Validate skills") == step(WORKFLOW, "Validate skills")
+    assert triggers(workflow(LOCAL)) == triggers(workflow(WORKFLOW))
+
+
+def test_local_variant_runs_the_embedded_model_with_a_pip_cache():
+    wf = workflow(LOCAL)
+    job = wf["jobs"]["validate"]
+    assert job["env"]["SKILLOPT_TARGET"] == "local/gemma-3-270m"
+    assert "secrets." not in LOCAL.read_text()  # no key: forks run it too
+    assert "if" not in job
+    names = [s.get("name", s.get("uses", "")) for s in job["steps"]]
+    restore = step(LOCAL, "Restore pip's cache")
+    save = step(LOCAL, "Save pip's cache")
+    install = step(LOCAL, "Install skillopt")
+    assert restore["uses"].startswith("actions/cache/restore@")
+    assert restore["with"]["path"] == "~/.cache/pip"
+    assert "${{ vars.SKILLOPT_REQUIREMENT }}" in restore["with"]["key"]
+    assert restore["with"]["key"].startswith(restore["with"]["restore-keys"].strip())
+    # saved right after installing, so a first run that then fails validation
+    # still keeps the compiled wheel
+    assert save["uses"].startswith("actions/cache/save@")
+    assert save["with"]["path"] == "~/.cache/pip"
+    assert save["if"] == "steps.pip-cache.outputs.cache-hit != 'true'"
+    assert save["with"]["key"] == "${{ steps.pip-cache.outputs.cache-primary-key }}"
+    assert restore["id"] == "pip-cache"
+    order = [names.index(s["name"]) for s in (restore, install, save)]
+    assert order == sorted(order) and order[2] < names.index("Validate skills")
+    assert job["timeout-minutes"] >= 30 and "compiles llama-cpp-python" in LOCAL.read_text()
+    # a fork's read-only token cannot publish: those steps are for this repository's PRs
+    for name in ("Publish the JUnit report", "Comment the summary"):
+        assert "head.repo.full_name == github.repository" in step(LOCAL, name)["if"]
+
+
+def fake_bin(tmp_path: Path, python: str) -> Path:
+    """`pip` that records its arguments, a `skillopt` that has `validate`, and
+    `python` as given."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scripts = {
+        "pip": f'printf "%s\\n" "$@" > {tmp_path / "pip-args"}',
+        "skillopt": "exit 0",
+        "python": f'exec {python} "$@"',
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def test_local_install_step_insists_on_the_local_extra(tmp_path):
+    install = step(LOCAL, "Install skillopt")
+    requirement = "skillopt @ git+https://git.example.org/me/skillopt.git@abc123"
+    # `python -S` has no site-packages: llama_cpp is not importable
+    bin_dir = fake_bin(tmp_path, f"{sys.executable} -S")
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "SKILLOPT_REQUIREMENT": requirement,
+    }
+    proc = subprocess.run(
+        ["bash", "-e", "-c", install["run"]], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "::error::the embedded model is not installed" in proc.stdout
+    assert "skillopt[local] @" in proc.stdout
+    # the requirement reaches pip as one argument, spaces and all
+    assert (tmp_path / "pip-args").read_text() == "install\n" + requirement + "\n"
+
+
+@pytest.mark.skipif(not have_local(), reason='needs pip install -e ".[local]"')
+def test_local_install_step_passes_with_the_local_extra(tmp_path):
+    install = step(LOCAL, "Install skillopt")
+    bin_dir = fake_bin(tmp_path, sys.executable)
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "SKILLOPT_REQUIREMENT": "./vendor/skillopt[local]",
+    }
+    proc = subprocess.run(
+        ["bash", "-e", "-c", install["run"]], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def git(cwd, *args):
@@ -100,7 +209,8 @@ def test_validate_script_runs_as_written(isolated, tmp_path, monkeypatch):
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": str(ROOT / "tests"),
+        # this checkout first: the `skillopt` on PATH may be an install of another one
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}",
         "BASE_REF": "main",
         "GITHUB_STEP_SUMMARY": str(summary),
         "MIN_SCORE": "0.8",
