@@ -70,6 +70,10 @@ class Workspace:
         private directories are removed first."""
         for path in self.private_dirs:
             shutil.rmtree(path, ignore_errors=True)
+        if not into.parent.is_dir():  # `runs/` made for the first time: git-ignored
+            from skillopt.store.run import output_dir
+
+            output_dir(into.parent)
         into.mkdir(parents=True, exist_ok=True)
         dest = into / name
         n = 2

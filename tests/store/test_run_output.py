@@ -67,3 +67,20 @@ def test_each_output_directory_made_gets_the_file_and_an_existing_one_is_left_al
     (mine / ".gitignore").write_text("keep\n")
     RunDir.create(mine, "r3")
     assert (mine / ".gitignore").read_text() == "keep\n"
+
+
+def test_a_kept_agent_workspace_makes_runs_git_ignored(tmp_path):
+    """An agent eval with a --store elsewhere keeps a failed task's workspace under
+    runs/workspaces: the runs/ it makes is git-ignored like any other output folder."""
+    from skillopt.harness.workspace import Workspace
+    from skillopt.skill.document import Skill
+    from skillopt.suite.task import Task
+
+    ws = Workspace.create(
+        Skill.empty(),
+        Task(id="t1", input="x", expected="X", prompt="x", split="test", scorer=None),
+        ".agents/skills",
+    )
+    kept = ws.keep(tmp_path / "runs" / "workspaces", "t1")
+    assert kept.parent == tmp_path / "runs" / "workspaces"
+    assert (tmp_path / "runs" / ".gitignore").read_text() == IGNORE_ALL
