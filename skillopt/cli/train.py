@@ -401,7 +401,11 @@ def render_summary(result: api.TrainResult) -> None:
     out.print(
         f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
         f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "
-        f"{acct.get('optimizer_calls', 0)} · cost: target "
+        f"{acct.get('optimizer_calls', 0)}",
+        soft_wrap=True,
+    )
+    out.print(  # a line of its own: both fit 80 columns
+        "cost: target "
         f"{display.spent(acct.get('target_cost'), acct.get('target_calls', 0))}, "
         + (
             f"optimizer {display.spent(acct.get('optimizer_cost'), acct['optimizer_calls'])}"
