@@ -26,7 +26,7 @@ OPTIMIZER_TEMPLATE_TOKENS = 700
 FREE_PROVIDERS = {"local": "runs on this machine", "scripted": "scripted answers"}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Plan:
     n_train: int
     n_val: int
@@ -141,23 +141,23 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
             "recorded from the CLI's output)"
         )
     return Plan(
-        len(train),
-        len(val),
-        len(test),
-        s.epochs,
-        per_epoch,
-        total,
-        budgets,
-        rollouts,
-        calls,
-        target_tokens,
-        optimizer_tokens,
-        cost,
-        note,
-        notes,
-        s.epochs if slow else 0,
-        optimizer_name,
-        calls_note,
+        n_train=len(train),
+        n_val=len(val),
+        n_test=len(test),
+        epochs=s.epochs,
+        steps_per_epoch=per_epoch,
+        total_steps=total,
+        budgets=budgets,
+        target_rollouts=rollouts,
+        optimizer_calls=calls,
+        target_tokens=target_tokens,
+        optimizer_tokens=optimizer_tokens,
+        cost=cost,
+        cost_note=note,
+        notes=notes,
+        slow_updates=s.epochs if slow else 0,
+        optimizer=optimizer_name,
+        optimizer_note=calls_note,
     )
 
 
