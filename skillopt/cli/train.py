@@ -303,7 +303,12 @@ def train_cmd(
     }
     if not resume and (skill is None or tasks is None):
         raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
-    if dry_run and not resume:
+    if dry_run and resume:
+        raise InputError(
+            "--dry-run plans a new run; --resume continues one (drop one of them)",
+            field="--dry-run",
+        )
+    if dry_run:
         plan = api.plan(skill, tasks, **settings)
         render_plan(plan)
         refuse_missing_keys(plan.missing_keys)

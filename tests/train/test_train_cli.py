@@ -80,6 +80,13 @@ def test_dry_run_prints_the_plan(world, models):
     assert models["target"].call_count == 0 and models["optimizer"].call_count == 0
 
 
+def test_dry_run_with_resume_is_refused_before_anything_runs(world, models):
+    res = runner.invoke(app, ["train", "--resume", "some-run", "--dry-run"])
+    assert res.exit_code == 2
+    assert "--dry-run plans a new run; --resume continues one" in res.stderr
+    assert models["target"].call_count == 0 and models["optimizer"].call_count == 0
+
+
 def test_bad_suite_fails_in_one_line_before_any_call(world, models):
     bad = world["root"] / "bad.yaml"
     bad.write_text("items:\n  - {id: a, input: x, expected: y, scorer: nope}\n")
