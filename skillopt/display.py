@@ -11,6 +11,8 @@ A leaf module: it imports nothing from skillopt, so any layer may use it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 NONE = "—"  # the terminal, pull-request comments
 NA = "n/a"  # reports, commit messages and trailers, the optimizer's memory
 
@@ -51,6 +53,17 @@ def ids(names: list[str], limit: int = 8) -> str:
     """Task ids in a line, the first `limit` of them: `a, b … and 3 more`."""
     shown = ", ".join(names[:limit])
     return shown + (f" … and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def flips(fail_to_pass: Sequence[str], pass_to_fail: Sequence[str]) -> str:
+    """`fail→pass 10: a, b … and 2 more · pass→fail 1: c`: the tasks that flipped each
+    way (eval against no skill, train's best against its initial skill)."""
+    return (
+        f"fail→pass {len(fail_to_pass)}"
+        + (f": {ids(list(fail_to_pass))}" if fail_to_pass else "")
+        + f" · pass→fail {len(pass_to_fail)}"
+        + (f": {ids(list(pass_to_fail))}" if pass_to_fail else "")
+    )
 
 
 def p_value(value: float | None, digits: int = 3, *, none: str = NONE, floor: bool = False) -> str:

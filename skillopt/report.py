@@ -304,13 +304,7 @@ def _test_section(s: dict) -> list[str]:
 
 def flips_line(f: dict) -> str:
     """`fail→pass 10: a, b … and 2 more · pass→fail 1: c` (`f` as `flips` gives it)."""
-    f2p, p2f = f["fail_to_pass"], f["pass_to_fail"]
-    return (
-        f"fail→pass {len(f2p)}"
-        + (f": {display.ids(f2p)}" if f2p else "")
-        + f" · pass→fail {len(p2f)}"
-        + (f": {display.ids(p2f)}" if p2f else "")
-    )
+    return display.flips(f["fail_to_pass"], f["pass_to_fail"])
 
 
 def _edit_lines(edits: list[dict]) -> list[str]:

@@ -209,8 +209,3 @@ def handle_errors(fn):
 def warn(message: str) -> None:
     """A warning on stderr (lint warnings of the skill about to be scored, …)."""
     err.print(f"[yellow]warning:[/] {escape(message)}")
-
-
-def fmt_ids(ids: list[str], limit: int = 8) -> str:
-    shown = ", ".join(ids[:limit])
-    return shown + (f" … and {len(ids) - limit} more" if len(ids) > limit else "")

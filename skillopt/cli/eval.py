@@ -20,7 +20,6 @@ from skillopt.cli.common import (
     Store,
     Target,
     err,
-    fmt_ids,
     handle_errors,
     out,
     warn,
@@ -141,10 +140,7 @@ def render(result: EvalResult) -> None:
     for c in result.comparisons:
         out.print(
             f"Δ {c.split}: {display.delta(c.delta)} mean vs no skill (n={c.n}) · "
-            f"fail→pass {len(c.fail_to_pass)}"
-            + (f": {escape(fmt_ids(c.fail_to_pass))}" if c.fail_to_pass else "")
-            + f" · pass→fail {len(c.pass_to_fail)}"
-            + (f": {escape(fmt_ids(c.pass_to_fail))}" if c.pass_to_fail else ""),
+            + escape(display.flips(c.fail_to_pass, c.pass_to_fail)),
             soft_wrap=True,
         )
     ran = sorted(
