@@ -98,3 +98,16 @@ def agents(tmp_path, monkeypatch) -> StandIns:
     standins.install("claude")
     standins.install("codex")
     return standins
+
+
+@pytest.fixture
+def no_keys(monkeypatch):
+    """No provider key and no provider base URL in the environment."""
+    from skillopt.models import keys
+
+    for var in list(os.environ):
+        if var.endswith(("_API_KEY", "_AUTH_TOKEN", "_API_BASE", "_BASE_URL", "_TOKEN")):
+            monkeypatch.delenv(var)
+    for provider in keys.PROVIDERS:
+        for var in provider.keys:
+            monkeypatch.delenv(var, raising=False)

@@ -27,17 +27,6 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def no_keys(monkeypatch):
-    """No provider key and no provider base URL in the environment."""
-    for var in list(os.environ):
-        if var.endswith(("_API_KEY", "_AUTH_TOKEN", "_API_BASE", "_BASE_URL", "_TOKEN")):
-            monkeypatch.delenv(var)
-    for provider in keys.PROVIDERS:
-        for var in provider.keys:
-            monkeypatch.delenv(var, raising=False)
-
-
-@pytest.fixture
 def words(isolated, no_keys):
     skill = write_skill(isolated / "skills", "words")
     items = [

@@ -4,7 +4,6 @@ litellm, is an auth failure that is never retried."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -14,17 +13,6 @@ from skillopt.config import ModelSettings
 from skillopt.errors import ModelError
 from skillopt.models import keys
 from skillopt.models.litellm_model import LiteLLMModel, import_litellm
-
-
-@pytest.fixture
-def no_keys(monkeypatch):
-    """No provider key, no provider base URL in the environment."""
-    for var in list(os.environ):
-        if var.endswith(("_API_KEY", "_AUTH_TOKEN", "_API_BASE", "_BASE_URL", "_TOKEN")):
-            monkeypatch.delenv(var)
-    for provider in keys.PROVIDERS:
-        for var in provider.keys:
-            monkeypatch.delenv(var, raising=False)
 
 
 def missing(name, env=None, **settings):
