@@ -8,7 +8,7 @@ import json
 import git
 import pytest
 from typer.testing import CliRunner
-from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, follow_skill
+from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, follow_skill, train_args
 
 from skillopt.cli.common import out
 from skillopt.cli.main import app
@@ -34,25 +34,7 @@ def shouting():
 
 
 def train(world, target, *extra):
-    res = runner.invoke(
-        app,
-        [
-            "train",
-            str(world["skill"]),
-            "--tasks",
-            str(world["suite"]),
-            "--target",
-            target,
-            "--optimizer",
-            "scripted/test-optimizer",
-            "--batch-size",
-            "40",
-            "--minibatch-size",
-            "40",
-            "--no-slow-update",
-            *extra,
-        ],
-    )
+    res = runner.invoke(app, train_args(world, *extra, target=target))
     assert res.exit_code == 0, res.output
     run_id = res.stdout.split("history: git log skillopt/")[1].split()[0]
     return res.stdout, run_id, world["root"] / "runs" / run_id

@@ -3,30 +3,11 @@
 from __future__ import annotations
 
 from typer.testing import CliRunner
-from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply
+from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, train_args
 
 from skillopt.cli.main import app
 
 runner = CliRunner()
-
-
-def train_args(world, *extra):
-    return [
-        "train",
-        str(world["skill"]),
-        "--tasks",
-        str(world["suite"]),
-        "--target",
-        "scripted/test-target",
-        "--optimizer",
-        "scripted/test-optimizer",
-        "--batch-size",
-        "40",
-        "--minibatch-size",
-        "40",
-        "--no-slow-update",
-        *extra,
-    ]
 
 
 def test_train_prints_decisions_and_test_scores(world, models):

@@ -155,3 +155,24 @@ def flags(**extra):
     }
     base.update(extra)
     return base
+
+
+def train_args(world, *extra, target: str = "scripted/test-target") -> list[str]:
+    """`skillopt train` of the world's skill with the scripted optimizer: one step per
+    epoch (the whole training split in one minibatch), no slow update."""
+    return [
+        "train",
+        str(world["skill"]),
+        "--tasks",
+        str(world["suite"]),
+        "--target",
+        target,
+        "--optimizer",
+        "scripted/test-optimizer",
+        "--batch-size",
+        "40",
+        "--minibatch-size",
+        "40",
+        "--no-slow-update",
+        *extra,
+    ]
