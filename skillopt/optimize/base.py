@@ -169,7 +169,10 @@ class Optimizer(Protocol):
 
 
 # Optional capabilities, checked with `isinstance`: an optimizer offers one by
-# defining its method.
+# defining its method. One is an attribute instead: `whole_batch = True` asks for
+# all of a step's failures in one `propose` call rather than one call per
+# `minibatch_size` of them (an optimizer with no model context to fill, like
+# `exemplars`, chooses better seeing them all).
 
 
 @runtime_checkable

@@ -1,13 +1,27 @@
 """The `exemplars` optimizer: no model calls; it teaches by worked examples.
 
 From failed training rollouts it proposes edits that add examples (the task as
-the agent saw it → the expected answer) to an `## Examples` section, replaces the
-most similar example once the section is full, and deletes near-duplicate
-examples. It prefers diverse cases: a candidate whose input looks like an
-example already there (same character shape, or close in character trigrams)
-waits behind one that covers something new. It runs under the same budget, gate,
-memory and audit as an LLM optimizer, and never proposes a skill the gate has
-already rejected (the memory keeps each rejected candidate's hash).
+the agent saw it → the expected answer) to an `## Examples` section, two to an
+edit (`per_edit`), so a step's edit budget of 4 lays down 8: a skill with no
+examples gets a diverse seed at once. It picks for coverage: one example per
+kind of input (its character shape) in turn, kinds the skill has no example of
+first, and within a kind the failure most like the other failures that no example
+resembles yet (`_coverage_gain`), so a step covers as many kinds of failure as it
+has room for. Once the section is full (`max_examples`, 16) a new example swaps
+out the most similar one, and near-duplicate examples are deleted. It sees a
+step's failures in one request (`whole_batch`): with no model context to fill,
+minibatches would only split the choice.
+
+When nothing is left to add (every failure's example is in the skill, nearly
+repeats one, or was rejected twice), it ablates: the candidate is the skill with
+one example taken out — first one whose answer the model gave to a training task
+it failed, else the one most like another — so the gate measures that example and
+keeps the skill without it when that scores higher. It runs under the same
+budget, gate, memory and audit as an LLM optimizer, and never proposes a skill
+the gate has already rejected (the memory keeps each rejected candidate's hash).
+
+What it gets against random few-shot on suites it was not tuned on is measured
+by `benchmarks/quality_benchmark.py`.
 
 Examples are written in the exact shape of the embedded model's completion cue
 (`Input: …` / `Output: …`), so a base model continues the pattern.
@@ -20,6 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from skillopt.models.local import format_example
 from skillopt.optimize.base import Proposal, ProposalRequest
@@ -103,13 +118,19 @@ def similarity(a: str, b: str) -> float:
 
 class ExemplarOptimizer:
     """`max_examples` caps the section; `near` is the trigram similarity above which
-    two inputs count as near-duplicates."""
+    two inputs count as near-duplicates; `per_edit` examples share one `add` edit, so
+    a step's edit budget adds up to budget × per_edit examples (the first step, on a
+    skill with no examples yet, lays down a diverse seed that way)."""
 
     name = "exemplars"
+    # no context to fill: a step's failures come in one request, so its picks cover
+    # the whole batch rather than one minibatch each
+    whole_batch = True
 
-    def __init__(self, max_examples: int = 12, near: float = 0.8):
+    def __init__(self, max_examples: int = 16, near: float = 0.8, per_edit: int = 2):
         self.max_examples = max_examples
         self.near = near
+        self.per_edit = per_edit
 
     @classmethod
     def build(cls, settings: object, meter: object = None) -> ExemplarOptimizer:
@@ -140,12 +161,57 @@ class ExemplarOptimizer:
             if not picks:  # deletes alone rebuild it: nothing else to offer
                 break
             held_back.add(picks[-1][0].input)
+        ablation = self._ablation(request, rejected)
+        if ablation is not None:
+            return Proposal(edits=[ablation])
         if repeated is None:
             return Proposal(skipped=_nothing_to_add(passed_over))
         return Proposal(
             skipped=f"no new candidate: every choice of examples for these failures rebuilds "
             f"a skill the gate already rejected (step {repeated})"
         )
+
+    def _ablation(self, request: ProposalRequest, rejected: dict[str, int]) -> Edit | None:
+        """When no example is left to add: one example taken out, so the gate measures
+        what it is worth (and keeps the skill without it if that is better). First an
+        example whose answer the model gave to a training task it failed (it imitates
+        that example where it should not), then the example most like another one;
+        never an ablation the gate already rejected."""
+        existing = examples_in(request.skill)
+        if len(existing) < 2 or not any(r.scored and not r.passed for r in request.rollouts):
+            return None
+        texts = [e.text for e in existing]
+        wrong = Counter(
+            (r.answer or "").strip() for r in request.rollouts if r.scored and not r.passed
+        )
+
+        def likeness(i: int) -> float:
+            return max(
+                (similarity(existing[i].input, o.input) for j, o in enumerate(existing) if j != i),
+                default=0.0,
+            )
+
+        order = sorted(
+            range(len(existing)), key=lambda i: (-wrong[existing[i].output], -likeness(i))
+        )
+        for i in order:
+            ex = existing[i]
+            if texts.count(ex.text) > 1:
+                continue  # an exact twin: its anchor would be ambiguous
+            edit = Edit(
+                "delete",
+                anchor=ex.text,
+                rationale=(
+                    f"ablation: the model gave this example's answer to {wrong[ex.output]} "
+                    "failed training task(s)"
+                    if wrong[ex.output]
+                    else "ablation: the skill without this example, the one most like another"
+                ),
+                source="exemplars",
+            )
+            if apply_edits(request.skill, [edit])[0].hash not in rejected:
+                return edit
+        return None
 
     def _pick(
         self,
@@ -173,13 +239,12 @@ class ExemplarOptimizer:
                 else str(task.expected)
             )
             candidates.append((Example(task.prompt.strip(), answer.strip()), r))
+        limit = request.budget * self.per_edit
         picks: list[tuple[Example, str]] = []
         lines = 0  # what the picks add; an example over the limits would be dropped unapplied
         covered = {shape(e.input) for e in existing}
-        ordered = sorted(
-            candidates, key=lambda c: (shape(c[0].input) in covered, c[0].input in rejected)
-        )
-        for ex, r in ordered:
+        gain = _coverage_gain([c[0].input for c in candidates], [e.input for e in existing])
+        for ex, r in _round_robin(candidates, covered, rejected, gain):
             if ex.input in tried:
                 why.setdefault(ex.input, "rejected")
                 continue
@@ -194,15 +259,13 @@ class ExemplarOptimizer:
                 continue
             if any(similarity(ex.input, p.input) >= self.near for p, _ in picks):
                 continue
-            if any(shape(ex.input) == shape(p.input) for p, _ in picks):
-                continue  # one new example per shape per step
             size = Edit("add", content=ex.text).lines
             if size > request.max_edit_lines or lines + size > request.max_step_lines:
                 why.setdefault(ex.input, "too_long")
                 continue
             lines += size
             picks.append((ex, r.task_id))
-            if len(picks) >= request.budget:
+            if len(picks) >= limit:
                 break
         return picks
 
@@ -210,46 +273,68 @@ class ExemplarOptimizer:
         """The picks placed (added, or swapped in when the section is full), then
         near-duplicate deletes with the budget left over."""
         existing = examples_in(request.skill)
-        edits = self._place(existing, picks)
+        edits = self._place(existing, picks, request)
         room = request.budget - len(edits)
         if room > 0:
             touched = {e.anchor for e in edits if e.anchor}
             edits += self._dedupe(existing, room, touched)
         return edits
 
-    def _place(self, existing: list[Example], picks: list[tuple[Example, str]]) -> list[Edit]:
-        edits = []
+    def _place(
+        self, existing: list[Example], picks: list[tuple[Example, str]], request: ProposalRequest
+    ) -> list[Edit]:
+        """Adds while the section has room, `per_edit` examples (within the edit's line
+        limit) to an edit; then a swap per pick for the most similar example; at most
+        `request.budget` edits in all."""
         free = max(0, self.max_examples - len(existing))
+        adding, swapping = picks[:free], picks[free:]
+        groups: list[list[tuple[Example, str]]] = []
+        for ex, task_id in adding:
+            last = groups[-1] if groups else None
+            size = (
+                sum(Edit("add", content=e.text).lines for e, _ in last or [])
+                + Edit("add", content=ex.text).lines
+            )
+            if last and len(last) < self.per_edit and size <= request.max_edit_lines:
+                last.append((ex, task_id))
+            else:
+                groups.append([(ex, task_id)])
+        edits = [
+            Edit(
+                "add",
+                section=SECTION,
+                content="\n\n".join(e.text for e, _ in group),
+                rationale=(
+                    "worked examples for failed cases"
+                    if len(group) > 1
+                    else "worked example for a failed case"
+                )
+                + " (input: "
+                + "; ".join(describe_shape(shape(e.input)) for e, _ in group)
+                + ")",
+                evidence=tuple(t for _, t in group),
+                source="exemplars",
+            )
+            for group in groups
+        ]
         replaceable = list(existing)
-        for ex, task_id in picks:
-            if free > 0:
-                edits.append(
-                    Edit(
-                        "add",
-                        section=SECTION,
-                        content=ex.text,
-                        rationale="worked example for a failed case (input: "
-                        f"{describe_shape(shape(ex.input))})",
-                        evidence=(task_id,),
-                        source="exemplars",
-                    )
+        for ex, task_id in swapping:
+            if not replaceable:
+                break
+            target = max(replaceable, key=lambda e: similarity(e.input, ex.input))
+            replaceable.remove(target)
+            edits.append(
+                Edit(
+                    "replace",
+                    anchor=target.text,
+                    content=ex.text,
+                    rationale="the section is full: swap the most similar example "
+                    "for a failed case",
+                    evidence=(task_id,),
+                    source="exemplars",
                 )
-                free -= 1
-            elif replaceable:
-                target = max(replaceable, key=lambda e: similarity(e.input, ex.input))
-                replaceable.remove(target)
-                edits.append(
-                    Edit(
-                        "replace",
-                        anchor=target.text,
-                        content=ex.text,
-                        rationale="the section is full: swap the most similar example "
-                        "for a failed case",
-                        evidence=(task_id,),
-                        source="exemplars",
-                    )
-                )
-        return edits
+            )
+        return edits[: request.budget]
 
     def _dedupe(self, existing: list[Example], room: int, touched: set[str]) -> list[Edit]:
         """Delete examples that nearly repeat an earlier one (not one this proposal
@@ -271,6 +356,43 @@ class ExemplarOptimizer:
                     )
                 )
         return edits
+
+
+def _coverage_gain(failing: list[str], existing: list[str]) -> dict[str, float]:
+    """For each failing input, how much it would add to the skill's coverage of the
+    failures: the sum, over the failing inputs, of how much more similar it is to
+    each than the closest example already in the skill. An input like many failures
+    that no example resembles yet scores highest (the typical case of a failure
+    kind the skill does not cover); an outlier, or one an example already covers,
+    scores low."""
+    cover = {f: max((similarity(f, e) for e in existing), default=0.0) for f in failing}
+    return {
+        c: sum(max(0.0, similarity(c, f) - cover[f]) for f in failing if f != c) for c in failing
+    }
+
+
+def _round_robin(
+    candidates: list[tuple[Example, Any]],
+    covered: set[str],
+    rejected: dict[str, int],
+    gain: dict[str, float],
+) -> list[tuple[Example, Any]]:
+    """The candidates in the order to pick them: one per input shape in turn (shapes
+    the skill has no example of first), so a step's picks cover as many kinds of
+    input as it has room for; within a shape, never-rejected first, then batch order
+    (a seeded shuffle)."""
+    by_shape: dict[str, list[tuple[Example, Any]]] = {}
+    for c in sorted(candidates, key=lambda c: (c[0].input in rejected, -gain.get(c[0].input, 0))):
+        by_shape.setdefault(shape(c[0].input), []).append(c)
+    queues = sorted(
+        by_shape.values(),
+        key=lambda q: (shape(q[0][0].input) in covered, -gain.get(q[0][0].input, 0)),
+    )
+    out: list[tuple[Example, Any]] = []
+    while queues:
+        out += [q.pop(0) for q in queues]
+        queues = [q for q in queues if q]
+    return out
 
 
 # why a failure's example is not proposed, for one failure and for several

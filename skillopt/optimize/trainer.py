@@ -382,7 +382,7 @@ class Trainer:
                 **limits,
                 protect=list(protect),
             )
-            for mb in chunks(failures, self.s.minibatch_size)
+            for mb in chunks(failures, self._minibatch_size(len(failures)))
         ]
         self._owed_notes(len(requests))  # before the first call of an epoch reads them
         self.stage("reflect", step=step, minibatches=len(requests))
@@ -405,6 +405,13 @@ class Trainer:
         st.pending = Pending(step, proposals=[p.to_dict() for p in proposals])
         self.checkpoint()
         return proposals
+
+    def _minibatch_size(self, failures: int) -> int:
+        """Failures per optimizer call: `minibatch_size`, or all of them for an
+        optimizer with `whole_batch` (no model context to fill, like `exemplars`)."""
+        if getattr(self.optimizer, "whole_batch", False):
+            return max(1, failures)
+        return self.s.minibatch_size
 
     def _stop_if_stalled(self, epoch: int) -> None:
         """End training after this step when the run has stalled (`stalled`), unless the

@@ -4,6 +4,7 @@ apply, memory, and a training run end to end."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -20,6 +21,7 @@ from skillopt.optimize.exemplars import (
     SECTION,
     Example,
     ExemplarOptimizer,
+    _coverage_gain,
     describe_shape,
     examples_in,
     shape,
@@ -55,6 +57,9 @@ ITEMS = {
 def tid(text: str) -> str:
     """A task id for an input ('#rh.140' -> 'rh-140', 'TJ 192' -> 'tj-192-caps')."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") + ("-caps" if text.isupper() else "")
+
+
+ITEMS_BY_ID = {tid(i): i for i in ITEMS}  # task id -> input
 
 
 def load_tasks(tmp_path, items: list[dict], **fields) -> dict:
@@ -137,11 +142,15 @@ def request(
 
 
 def propose(tasks, rollouts, *, optimizer: ExemplarOptimizer | None = None, **kw) -> Proposal:
-    return (optimizer or ExemplarOptimizer()).propose(request(tasks, rollouts, **kw))
+    """What the optimizer proposes; by default one example per edit, so that an edit
+    is a choice (the shipped default packs `per_edit` = 2: `TestPacking`)."""
+    return (optimizer or ExemplarOptimizer(per_edit=1)).propose(request(tasks, rollouts, **kw))
 
 
 def evidence(p: Proposal) -> list[str]:
-    return [e.evidence[0] for e in p.edits]
+    """The failed tasks the edits' examples come from, in order (an edit may carry
+    several examples)."""
+    return [t for e in p.edits for t in e.evidence]
 
 
 def rejected_add(memory: Memory, text: str, step: int = 1) -> None:
@@ -450,10 +459,12 @@ class TestChoice:
         skill = skill_with("tj 192", "Vlp_6754")
         p = propose(tasks, [fail("tj 192"), fail("Vlp_6754"), fail("#rh.140")], skill=skill)
         assert evidence(p) == ["rh-140"]
-        assert propose(tasks, [fail("tj 192")], skill=skill).edits == []
+        again = propose(tasks, [fail("tj 192")], skill=skill).edits
+        assert [e.op for e in again] == ["delete"]  # nothing to add: an ablation instead
         # even with near-duplicate detection off (nothing is "near" above 1)
         never_near = ExemplarOptimizer(near=1.01)
-        assert propose(tasks, [fail("tj 192")], skill=skill, optimizer=never_near).edits == []
+        again = propose(tasks, [fail("tj 192")], skill=skill, optimizer=never_near).edits
+        assert [e.op for e in again] == ["delete"]
         assert evidence(propose(tasks, [fail("TJ 192")], skill=skill, optimizer=never_near)) == [
             "tj-192-caps"
         ]
@@ -486,12 +497,39 @@ class TestChoice:
         p = propose(tasks, [fail("qpx 4471"), fail("#rh.140")], skill=skill, budget=2)
         assert evidence(p) == ["rh-140", "qpx-4471"]
 
-    def test_one_new_example_per_shape_per_step(self, tasks):
+    def test_every_shape_before_a_second_of_any(self, tasks):
+        """Round robin over the shapes: a step covers as many kinds of input as it has
+        room for before it takes a second example of one kind."""
         same = [fail("tj 192"), fail("qpx 4471"), fail("mw 80")]
         assert len({shape(r.answer) for r in same}) == 1
-        assert evidence(propose(tasks, same, budget=3)) == ["tj-192"]
-        p = propose(tasks, [*same, fail("Vlp_6754"), fail("Vxz_1234")], budget=5)
-        assert evidence(p) == ["tj-192", "vlp-6754"]
+        p = propose(tasks, [*same, fail("Vlp_6754"), fail("uxl685")], budget=3)
+        assert [shape(ITEMS_BY_ID[t]) for t in evidence(p)] == ["a 9", "Aa_9", "a9"]
+        p = propose(tasks, [*same, fail("Vlp_6754"), fail("uxl685")], budget=5)
+        assert [shape(ITEMS_BY_ID[t]) for t in evidence(p)] == ["a 9", "Aa_9", "a9", "a 9", "a 9"]
+
+    def test_coverage_gain_favours_the_typical_failure_not_yet_covered(self):
+        """How much an example of each failure would add to the skill's coverage of the
+        failures: one like many others scores high, an outlier low, and failures an
+        example already resembles add little."""
+        failing = [
+            "catalogue entry 1234567",
+            "catalogue entry 1234568",
+            "catalogue entry 1234569",
+            "tj 192",
+        ]
+        gain = _coverage_gain(failing, [])
+        assert gain["catalogue entry 1234568"] > gain["tj 192"]
+        covered = _coverage_gain(failing, ["catalogue entry 1234560"])
+        assert covered["catalogue entry 1234568"] < gain["catalogue entry 1234568"]
+        assert covered["tj 192"] <= gain["tj 192"]
+
+    def test_within_a_shape_the_most_typical_failure_first(self, tasks):
+        rollouts = [fail("uxl684"), fail("mw 80"), fail("tj 192"), fail("qpx 4471")]
+        # three of shape "a 9" and one "a9"; within "a 9", the highest coverage gain
+        gain = _coverage_gain([ITEMS_BY_ID[r.task_id] for r in rollouts], [])
+        best = max(("mw 80", "tj 192", "qpx 4471"), key=gain.__getitem__)
+        picked = evidence(propose(tasks, rollouts, budget=2))
+        assert tid(best) in picked and "uxl684" in picked
 
 
 # ---------------------------------------------------------- propose: full section
@@ -735,6 +773,187 @@ class TestNeverRepeatsARejectedSkill:
         )
 
 
+# ----------------------------------------------------------------------- packing
+class TestPacking:
+    """The shipped default puts two examples in an edit, so a step's edit budget adds
+    up to budget x 2 examples (a skill with none gets a diverse seed of 8 at once)."""
+
+    def test_two_examples_to_an_edit(self, tasks):
+        rollouts = [fail(t) for t in ("tj 192", "Vlp_6754", "#rh.140", "uxl685", "TJ 192")]
+        p = ExemplarOptimizer().propose(request(tasks, rollouts, budget=2))
+        assert [e.op for e in p.edits] == ["add", "add"]
+        assert [len(e.evidence) for e in p.edits] == [2, 2]
+        assert p.edits[0].rationale.startswith("worked examples for failed cases (input: ")
+        after, report = apply_edits(skill_with(), p.edits)
+        assert all(r.applied for r in report.results)
+        shown = examples_in(after)
+        assert len(shown) == 4 and len({shape(e.input) for e in shown}) == 4
+        assert [e.input for e in shown] == [ITEMS_BY_ID[t] for t in evidence(p)]
+
+    def test_an_edit_stays_within_its_line_limit(self, tasks):
+        rollouts = [fail(t) for t in ("tj 192", "Vlp_6754", "#rh.140")]
+        p = ExemplarOptimizer().propose(request(tasks, rollouts, budget=3, max_edit_lines=2))
+        assert [len(e.evidence) for e in p.edits] == [1, 1, 1]
+        assert all(e.lines <= 2 for e in p.edits)
+
+    def test_a_full_section_takes_one_swap_per_edit(self, tasks):
+        skill = skill_with("tj 192", "Vlp_6754")
+        optimizer = ExemplarOptimizer(max_examples=3)
+        rollouts = [fail(t) for t in ("#rh.140", "uxl685", "catalogue entry 1234567")]
+        p = optimizer.propose(request(tasks, rollouts, skill=skill, budget=3))
+        assert [e.op for e in p.edits] == ["add", "replace", "replace"]
+        assert len(examples_in(apply_edits(skill, p.edits)[0])) == 3
+
+
+def test_the_exemplars_optimizer_sees_a_steps_failures_in_one_request(e2e):
+    """`whole_batch`: the trainer hands all of a step's failures to one call, whatever
+    `minibatch_size` says; an LLM-style optimizer still gets minibatches."""
+    seen: dict[str, list[int]] = {"whole": [], "mini": []}
+
+    class Whole(ExemplarOptimizer):
+        def propose(self, request):
+            seen["whole"].append(len(request.rollouts))
+            return super().propose(request)
+
+    class Mini(Whole):
+        whole_batch = False
+
+        def propose(self, request):
+            seen["mini"].append(len(request.rollouts))
+            return ExemplarOptimizer.propose(self, request)
+
+    for optimizer in (Whole(), Mini()):
+        api.train(
+            e2e["skill"],
+            e2e["suite"],
+            target="scripted/exemplar-target",
+            optimizer=optimizer,
+            epochs=1,
+            batch_size=12,
+            minibatch_size=3,
+        )
+    assert seen["whole"] == [12]  # the first step: every training task fails
+    assert seen["mini"] == [3, 3, 3, 3]
+
+
+# ---------------------------------------------------------------------- ablation
+def parroted(text: str, answer: str) -> Rollout:
+    """A failure of `text` whose wrong answer is `answer`."""
+    return dataclasses.replace(fail(text), answer=answer)
+
+
+class TestAblation:
+    """When nothing is left to add for the failures, one example is taken out, so the
+    gate measures what it is worth."""
+
+    def test_nothing_left_to_add_takes_one_example_out(self, tasks):
+        skill = skill_with("tj 192", "Vlp_6754", "#rh.140")
+        p = propose(tasks, [fail("tj 192"), fail("Vlp_6754")], skill=skill)
+        assert p.skipped is None
+        assert len(p.edits) == 1
+        (edit,) = p.edits
+        assert edit.op == "delete" and edit.source == "exemplars"
+        assert edit.anchor in {ex("tj 192"), ex("Vlp_6754"), ex("#rh.140")}
+        assert edit.rationale.startswith("ablation:")
+        after, report = apply_edits(skill, p.edits)
+        assert report.applied and len(examples_in(after)) == 2
+
+    def test_an_example_whose_answer_the_model_parrots_goes_first(self, tasks):
+        """The model answered VLP-6754 (the Vlp_6754 example's output) to two tasks it
+        failed: that example misleads it, whatever the others look like."""
+        skill = skill_with("tj 192", "catalogue entry 1234567", "Vlp_6754")
+        rollouts = [parroted("tj 192", "VLP-6754"), parroted("catalogue entry 1234567", "VLP-6754")]
+        (edit,) = propose(tasks, rollouts, skill=skill).edits
+        assert edit.anchor == ex("Vlp_6754")
+        assert "gave this example's answer to 2 failed training task" in edit.rationale
+
+    def test_otherwise_the_example_most_like_another(self, tasks):
+        skill = skill_with("tj 192", "uxl685", "uxl684", "Vlp_6754")
+        rollouts = [fail("tj 192"), fail("uxl685"), fail("uxl684")]
+        (edit,) = propose(tasks, rollouts, skill=skill).edits
+        assert edit.anchor in {ex("uxl685"), ex("uxl684")}  # the closest pair
+
+    def test_a_rejected_ablation_is_not_proposed_again(self, tasks):
+        skill = skill_with("tj 192", "Vlp_6754", "#rh.140")
+        rollouts = [parroted("tj 192", "RH-140"), fail("Vlp_6754")]
+        memory = Memory()
+        first = propose(tasks, rollouts, skill=skill, memory=memory).edits
+        assert [e.anchor for e in first] == [ex("#rh.140")]
+        reject_candidate(memory, skill, first, step=4)
+        second = propose(tasks, rollouts, skill=skill, memory=memory).edits
+        assert len(second) == 1 and second[0].op == "delete"
+        assert second[0].anchor != ex("#rh.140")
+
+    def test_every_ablation_rejected_says_why_nothing_is_proposed(self, tasks):
+        skill = skill_with("tj 192", "Vlp_6754")
+        memory = Memory()
+        for step in (1, 2):
+            edits = propose(tasks, [fail("tj 192")], skill=skill, memory=memory).edits
+            assert [e.op for e in edits] == ["delete"]
+            reject_candidate(memory, skill, edits, step=step)
+        p = propose(tasks, [fail("tj 192")], skill=skill, memory=memory)
+        assert p.edits == []
+        assert p.skipped == (
+            "no example to add for these failures: 1 is already an example in the skill"
+        )
+
+    def test_no_ablation_of_a_lone_example(self, tasks):
+        p = propose(tasks, [fail("tj 192")], skill=skill_with("tj 192"))
+        assert p.edits == [] and "already an example" in (p.skipped or "")
+
+    def test_no_ablation_without_a_failure(self, tasks):
+        skill = skill_with("tj 192", "Vlp_6754")
+        assert propose(tasks, [], skill=skill).edits == []
+
+    def test_adding_comes_before_ablating(self, tasks):
+        skill = skill_with("tj 192", "Vlp_6754")
+        p = propose(tasks, [fail("tj 192"), fail("#rh.140")], skill=skill)
+        assert [e.op for e in p.edits] == ["add"] and evidence(p) == ["rh-140"]
+
+
+def test_train_ablates_a_misleading_example(isolated):
+    """A skill whose examples cover every failure, one of which misleads the model
+    (with it in the skill, the model answers its output to every lower-case code):
+    nothing is left to add, so the step takes that example out (its answer is the
+    one the failures gave), and the gate keeps the skill without it."""
+    items = [
+        {"id": "a", "input": "tj 192", "expected": "TJ-192", "split": "train"},
+        {"id": "b", "input": "uxl685", "expected": "UXL-685", "split": "train"},
+        {"id": "v1", "input": "mw 80", "expected": "MW-80", "split": "val"},
+        {"id": "v2", "input": "zq91", "expected": "ZQ-91", "split": "val"},
+        {"id": "t1", "input": "bzr 3316", "expected": "BZR-3316", "split": "test"},
+    ]
+    suite = write_suite(isolated / "tasks" / "codes.yaml", items)
+    poison = format_example("qq 00", "QQ-00")
+    body = f"{INTRO}\n## Examples\n\n{ex('tj 192')}\n\n{poison}\n\n{ex('uxl685')}\n"
+    skill = write_skill(isolated / "skills", "codes", body=body)
+
+    def target(messages) -> str:
+        system = next((m["content"] for m in messages if m["role"] == "system"), "")
+        text = messages[-1]["content"]
+        if "Input: qq 00" in system and text.islower():
+            return "QQ-00"
+        shown = {shape(m.group(1)) for m in re.finditer(r"^Input: (.*)$", system, re.MULTILINE)}
+        return canonical(text) if shape(text) in shown else text
+
+    register_model("scripted/misled", ScriptedModel(target))
+    try:
+        result = api.train(skill, suite, target="scripted/misled", optimizer="exemplars", epochs=1)
+    finally:
+        unregister_model("scripted/misled")
+    s = result.summary
+    steps = json.loads((result.run_dir / "state.json").read_text())["steps"]
+    step = next(st for st in steps if st["kind"] == "step")
+    assert step["decision"] == "accepted"
+    (edit,) = [a["edit"] for a in step["apply"]]
+    assert edit["op"] == "delete" and edit["anchor"] == poison
+    assert "gave this example's answer to 2 failed training task" in edit["rationale"]
+    assert (s["initial_val"], s["best_val"]) == (0.0, 1.0)
+    best = Skill.load(result.run_dir / "best")
+    assert [e.input for e in examples_in(best)] == ["tj 192", "uxl685"]
+    assert s["test"]["best"]["mean"] == 1.0
+
+
 # -------------------------------------------------------------------- multi-line
 class TestMultiLinePrompts:
     @pytest.fixture
@@ -853,7 +1072,8 @@ def test_train_never_gates_the_same_skill_twice(isolated):
     hashes = [s["skill_hash"] for s in rejected]
     assert len(rejected) == 3
     assert len(set(hashes)) == len(hashes)  # never the same skill twice
-    assert [len(s["apply"]) for s in rejected] == [2, 1, 1]
+    # the first candidate's two examples share one edit (`per_edit`)
+    assert [len(s["apply"]) for s in rejected] == [1, 1, 1]
     last = steps[-1]
     assert last["decision"] == "no_candidate"
     assert (
@@ -940,7 +1160,8 @@ def test_train_end_to_end_with_exemplars(e2e):
     shown = examples_in(best)
     assert {shape(x.input) for x in shown} == set(E2E)
     assert all(x.output == canonical(x.input) for x in shown)
-    assert len({shape(x.input) for x in shown}) == len(shown)  # one example per shape
+    assert len(shown) <= ExemplarOptimizer().max_examples
+    assert len({x.input for x in shown}) == len(shown)  # no example twice
     # the target was only ever asked tasks; no optimizer prompt reached it
     assert all(
         c.messages[-1]["content"] in {t for v in E2E.values() for t in v}
