@@ -24,9 +24,14 @@ Per suite, on the test split, through the same harness and prompt:
 Then the mean over the suites, and on how many suites training beats random
 8-shot (strictly, on the mean of its 5 seeds).
 
-Run: python benchmarks/quality_benchmark.py [--suites a,b] [--json FILE] [--cache DIR]
-(`--cache DIR` keeps the baselines' rollout store, so a re-run after an optimizer
-change scores only the training run.)
+Run: python benchmarks/quality_benchmark.py [--suites a,b] [--train-seeds N]
+         [--json FILE] [--cache DIR] [--from-json FILE] [--write]
+`--cache DIR` keeps the baselines' rollout stores, so a re-run after an optimizer
+change scores only the training runs; `--from-json FILE` prints (or `--write`s)
+the figures a `--json FILE` run recorded, without running anything. `--write` (the five suites, 3 training seeds:
+about 20 minutes on two cores) stores the figures in `benchmarks/quality/results.json`
+and the table in README.md (between `<!-- figures:quality -->` markers); a test
+checks that the README's table is the one those figures give.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ from skillopt.skill.edits import Edit, apply_edits  # noqa: E402
 from skillopt.suite.loader import load_suite  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "quality"
+RESULTS = HERE / "results.json"
+README = ROOT / "README.md"
 SUITES = ["iso-dates", "phone-numbers", "email-extract", "initials", "file-slugs"]
 SPARE = ["money"]
 SHOTS = (3, 8)
@@ -81,7 +88,7 @@ def random_k(name: str, k: int, prose: Skill, train: list, suite_path: Path, sto
     return scores
 
 
-def bench(name: str, cache: Path | None) -> dict:
+def bench(name: str, cache: Path | None, train_seeds: int) -> dict:
     suite_path = HERE / f"{name}.yaml"
     skill_dir = HERE / name
     suite = load_suite(suite_path)
@@ -94,20 +101,41 @@ def bench(name: str, cache: Path | None) -> dict:
         out["prose"] = test_mean(prose, suite_path, store)
         for k in SHOTS:
             out[f"random_{k}"] = random_k(name, k, prose, train, suite_path, store)
-        start = time.perf_counter()
-        result = api.train(
-            skill_dir, suite_path, store=Path(tmp) / "train.sqlite", run_dir=Path(tmp) / "runs"
-        )
-        out["wall_s"] = round(time.perf_counter() - start, 1)
-        s = result.summary
-        out["train"] = s["test"]["best"]["mean"]
-        out["initial_val"], out["best_val"] = s["initial_val"], s["best_val"]
-        out["decisions"] = s["decisions"]
-        out["rollouts"] = s["accounting"]["target_rollouts"]
-        out["k"] = k = len(examples_in(Skill.load(result.run_dir / "best")))
-        out["random_at_k"] = (
-            random_k(name, k, prose, train, suite_path, store) if k else [out["prose"]]
-        )
+        runs = []
+        for seed in range(train_seeds):
+            start = time.perf_counter()
+            result = api.train(
+                skill_dir,
+                suite_path,
+                seed=seed,
+                store=Path(tmp) / f"train-{seed}.sqlite",
+                run_dir=Path(tmp) / "runs",
+            )
+            wall = time.perf_counter() - start
+            s = result.summary
+            k = len(examples_in(Skill.load(result.run_dir / "best")))
+            runs.append(
+                {
+                    "seed": seed,
+                    "test": s["test"]["best"]["mean"],
+                    "initial_val": s["initial_val"],
+                    "best_val": s["best_val"],
+                    "decisions": s["decisions"],
+                    "rollouts": s["accounting"]["target_rollouts"],
+                    "wall_s": round(wall, 1),
+                    "k": k,
+                    "random_at_k": random_k(name, k, prose, train, suite_path, store)
+                    if k
+                    else [out["prose"]],
+                }
+            )
+    out["runs"] = runs
+    out["train"] = [r["test"] for r in runs]
+    out["random_at_k"] = [x for r in runs for x in r["random_at_k"]]
+    out["k"] = statistics.mean(r["k"] for r in runs)
+    out["rollouts"] = statistics.mean(r["rollouts"] for r in runs)
+    out["max_rollouts"] = max(r["rollouts"] for r in runs)
+    out["wall_s"] = statistics.mean(r["wall_s"] for r in runs)
     return out
 
 
@@ -129,7 +157,7 @@ def table(rows: list[dict]) -> str:
     """One row per suite: test means (random k-shot: over its seeds), the trained
     skill's k, target rollouts and wall time; then the mean row and the verdict."""
     head = f"{'suite':<15}{'split':>9}" + "".join(f"{t:>9}" for t, _ in COLUMNS)
-    head += f"{'k':>4}{'rollouts':>10}{'wall':>7}"
+    head += f"{'k':>5}{'rollouts':>10}{'wall':>7}"
     lines = [head, "─" * len(head)]
     for r in rows:
         s = r["sizes"]
@@ -137,23 +165,23 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"{r['suite']:<15}{split:>9}"
             + "".join(f"{_mean(r[key]):>9.3f}" for _, key in COLUMNS)
-            + f"{r['k']:>4}{r['rollouts']:>10}{r['wall_s']:>6.0f}s"
+            + f"{r['k']:>5.1f}{r['rollouts']:>10.0f}{r['wall_s']:>6.0f}s"
         )
     if len(rows) > 1:
         lines.append("─" * len(head))
         lines.append(
             f"{'mean':<15}{'':>9}"
             + "".join(f"{statistics.mean(_mean(r[key]) for r in rows):>9.3f}" for _, key in COLUMNS)
-            + f"{statistics.mean(r['k'] for r in rows):>4.0f}"
+            + f"{statistics.mean(r['k'] for r in rows):>5.1f}"
             + f"{statistics.mean(r['rollouts'] for r in rows):>10.0f}"
-            + f"{sum(r['wall_s'] for r in rows):>6.0f}s"
+            + f"{statistics.mean(r['wall_s'] for r in rows):>6.0f}s"
         )
-        beats = sum(r["train"] > _mean(r["random_8"]) for r in rows)
-        beats_k = sum(r["train"] > _mean(r["random_at_k"]) for r in rows)
+        beats = sum(_mean(r["train"]) > _mean(r["random_8"]) for r in rows)
+        beats_k = sum(_mean(r["train"]) > _mean(r["random_at_k"]) for r in rows)
         lines.append(
             f"train beats random 8-shot on {beats} of {len(rows)} suites, random k-shot "
             f"at its own size on {beats_k}; most target rollouts in one suite: "
-            f"{max(r['rollouts'] for r in rows)}"
+            f"{max(r['max_rollouts'] for r in rows)}"
         )
     return "\n".join(lines)
 
@@ -162,18 +190,50 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--suites", help="comma-separated (default: the five)")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
+    parser.add_argument(
+        "--train-seeds", type=int, default=3, help="training runs per suite (--seed 0..N-1)"
+    )
+    parser.add_argument(
+        "--write", action="store_true", help="store the figures and update README.md"
+    )
+    parser.add_argument(
+        "--from-json", type=Path, help="print (or --write) the figures a --json run recorded"
+    )
     parser.add_argument("--cache", type=Path, help="keep the baselines' rollout stores here")
     args = parser.parse_args(argv)
     names = args.suites.split(",") if args.suites else SUITES
     rows = []
-    for name in names:
-        rows.append(bench(name, args.cache))
+    if args.from_json:  # a run's figures, as --json recorded them
+        rows = json.loads(args.from_json.read_text())
+        names = [r["suite"] for r in rows]
+        args.train_seeds = len(rows[0]["runs"])
+    for name in [] if args.from_json else names:
+        rows.append(bench(name, args.cache, args.train_seeds))
         print(table(rows[-1:]), flush=True)
     print()
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    if args.write:
+        if names != SUITES or args.train_seeds != 3:
+            parser.error("--write records the five suites with 3 training seeds")
+        RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
+        README.write_text(readme_with(README.read_text(encoding="utf-8"), rows), encoding="utf-8")
+        print(f"wrote {RESULTS.relative_to(ROOT)} and README.md (figures:quality)")
     return 0
+
+
+def readme_with(text: str, rows: list[dict]) -> str:
+    """README.md's text with the quality table (as a code block) in its region."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "readme_figures", Path(__file__).resolve().parent / "readme_figures.py"
+    )
+    assert spec is not None and spec.loader is not None
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    return str(figures.rewrite(text, {"quality": figures.code_block(table(rows) + "\n")}))
 
 
 if __name__ == "__main__":
