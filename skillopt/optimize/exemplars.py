@@ -178,12 +178,12 @@ class ExemplarOptimizer:
         that example where it should not), then the example most like another one;
         never an ablation the gate already rejected."""
         existing = examples_in(request.skill)
-        if len(existing) < 2 or not any(r.scored and not r.passed for r in request.rollouts):
-            return None
-        texts = [e.text for e in existing]
-        wrong = Counter(
+        wrong = Counter(  # the failures' answers
             (r.answer or "").strip() for r in request.rollouts if r.scored and not r.passed
         )
+        if len(existing) < 2 or not wrong:
+            return None
+        texts = [e.text for e in existing]
 
         def likeness(i: int) -> float:
             return max(
@@ -219,8 +219,8 @@ class ExemplarOptimizer:
         held_back: Collection[str] = (),
         passed_over: dict[str, str] | None = None,
     ) -> list[tuple[Example, str]]:
-        """The failures' examples to add, best first: new shapes first, then examples
-        never rejected; within that, input order (the batch is a seeded shuffle).
+        """The failures' examples to add, best first, in `_round_robin` order, up to
+        budget × `per_edit`.
         Inputs in `held_back` are not picked; `passed_over` receives why each input
         that could not be picked was not."""
         why = passed_over if passed_over is not None else {}
@@ -378,15 +378,16 @@ def _round_robin(
     gain: dict[str, float],
 ) -> list[tuple[Example, Any]]:
     """The candidates in the order to pick them: one per input shape in turn (shapes
-    the skill has no example of first), so a step's picks cover as many kinds of
-    input as it has room for; within a shape, never-rejected first, then batch order
+    the skill has no example of first, then the shape whose best candidate has the
+    larger coverage `gain`), so a step's picks cover as many kinds of input as it has
+    room for; within a shape, never-rejected first, then by `gain`, then batch order
     (a seeded shuffle)."""
     by_shape: dict[str, list[tuple[Example, Any]]] = {}
-    for c in sorted(candidates, key=lambda c: (c[0].input in rejected, -gain.get(c[0].input, 0))):
+    for c in sorted(candidates, key=lambda c: (c[0].input in rejected, -gain[c[0].input])):
         by_shape.setdefault(shape(c[0].input), []).append(c)
     queues = sorted(
         by_shape.values(),
-        key=lambda q: (shape(q[0][0].input) in covered, -gain.get(q[0][0].input, 0)),
+        key=lambda q: (shape(q[0][0].input) in covered, -gain[q[0][0].input]),
     )
     out: list[tuple[Example, Any]] = []
     while queues:
