@@ -20,14 +20,17 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from skillopt.api import (
         adopt,
+        bundle,
         evaluate,
         export,
         lint,
         plan,
+        replay,
         resume,
         train,
         validate,
     )
+    from skillopt.budget import BudgetExceeded
     from skillopt.ci import ValidateResult
     from skillopt.config import Settings
     from skillopt.errors import BadSkill, InputError, MissingCredentials, SkilloptError
@@ -61,14 +64,17 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "skillopt.api": (
         "adopt",
+        "bundle",
         "evaluate",
         "export",
         "lint",
         "plan",
+        "replay",
         "resume",
         "train",
         "validate",
     ),
+    "skillopt.budget": ("BudgetExceeded",),
     "skillopt.config": ("Settings",),
     "skillopt.errors": ("BadSkill", "InputError", "MissingCredentials", "SkilloptError"),
     "skillopt.evaluation": ("EvalResult", "SplitResult", "TaskOutcome"),
@@ -117,6 +123,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BadSkill",
+    "BudgetExceeded",
     "Cancellable",
     "Completion",
     "Decision",
@@ -153,10 +160,12 @@ __all__ = [
     "ValidateResult",
     "WorkspaceHarness",
     "adopt",
+    "bundle",
     "evaluate",
     "export",
     "lint",
     "plan",
+    "replay",
     "resume",
     "train",
     "validate",

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from skillopt.optimize.plan import Plan
     from skillopt.optimize.trainer import TrainObserver
     from skillopt.plugins import Listing
+    from skillopt.recording import ReplayResult
     from skillopt.runs import Pruned, RunStep
     from skillopt.shipping import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
@@ -109,6 +110,10 @@ def evaluate(
     claude_code: Section | None = None,
     codex: Section | None = None,
     command: Section | None = None,
+    budget_usd: float | None = None,
+    max_target_rollouts: int | None = None,
+    time_limit: float | str | None = None,
+    allow_unpriced: bool | None = None,
     settings: Settings | None = None,
     observers: Sequence[Observer] = (),
     warn: Warn | None = None,
@@ -119,7 +124,9 @@ def evaluate(
     adds a comparison (delta and flipped tasks) per split. A skill with lint errors
     raises `BadSkill` before any model call, and so does a model whose key is not
     set (`MissingCredentials`, naming the variable); `warn` receives its warnings and the
-    notices of settings resolution. A `store` object is used and left open."""
+    notices of settings resolution. A `store` object is used and left open. With a
+    budget, a batch that would cross it is not started: `BudgetExceeded` (what was
+    scored stays in the store, so running again with a larger budget continues)."""
     from skillopt import scoring
 
     names, objects = _roles(target=target, harness=harness, judge=judge)
@@ -132,6 +139,10 @@ def evaluate(
         claude_code=claude_code,
         codex=codex,
         command=command,
+        budget_usd=budget_usd,
+        max_target_rollouts=max_target_rollouts,
+        time_limit=time_limit,
+        allow_unpriced=allow_unpriced,
     )
     return scoring.evaluate(
         skill,
@@ -178,6 +189,11 @@ def train(
     claude_code: Section | None = None,
     codex: Section | None = None,
     command: Section | None = None,
+    budget_usd: float | None = None,
+    max_target_rollouts: int | None = None,
+    max_optimizer_calls: int | None = None,
+    time_limit: float | str | None = None,
+    allow_unpriced: bool | None = None,
     settings: Settings | None = None,
     observers: Sequence[TrainObserver] = (),
     warn: Warn | None = None,
@@ -232,6 +248,11 @@ def plan(
     claude_code: Section | None = None,
     codex: Section | None = None,
     command: Section | None = None,
+    budget_usd: float | None = None,
+    max_target_rollouts: int | None = None,
+    max_optimizer_calls: int | None = None,
+    time_limit: float | str | None = None,
+    allow_unpriced: bool | None = None,
     settings: Settings | None = None,
 ) -> Plan:
     """What `train` would do and roughly cost (`skillopt train --dry-run`): no
@@ -248,22 +269,61 @@ def resume(
     *,
     run_dir: str | Path | None = None,
     concurrency: int | None = None,
+    budget_usd: float | None = None,
+    max_target_rollouts: int | None = None,
+    max_optimizer_calls: int | None = None,
+    time_limit: float | str | None = None,
+    allow_unpriced: bool | None = None,
     target: Model | None = None,
     harness: Harness | None = None,
     judge: Model | None = None,
     optimizer: Optimizer | None = None,
     gate: Gate | None = None,
     observers: Sequence[TrainObserver] = (),
+    warn: Warn | None = None,
 ) -> TrainResult:
     """Continue a checkpointed run (by id under `run_dir`, or its directory) with its
-    recorded skill, suite and settings; only `concurrency` may change. A run trained
-    with objects passed in code needs the same kinds of objects again."""
+    recorded skill, suite and settings; only `concurrency` and the budget may change
+    (a run a budget stopped continues with a larger one). A run trained with objects
+    passed in code needs the same kinds of objects again."""
     from skillopt import training
 
     components = training.Components(target, harness, judge, optimizer, gate)
+    budget = {
+        "budget_usd": budget_usd,
+        "max_target_rollouts": max_target_rollouts,
+        "max_optimizer_calls": max_optimizer_calls,
+        "time_limit": time_limit,
+        "allow_unpriced": allow_unpriced,
+    }
     return training.resume(
-        run, run_dir=run_dir, concurrency=concurrency, components=components, observers=observers
+        run,
+        run_dir=run_dir,
+        concurrency=concurrency,
+        budget=budget,
+        components=components,
+        observers=observers,
+        warn=warn,
     )
+
+
+def replay(run: str | Path, *, run_dir: str | Path | None = None) -> ReplayResult:
+    """Re-run a finished run (its id, directory, or a `bundle` file) from its recorded
+    rollouts and optimizer replies only, with zero model calls, and compare: the
+    result says whether it reproduced (same decisions, same best skill hash) or the
+    first step that differs (`skillopt train --replay`)."""
+    from skillopt.recording import replay as run_replay
+
+    return run_replay(run, run_dir=run_dir)
+
+
+def bundle(run: str | Path, out: str | Path, *, run_dir: str | Path | None = None) -> Path:
+    """Pack a finished run into `out` (.tar.gz): its directory, git history, suite and
+    exactly the store rows it used, so `replay(out)` works on another machine
+    (`skillopt bundle`)."""
+    from skillopt.recording import bundle as pack
+
+    return pack(run, out, run_dir=run_dir)
 
 
 def _train_inputs(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
@@ -297,6 +357,11 @@ def _train_inputs(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
                 "claude_code",
                 "codex",
                 "command",
+                "budget_usd",
+                "max_target_rollouts",
+                "max_optimizer_calls",
+                "time_limit",
+                "allow_unpriced",
             )
         },
         store=None if values["store"] is None else str(values["store"]),
@@ -320,6 +385,10 @@ def validate(
     samples: int | None = None,
     concurrency: int | None = None,
     store: str | Path | None = None,
+    budget_usd: float | None = None,
+    max_target_rollouts: int | None = None,
+    time_limit: float | str | None = None,
+    allow_unpriced: bool | None = None,
     settings: Settings | None = None,
     observers: Sequence[Observer] = (),
     warn: Warn | None = None,
@@ -335,6 +404,10 @@ def validate(
         samples=samples,
         concurrency=concurrency,
         store=None if store is None else str(store),
+        budget_usd=budget_usd,
+        max_target_rollouts=max_target_rollouts,
+        time_limit=time_limit,
+        allow_unpriced=allow_unpriced,
     )
     return run_validate(
         skill,

@@ -156,6 +156,24 @@ class Settings(BaseModel):
         "optimizer the same failing training tasks of the same skill and gave no better "
         "candidate; 0: never",
     )
+    # spend control (`skillopt.budget`): None is no limit
+    budget_usd: float | None = Field(
+        None, gt=0, description="USD the run may spend, every role together (train, eval, validate)"
+    )
+    max_target_rollouts: int | None = Field(
+        None, ge=0, description="target rollouts the run may pay for (store hits are free)"
+    )
+    max_optimizer_calls: int | None = Field(
+        None, ge=0, description="optimizer calls the run may make"
+    )
+    time_limit: float | None = Field(
+        None, description="wall-clock limit of one invocation: seconds, or e.g. '45m', '2h'"
+    )
+    allow_unpriced: bool = Field(
+        False,
+        description="with budget_usd, run even when a model's price is unknown (the budget "
+        "then covers the priced calls only)",
+    )
     # agent harnesses
     agent: AgentSettings = Field(default_factory=AgentSettings)
     claude_code: ClaudeCodeSettings = Field(default_factory=ClaudeCodeSettings)
@@ -188,6 +206,15 @@ class Settings(BaseModel):
         """A plugin harness's settings section, as its settings model."""
         return model.model_validate(self.sections.get(name) or {})
 
+    @field_validator("time_limit", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> float | None:
+        if value is None:
+            return None
+        from skillopt.budget import parse_duration
+
+        return parse_duration(value)
+
     @field_validator("gate")
     @classmethod
     def _known_gate(cls, value: str) -> str:
@@ -213,6 +240,8 @@ _ENV = {
     "SKILLOPT_OPTIMIZER": "optimizer",
     "SKILLOPT_RUN_DIR": "run_dir",
     "SKILLOPT_SEED": "seed",
+    "SKILLOPT_BUDGET_USD": "budget_usd",
+    "SKILLOPT_TIME_LIMIT": "time_limit",
 }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillopt.budget import Guard
 from skillopt.config import Settings, resolve_settings
 from skillopt.errors import BadSkill, InputError
 from skillopt.harness import Harness, build_harness, takes_model
@@ -125,10 +126,15 @@ class Context:
     judge: Model | None
 
     def engine(
-        self, observers: Sequence[Observer] = (), *, run_id: str | None = None
+        self,
+        observers: Sequence[Observer] = (),
+        *,
+        run_id: str | None = None,
+        guard: Guard | None = None,
     ) -> RolloutEngine:
         """An engine over this context; with `run_id`, what it pays is written to the
-        store's spend ledger under that run."""
+        store's spend ledger under that run; with `guard`, each batch it pays for is
+        checked against the budget first."""
         return RolloutEngine(
             self.harness,
             self.store,
@@ -136,6 +142,7 @@ class Context:
             judge=self.judge,
             observers=observers,
             run_id=run_id,
+            guard=guard,
         )
 
 
@@ -149,15 +156,18 @@ def prepare(
     harness: Harness | None = None,
     judge: Model | None = None,
     keep_dir: Path | None = None,
+    check: bool = True,
 ) -> Context:
     """Resolve the models, build the harness (unless given) and check it can run
-    `skills`, open the store (unless given). `keep_dir` is where the harness keeps
-    workspaces (a training run keeps them in its own directory)."""
+    `skills` (unless `check` is false: a replay runs nothing), open the store
+    (unless given). `keep_dir` is where the harness keeps workspaces (a training
+    run keeps them in its own directory)."""
     if harness is None:
         if target is None:
             target = resolve_target(settings)
         harness = build_harness(settings, target, keep_dir=keep_dir)
-    harness.check(skills)
+    if check:
+        harness.check(skills)
     if judge is None:
         judge = resolve_judge(suite, settings)
     if store is None:
@@ -198,3 +208,56 @@ def resolve_judge(suite: Suite, settings: Settings) -> Model | None:
             field="judge",
         )
     return resolve_model(judge_name, settings.model_settings(judge_name), role="judge")
+
+
+def unpriced_roles(ctx: Context, optimizer: object = None) -> list[str]:
+    """The roles of a run whose spend cannot be priced ("target openai/x"): a model
+    litellm has no price for, or an agent harness that reports no cost."""
+    from skillopt.optimize.plan import price_known
+
+    out = []
+    if ctx.target is not None:
+        if not price_known(ctx.target):
+            out.append(f"target {ctx.target.name}")
+    elif not getattr(ctx.harness, "reports_cost", False):
+        out.append(f"the {ctx.harness.name} harness's runs (it reports no cost)")
+    if ctx.judge is not None and not price_known(ctx.judge):
+        out.append(f"judge {ctx.judge.name}")
+    model = getattr(optimizer, "model", None)
+    if model is not None and not price_known(model):
+        out.append(f"optimizer {model.name}")
+    return out
+
+
+def budget_guard(ctx: Context, ledger: str, skill: Skill, optimizer: object = None) -> Guard | None:
+    """The settings' budget as a `Guard` over what the store's spend ledger holds
+    under `ledger` (a run id); None when no budget is set. `optimizer` is the
+    optimizer's model, if it has one (its price projects the first calls)."""
+    from skillopt.budget import Budget, Spent
+    from skillopt.optimize.plan import priors
+
+    budget = Budget.of(ctx.settings)
+    if not budget.is_set:
+        return None
+    s = ctx.settings
+    return Guard(
+        budget,
+        lambda: Spent.from_ledger(ctx.store.spend(ledger)),
+        priors=priors(skill, ctx.suite, s, ctx.target or s.target or "", optimizer),
+    )
+
+
+def meter_judge(ctx: Context, ledger: str) -> None:
+    """The judge's calls go to the store's spend ledger under `ledger` as they happen."""
+    from skillopt.models.metered import MeteredModel
+
+    if ctx.judge is None or isinstance(ctx.judge, MeteredModel):
+        return
+    store = ctx.store
+
+    def meter(calls: int, usage: Any, cost: float | None) -> None:
+        store.record_call(
+            ledger, "judge", "call", calls, usage.input_tokens, usage.output_tokens, cost
+        )
+
+    ctx.judge = MeteredModel(ctx.judge, meter)

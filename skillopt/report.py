@@ -108,7 +108,11 @@ def summary(state: TrainState, config: dict) -> dict:
             "min_delta": settings.get("min_delta", 0.0),
             "alpha": settings.get("alpha", 0.05),
         },
-        "status": state.status,
+        # "stopped: budget" when a budget stopped it (`stop` says which and where)
+        "status": f"stopped: {state.stop['reason']}"
+        if state.status == "stopped" and state.stop
+        else state.status,
+        "stop": state.stop,
         "started_at": state.started_at,
         "stopped_early": None if state.stopped_early is None else asdict(state.stopped_early),
         "initial_val": state.initial.val,
@@ -206,6 +210,13 @@ def markdown(summary: dict) -> str:
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(s["started_at"]))
         took = f", {duration(s['wall_s'])} spent on steps and tests" if s.get("wall_s") else ""
         lines.append(f"- Started {started}{took}")
+    budget_stop = s.get("stop")
+    if budget_stop and str(s.get("status", "")).startswith("stopped"):
+        lines.append(
+            f"- **Stopped: budget** {budget_stop['budget']} after step {budget_stop['step']}, "
+            f"before {budget_stop['where']} ({budget_stop['detail']}); "
+            f"resume with a larger budget"
+        )
     stop = s.get("stopped_early")
     if stop:
         lines.append(

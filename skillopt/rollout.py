@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from skillopt.budget import Guard
 from skillopt.errors import ScorerError, SystemicFailure
 from skillopt.harness.base import Cancellable, Harness, ReleasesWorkspaces, Trajectory
 from skillopt.record import Rollout, RolloutCache, canonical_json, fingerprint
@@ -115,7 +116,9 @@ class RolloutEngine:
     """Runs (skill × tasks × samples) through one harness with a bounded thread pool.
 
     With `run_id`, every rollout it pays for, and the count it serves from the store,
-    is written to the store's spend ledger under that run."""
+    is written to the store's spend ledger under that run. With `guard`, a batch
+    whose rollouts the store cannot serve is checked against the run's budget
+    before any of it starts (`BudgetExceeded`)."""
 
     def __init__(
         self,
@@ -126,8 +129,12 @@ class RolloutEngine:
         judge: Any = None,
         observers: Sequence[Observer] = (),
         run_id: str | None = None,
+        guard: Guard | None = None,
     ):
         self.harness = harness
+        self.guard = guard  # checks the run's budget before each batch it pays for
+        # a replay: every rollout must come from the store (a miss raises ReplayMiss)
+        self.offline = False
         self.store = store
         self.concurrency = max(1, concurrency)
         self.judge = judge
@@ -176,11 +183,25 @@ class RolloutEngine:
             else:
                 pending.append((i, task, sample, key, fp))
         if pending:
+            if self.offline:
+                from skillopt.models.stored import ReplayMiss
+
+                task = pending[0][1]
+                raise ReplayMiss(
+                    f"{label}: the recording holds no rollout of task {task.id} with "
+                    f"skill {skill_hash[:12]} ({len(pending)} of {len(jobs)} missing)"
+                )
+            if self.guard is not None:  # raises, before anything of the batch is paid
+                self.guard.before(rollouts=len(pending), where=label)
             if not skill.is_empty:
                 self.store.remember_skill(skill_hash, skill.text)
             self._run_pending(skill, pending, batch)
-        if self.run_id is not None and batch.cached:
-            self.store.record_cached(self.run_id, batch.cached)
+        if self.run_id is not None:
+            if batch.cached:
+                self.store.record_cached(self.run_id, batch.cached)
+            note = getattr(self.store, "note_uses", None)
+            if note is not None:  # what the run used, for `skillopt bundle`
+                note(self.run_id, "rollout", [k for k, _ in keys])
         return batch.results
 
     def _served(self, batch: _Batch, i: int, hit: Rollout, split: str) -> None:

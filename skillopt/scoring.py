@@ -4,21 +4,26 @@ or both with a paired comparison per split."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from skillopt import credentials
+from skillopt.budget import Budget, refuse_unpriced
 from skillopt.config import Settings
 from skillopt.context import (
     Context,
     Warn,
+    budget_guard,
     check_skill,
     context_warnings,
     load,
+    meter_judge,
     prepare,
     settings_for,
     tell,
+    unpriced_roles,
 )
 from skillopt.errors import InputError
 from skillopt.evaluation import EvalResult, SplitResult, compare
@@ -75,6 +80,7 @@ def evaluate(
     try:
         tell(warn, warnings + context_warnings(the_skill, ctx.target))
         tell(warn, ctx.settings.notices)
+        tell(warn, refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx)))
         return _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers)
     finally:
         if store is None:
@@ -88,7 +94,13 @@ def _evaluate(
     compare_no_skill: bool,
     observers: Sequence[Observer],
 ) -> EvalResult:
-    engine = ctx.engine(observers)
+    # with a budget, what this evaluation pays is written to the ledger under an id of
+    # its own, and each batch is checked against it first
+    ledger = f"eval-{uuid.uuid4().hex[:12]}"
+    guard = budget_guard(ctx, ledger, the_skill)
+    if guard is not None:
+        meter_judge(ctx, ledger)
+    engine = ctx.engine(observers, run_id=ledger if guard else None, guard=guard)
     try:
         splits = list(tasks_by_split)
         variants = [("no-skill", Skill.empty())] if the_skill.is_empty else [("skill", the_skill)]

@@ -15,25 +15,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from skillopt import credentials
+from skillopt.budget import Budget, BudgetExceeded, Guard, refuse_unpriced
 from skillopt.config import Settings
 from skillopt.context import (
     Context,
     Warn,
+    budget_guard,
     check_skill,
     context_warnings,
     load,
+    meter_judge,
     object_name,
     prepare,
     resolve_target,
     settings_for,
     tell,
+    unpriced_roles,
 )
-from skillopt.errors import InputError, Interrupted, MissingCredentials, SystemicFailure
+from skillopt.errors import (
+    InputError,
+    Interrupted,
+    MissingCredentials,
+    SystemicFailure,
+    first_error,
+)
 from skillopt.harness import Harness, build_harness, takes_model
 from skillopt.models.base import Model, Usage
 from skillopt.models.metered import Meter, MeteredModel
 from skillopt.models.resolve import resolve_model
+from skillopt.models.stored import StoredModel
 from skillopt.optimize.base import Optimizer
 from skillopt.optimize.gate import Gate
 from skillopt.optimize.plan import Plan, make_plan
@@ -43,9 +56,19 @@ from skillopt.report import markdown, summary
 from skillopt.runs import find_run
 from skillopt.skill.document import Skill
 from skillopt.store.audit import Audit
+from skillopt.store.rollouts import RolloutStore
 from skillopt.store.run import RunDir, new_run_id
 from skillopt.suite.loader import require_split
 from skillopt.suite.task import Suite
+
+# the settings `resume` may change: a stopped run continues with a larger budget
+BUDGET_KEYS = (
+    "budget_usd",
+    "max_target_rollouts",
+    "max_optimizer_calls",
+    "time_limit",
+    "allow_unpriced",
+)
 
 
 @dataclass
@@ -81,10 +104,13 @@ class Components:
         }
 
 
-def build_optimizer(name: str | None, settings: Settings, meter: Meter | None = None) -> Optimizer:
+def build_optimizer(
+    name: str | None, settings: Settings, meter: Meter | None = None, books: _Ledger | None = None
+) -> Optimizer:
     """The optimizer called `name`: a registered one (`exemplars`, a plugin's), or an
     LLM optimizer backed by the model of that name, whose every call goes to `meter`
-    as it happens when given."""
+    as it happens when given, and whose replies are kept in the run's store and
+    served from it (`books`, when given: see `StoredModel`)."""
     from skillopt.optimize.reflect import LLMOptimizer
     from skillopt.plugins import registry
 
@@ -101,7 +127,17 @@ def build_optimizer(name: str | None, settings: Settings, meter: Meter | None = 
         )
         return optimizer
     model = resolve_model(name, settings.model_settings(name), role="optimizer")
-    return LLMOptimizer(MeteredModel(model, meter) if meter is not None else model)
+    if meter is not None:
+        model = MeteredModel(model, meter)
+    if books is not None:
+        model = StoredModel(
+            model,
+            books.store,
+            on_used=books.used,
+            offline=books.offline,
+            salt=f"seed:{settings.seed}",
+        )
+    return LLMOptimizer(model)
 
 
 def _check_splits(suite: Suite) -> None:
@@ -116,9 +152,10 @@ class _Ledger:
 
     ctx: Context | None = None
     run: RunDir | None = None
+    offline: bool = False  # replay: replies come from the store only
 
     def __call__(self, calls: int, usage: Usage, cost: float | None) -> None:
-        # the optimizer is first called inside the run, after both are attached
+        # the model is first called inside the run, after both are attached
         assert self.ctx is not None and self.run is not None
         self.ctx.store.record_call(
             self.run.run_id,
@@ -129,6 +166,18 @@ class _Ledger:
             usage.output_tokens,
             cost,
         )
+
+    def store(self) -> RolloutStore:
+        assert self.ctx is not None
+        return self.ctx.store
+
+    def used(self, key: str, served: bool) -> None:
+        """An optimizer reply the run used: noted for its bundle; one served from the
+        store is a call not paid for, counted as such."""
+        assert self.ctx is not None and self.run is not None
+        self.ctx.store.note_uses(self.run.run_id, "reply", [key])
+        if served:
+            self.ctx.store.record_call(self.run.run_id, "optimizer", "cached", 0)
 
 
 def plan(
@@ -195,7 +244,7 @@ def start(
     skill_dir = the_skill.root
     credentials.require(suite_obj, settings, training=True, passed=vars(parts))
     ledger = _Ledger()
-    optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings, ledger)
+    optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings, ledger, ledger)
     warnings = check_skill(the_skill, None if isinstance(skill, Skill) else skill)
     runs_dir = Path(settings.run_dir)
     run_id = new_run_id(the_skill.name)
@@ -211,6 +260,7 @@ def start(
     tell(warn, warnings + context_warnings(the_skill, ctx.target))
     tell(warn, settings.notices)
     try:
+        tell(warn, refuse_unpriced(Budget.of(settings), unpriced_roles(ctx, optimizer)))
         run = RunDir.create(runs_dir, run_id)
         audit = Audit.create(skill_dir, runs_dir, run.run_id)
     except BaseException:
@@ -229,6 +279,7 @@ def start(
     state = TrainState.new(the_skill)
     state.save(run)
     ledger.ctx, ledger.run = ctx, run
+    meter_judge(ctx, run.run_id)
     return _run(ctx, run, audit, config, state, skill_dir, optimizer, parts.gate, observers)
 
 
@@ -237,11 +288,15 @@ def resume(
     *,
     run_dir: str | Path | None = None,
     concurrency: int | None = None,
+    budget: Mapping[str, Any] | None = None,
     components: Components | None = None,
     observers: Sequence[TrainObserver] = (),
+    warn: Warn | None = None,
 ) -> TrainResult:
     """Continue a checkpointed run with its recorded skill, suite and settings (only
-    `concurrency` may change); finished steps are not redone."""
+    `concurrency` and the budget may change: `budget` holds `budget_usd`,
+    `max_target_rollouts`, `max_optimizer_calls`, `time_limit`, `allow_unpriced`);
+    finished steps are not redone."""
     parts = components or Components()
     run = find_run(ref, run_dir)
     config = run.config()
@@ -263,7 +318,16 @@ def resume(
     recorded = dict(config["settings"])
     if concurrency:
         recorded["concurrency"] = concurrency
-    settings = Settings(**recorded)
+    changed = {k: v for k, v in (budget or {}).items() if v is not None}
+    unknown = set(changed) - set(BUDGET_KEYS)
+    if unknown:
+        raise InputError(f"resume changes only the budget, not {', '.join(sorted(unknown))}")
+    recorded.update(changed)
+    try:
+        settings = Settings(**recorded)
+    except ValidationError as exc:
+        field, msg = first_error(exc)
+        raise InputError(msg, field=field) from None
     _check_splits(suite_obj)
     if state.status != "finished":  # a finished run calls no model again
         credentials.require(
@@ -281,12 +345,18 @@ def resume(
         keep_dir=run.path / "workspaces",
     )
     ledger.ctx, ledger.run = ctx, run
+    meter_judge(ctx, run.run_id)
     try:
         audit = Audit.open(config["audit"]["repo"], run.run_id, config["audit"]["skill_path"])
-        optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings, ledger)
+        optimizer = parts.optimizer or build_optimizer(settings.optimizer, settings, ledger, ledger)
+        if state.status != "finished":
+            tell(warn, refuse_unpriced(Budget.of(settings), unpriced_roles(ctx, optimizer)))
     except BaseException:
         ctx.store.close()
         raise
+    if changed:  # the run's budget is now the one it was resumed with
+        config["settings"] = settings.model_dump()
+        run.write_config(config)
     return _run(ctx, run, audit, config, state, skill_dir, optimizer, parts.gate, observers)
 
 
@@ -301,7 +371,9 @@ def _run(
     gate: Gate | None,
     observers: Sequence[TrainObserver],
 ) -> TrainResult:
-    engine = ctx.engine(run_id=run.run_id)
+    guard = _guard(ctx, run, state, optimizer)
+    engine = ctx.engine(run_id=run.run_id, guard=guard)
+    stopped: BudgetExceeded | None = None
     try:
         trainer = Trainer(
             suite=ctx.suite,
@@ -314,10 +386,15 @@ def _run(
             skill_root=skill_dir,
             observers=observers,
             gate=gate,
+            guard=guard,
         )
         if state.status != "finished":
             try:
                 trainer.run()
+            except BudgetExceeded as exc:
+                trainer.stopped_by_budget(exc)
+                trainer.incumbent.write(run.path / "best")  # the best so far, as a file
+                stopped = exc
             except KeyboardInterrupt:
                 raise Interrupted(
                     f"run {run.run_id} is checkpointed; continue it with "
@@ -335,4 +412,19 @@ def _run(
         engine.close()
         run.close()
         ctx.store.close()
+    if stopped is not None:
+        raise BudgetExceeded(
+            f"{stopped}; run {run.run_id} is checkpointed (best so far: "
+            f"{run.path / 'best' / 'SKILL.md'}): continue it with `skillopt train --resume "
+            f"{run.run_id} {stopped.flag} <larger>`",
+            limit=stopped.limit,
+            where=stopped.where,
+            detail=stopped.detail,
+        )
     return TrainResult(run.run_id, run.path, summ, audit.location, audit.branch)
+
+
+def _guard(ctx: Context, run: RunDir, state: TrainState, optimizer: Optimizer) -> Guard | None:
+    """The run's budget, checked against its ledger (None: no budget is set)."""
+    model = getattr(optimizer, "model", None)
+    return budget_guard(ctx, run.run_id, Skill.parse(state.initial.text), model)

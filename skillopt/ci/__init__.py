@@ -19,6 +19,7 @@ threshold checks and the baseline; `junit` and `summary` render a result.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,8 @@ def validate(
 ) -> ValidateResult:
     """Lint `skill_path`, then score it (and the baseline) on `split` of the suite."""
     from skillopt import credentials
-    from skillopt.context import prepare, settings_for
+    from skillopt.budget import Budget, refuse_unpriced
+    from skillopt.context import budget_guard, meter_judge, prepare, settings_for, unpriced_roles
     from skillopt.suite.loader import load_suite, require_split
 
     if min_score is not None and not 0 <= min_score <= 1:
@@ -124,10 +126,19 @@ def validate(
             harness=harness,
             judge=judge,
         )
+        try:
+            unpriced = refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx))
+        except BaseException:
+            ctx.store.close()
+            raise
         if warn is not None:
-            for notice in ctx.settings.notices:
+            for notice in [*ctx.settings.notices, *unpriced]:
                 warn(notice)
-        engine = ctx.engine(observers)
+        ledger = f"validate-{uuid.uuid4().hex[:12]}"
+        guard = budget_guard(ctx, ledger, skill)
+        if guard is not None:
+            meter_judge(ctx, ledger)
+        engine = ctx.engine(observers, run_id=ledger if guard else None, guard=guard)
         start = time.perf_counter()
         try:
             t0 = time.perf_counter()

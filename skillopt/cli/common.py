@@ -131,6 +131,73 @@ RunDir = Annotated[
         show_default=False,
     ),
 ]
+BudgetUsd = Annotated[
+    Optional[float],
+    typer.Option(
+        "--budget-usd",
+        help="Stop before a batch of calls would take the spend, every role together, "
+        "over this many USD (exit code 3; a run resumes with a larger one).",
+        metavar="USD",
+        show_default=False,
+    ),
+]
+MaxTargetRollouts = Annotated[
+    Optional[int],
+    typer.Option(
+        "--max-target-rollouts",
+        callback=at_least(0),
+        help="Stop before paying for more target rollouts than this (store hits are free).",
+        metavar="N",
+        show_default=False,
+    ),
+]
+MaxOptimizerCalls = Annotated[
+    Optional[int],
+    typer.Option(
+        "--max-optimizer-calls",
+        callback=at_least(0),
+        help="Stop before making more optimizer calls than this.",
+        metavar="N",
+        show_default=False,
+    ),
+]
+TimeLimit = Annotated[
+    Optional[str],
+    typer.Option(
+        "--time-limit",
+        help="Start no batch after this much wall-clock time: seconds, or e.g. 45m, 2h.",
+        metavar="TIME",
+        show_default=False,
+    ),
+]
+AllowUnpriced = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unpriced",
+        help="With --budget-usd, run even when a model's price is unknown (the budget "
+        "covers the priced calls only).",
+    ),
+]
+
+
+def budget_flags(
+    budget_usd: float | None,
+    max_target_rollouts: int | None,
+    max_optimizer_calls: int | None,
+    time_limit: str | None,
+    allow_unpriced: bool,
+) -> dict[str, object]:
+    """The budget flags that were given, as keywords of the api call."""
+    given = {
+        "budget_usd": budget_usd,
+        "max_target_rollouts": max_target_rollouts,
+        "max_optimizer_calls": max_optimizer_calls,
+        "time_limit": time_limit,
+        "allow_unpriced": True if allow_unpriced else None,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
 JsonOut = Annotated[
     Optional[Path],
     typer.Option(

@@ -12,13 +12,18 @@ from rich.table import Table
 
 from skillopt import api, display
 from skillopt.cli.common import (
+    AllowUnpriced,
+    BudgetUsd,
     Concurrency,
     Harness,
     JsonOut,
     Judge,
+    MaxTargetRollouts,
     Samples,
     Store,
     Target,
+    TimeLimit,
+    budget_flags,
     err,
     handle_errors,
     out,
@@ -69,6 +74,10 @@ def eval_cmd(
     judge: Judge = None,
     samples: Samples = None,
     store: Store = None,
+    budget_usd: BudgetUsd = None,
+    max_target_rollouts: MaxTargetRollouts = None,
+    time_limit: TimeLimit = None,
+    allow_unpriced: AllowUnpriced = False,
     json_file: JsonOut = None,
 ) -> None:
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
@@ -87,6 +96,7 @@ def eval_cmd(
             judge=judge,
             samples=samples,
             store=store,
+            **budget_flags(budget_usd, max_target_rollouts, None, time_limit, allow_unpriced),
             observers=[ProgressObserver(progress)],
             warn=warn,
         )

@@ -1,5 +1,6 @@
 """`skillopt log`, `skillopt diff`, `skillopt show`: a run's story, read from its
-checkpoint and git; `skillopt prune`: tidy the git refs runs leave behind."""
+checkpoint and git; `skillopt prune`: tidy the git refs runs leave behind;
+`skillopt bundle`: pack a run to replay elsewhere."""
 
 from __future__ import annotations
 
@@ -231,7 +232,35 @@ def _many(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+@handle_errors
+def bundle_cmd(
+    run: Run,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o",
+            "--output",
+            help="The bundle to write (.tar.gz).",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = ...,  # type: ignore[assignment]
+    run_dir: RunDirOpt = None,
+) -> None:
+    """Pack a finished run for another machine: its directory, git history, suite and
+    exactly the store rows it used (`skillopt train --replay FILE` replays it)."""
+    from skillopt.recording import bundle
+
+    path = bundle(run, output, run_dir=run_dir)
+    out.print(
+        f"wrote {escape(str(path))} ({path.stat().st_size:,} bytes); replay it with "
+        f"`skillopt train --replay {escape(str(path))}`",
+        soft_wrap=True,
+    )
+
+
 def register(app: typer.Typer) -> None:
+    app.command("bundle")(bundle_cmd)
     app.command("log")(log_cmd)
     app.command("diff")(diff_cmd)
     app.command("show")(show_cmd)

@@ -11,15 +11,20 @@ from rich.markup import escape
 
 from skillopt import api, display
 from skillopt.cli.common import (
+    AllowUnpriced,
+    BudgetUsd,
     Concurrency,
     Harness,
     JsonOut,
     Judge,
+    MaxTargetRollouts,
     RunDir,
     Samples,
     Store,
     Target,
+    TimeLimit,
     at_least,
+    budget_flags,
     err,
     handle_errors,
     out,
@@ -217,6 +222,10 @@ def validate_cmd(
     judge: Judge = None,
     samples: Samples = None,
     store: Store = None,
+    budget_usd: BudgetUsd = None,
+    max_target_rollouts: MaxTargetRollouts = None,
+    time_limit: TimeLimit = None,
+    allow_unpriced: AllowUnpriced = False,
 ) -> None:
     """CI gate: lint, then score the skill; exit 1 below --min-score or past --max-regressions."""
     from skillopt.ci import junit_xml, summary_markdown
@@ -243,6 +252,7 @@ def validate_cmd(
             judge=judge,
             samples=samples,
             store=store,
+            **budget_flags(budget_usd, max_target_rollouts, None, time_limit, allow_unpriced),
             observers=[ProgressObserver(progress)],
             warn=warn,
         )

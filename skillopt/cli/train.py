@@ -12,13 +12,19 @@ from rich.table import Table
 
 from skillopt import api, display
 from skillopt.cli.common import (
+    AllowUnpriced,
+    BudgetUsd,
     Concurrency,
     Harness,
     Judge,
+    MaxOptimizerCalls,
+    MaxTargetRollouts,
     Samples,
     Store,
     Target,
+    TimeLimit,
     at_least,
+    budget_flags,
     handle_errors,
     out,
     warn,
@@ -78,6 +84,8 @@ class TrainProgress:
 
 
 def stopped_line(stop: dict) -> str:
+    if stop.get("budget"):
+        return f"[yellow]stopped: budget[/] after step {stop['step']} — {escape(stop['reason'])}"
     return (
         f"[yellow]stopped early[/] after step {stop['step']} (epoch {stop['epoch']}) — "
         f"{escape(stop['reason'])}"
@@ -276,8 +284,27 @@ def train_cmd(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and exit; no model calls.")
     ] = False,
+    budget_usd: BudgetUsd = None,
+    max_target_rollouts: MaxTargetRollouts = None,
+    max_optimizer_calls: MaxOptimizerCalls = None,
+    time_limit: TimeLimit = None,
+    allow_unpriced: AllowUnpriced = False,
+    replay: Annotated[
+        Optional[str],
+        typer.Option(
+            "--replay",
+            help="Re-run a finished run (its id, directory, or a `skillopt bundle` file) "
+            "from its recorded calls only, with no model call, and check it reaches the "
+            "same decisions and best skill.",
+            metavar="RUN",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Train a skill: rollouts, reflection, bounded edits, validation gate, git audit."""
+    if replay:
+        replay_run(replay, run_dir)
+        return
     settings = {
         "target": target,
         "optimizer": optimizer,
@@ -301,6 +328,9 @@ def train_cmd(
         "slow_update": False if no_slow_update else None,
         "stall_patience": stall_patience,
     }
+    budget = budget_flags(
+        budget_usd, max_target_rollouts, max_optimizer_calls, time_limit, allow_unpriced
+    )
     if not resume and (skill is None or tasks is None):
         raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
     if dry_run and resume:
@@ -309,7 +339,7 @@ def train_cmd(
             field="--dry-run",
         )
     if dry_run:
-        plan = api.plan(skill, tasks, **settings)
+        plan = api.plan(skill, tasks, **settings, **budget)
         render_plan(plan)
         refuse_missing_keys(plan.missing_keys)
         return
@@ -317,11 +347,38 @@ def train_cmd(
         observers = [TrainProgress(progress)]
         if resume:
             result = api.resume(
-                resume, run_dir=run_dir, concurrency=concurrency, observers=observers
+                resume,
+                run_dir=run_dir,
+                concurrency=concurrency,
+                **budget,
+                observers=observers,
+                warn=warn,
             )
         else:
-            result = api.train(skill, tasks, **settings, observers=observers, warn=warn)
+            result = api.train(skill, tasks, **settings, **budget, observers=observers, warn=warn)
     render_summary(result)
+
+
+def replay_run(ref: str, run_dir: Path | None) -> None:
+    """`--replay`: exit 0 when the run reproduced, 1 at the first difference."""
+    from skillopt.recording import replay
+
+    res = replay(ref, run_dir=run_dir)
+    served = f"{res.served['rollouts']:,} rollouts and {res.served['replies']:,} optimizer replies"
+    if res.reproduced:
+        out.print(
+            f"[green]reproduced[/] run {escape(res.run_id)}: {res.steps} steps, the same "
+            f"decisions and best skill {res.best_hash[:12]} ({res.model_calls} model calls; "
+            f"{served} from the recording)",
+            soft_wrap=True,
+        )
+        return
+    out.print(
+        f"[red]differs[/] run {escape(res.run_id)}: {escape(res.first_difference or '')} "
+        f"({res.model_calls} model calls; {served} from the recording)",
+        soft_wrap=True,
+    )
+    raise typer.Exit(1)
 
 
 def render_plan(plan) -> None:
@@ -352,6 +409,17 @@ def render_plan(plan) -> None:
         f"  estimated cost: {cost}" + (f" ({escape(plan.cost_note)})" if plan.cost_note else ""),
         soft_wrap=True,
     )
+    if plan.stages:
+        out.print("  per stage (upper bounds):")
+        for st in plan.stages:
+            cost = "" if st.cost is None else f"  {display.money(st.cost, digits=4)}"
+            out.print(
+                f"    {st.stage:<12} {st.role:<9} {st.count:>7,} {st.unit:<8} "
+                f"≈{st.tokens:,} tokens{cost}",
+                soft_wrap=True,
+            )
+    for line in plan.budget:
+        out.print(f"  budget: {escape(line)}", soft_wrap=True)
     for note in plan.notes:
         out.print(f"  note: {escape(note)}")
 

@@ -49,6 +49,7 @@ CREDENTIALS = ".credentials.json"  # where `claude /login` keeps its token on Li
 class ClaudeCodeHarness(AgentHarness):
     name = "claude-code"
     binary_label = "claude"
+    reports_cost = True  # the result event's total_cost_usd: a budget can count it
     skills_dir = ".claude/skills"
     invoke_prefix = "/"
     env_names = (

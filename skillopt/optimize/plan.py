@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from skillopt.budget import FLAGS, Budget, Priors, duration_text
 from skillopt.config import Settings
 from skillopt.optimize.base import NoteTaker, SlowUpdater
 from skillopt.optimize.schedule import edit_budget, steps_per_epoch
@@ -24,6 +25,18 @@ OPTIMIZER_TEMPLATE_TOKENS = 700
 # model providers whose models cost nothing: the embedded model runs on this machine,
 # scripted answers are a program's
 FREE_PROVIDERS = {"local": "runs on this machine", "scripted": "scripted answers"}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage's upper bound: `count` rollouts (role target) or calls (optimizer)."""
+
+    stage: str  # baseline, rollouts, reflect, gate, slow update, notes, test
+    role: str
+    count: int
+    unit: str
+    tokens: int
+    cost: float | None  # USD; None when the price is unknown
 
 
 @dataclass(kw_only=True)
@@ -48,9 +61,13 @@ class Plan:
     # variables the run would need and that are not set, one line each: the run
     # itself would refuse to start (`skillopt.credentials`)
     missing_keys: list[str] = field(default_factory=list)
+    stages: list[Stage] = field(default_factory=list)  # the upper bounds per stage and role
+    budget: list[str] = field(default_factory=list)  # what the budget does to the plan
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out["stages"] = [st.__dict__ for st in self.stages]
+        return out
 
 
 def _tokens(text: str) -> int:
@@ -93,18 +110,35 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
     calls = total * per_step_calls if calls_model else 0
     calls += (s.epochs if slow else 0) + (s.epochs - 1 if takes_notes else 0)
 
-    tasks = suite.tasks
-    avg_prompt = sum(_tokens(t.prompt) for t in tasks) / max(1, len(tasks))
-    avg_expected = sum(_tokens(str(t.expected or "")) for t in tasks) / max(1, len(tasks))
-    per_rollout_in = _tokens(skill.body) + avg_prompt
-    per_rollout_out = max(16, avg_expected * 2)
+    per_rollout_in, per_rollout_out, per_call_in = _unit_tokens(skill, suite, s)
     target_tokens = int(rollouts * (per_rollout_in + per_rollout_out))
-    per_call_in = (
-        OPTIMIZER_TEMPLATE_TOKENS
-        + _tokens(skill.body)
-        + s.minibatch_size * (avg_prompt + 2 * avg_expected + 40)
-    )
     optimizer_tokens = int(calls * (per_call_in + OPTIMIZER_OUTPUT_TOKENS))
+
+    def target(stage: str, n: int) -> Stage:
+        tokens = n * (per_rollout_in + per_rollout_out)
+        cost = _estimate(target_name, n * per_rollout_in, n * per_rollout_out)[0]
+        return Stage(stage, "target", n, "rollouts", int(tokens), cost)
+
+    def opt(stage: str, n: int) -> Stage:
+        tokens = n * (per_call_in + OPTIMIZER_OUTPUT_TOKENS)
+        cost = _estimate(optimizer_name, n * per_call_in, n * OPTIMIZER_OUTPUT_TOKENS)[0]
+        return Stage(stage, "optimizer", n, "calls", int(tokens), cost)
+
+    stages = [
+        target("baseline", val_rollouts),
+        target("rollouts", total * batch),
+        *([opt("reflect", total * per_step_calls)] if calls_model and total else []),
+        target("gate", total * val_rollouts),
+    ]
+    if slow:
+        stages += [
+            target("slow update", s.epochs * (2 * slow_n + val_rollouts)),
+            opt("slow update", s.epochs),
+        ]
+    if takes_notes and s.epochs > 1:
+        stages.append(opt("notes", s.epochs - 1))
+    stages.append(target("test", 3 * len(test) * s.samples))
+    stages = [st for st in stages if st.count]
 
     cost, tnote = _estimate(target_name, rollouts * per_rollout_in, rollouts * per_rollout_out)
     parts = [f"target {tnote}"]
@@ -158,7 +192,118 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
         slow_updates=s.epochs if slow else 0,
         optimizer=optimizer_name,
         optimizer_note=calls_note,
+        stages=stages,
+        budget=_binding(Budget.of(s), rollouts, calls, cost),
     )
+
+
+def _binding(budget: Budget, rollouts: int, calls: int, cost: float | None) -> list[str]:
+    """What the budget does to this plan, in lines: which limit binds first (the one
+    the plan's upper bounds cross soonest) or that none does."""
+    if not budget.is_set:
+        return []
+    crossed = []  # (share of the plan the limit allows, flag, words)
+    if budget.target_rollouts is not None and rollouts > budget.target_rollouts:
+        crossed.append(
+            (
+                budget.target_rollouts / rollouts,
+                FLAGS["target_rollouts"],
+                f"{budget.target_rollouts:,} of at most {rollouts:,} rollouts",
+            )
+        )
+    if budget.optimizer_calls is not None and calls > budget.optimizer_calls:
+        crossed.append(
+            (
+                budget.optimizer_calls / calls,
+                FLAGS["optimizer_calls"],
+                f"{budget.optimizer_calls:,} of at most {calls:,} optimizer calls",
+            )
+        )
+    lines = []
+    if budget.usd is not None:
+        if cost is None:
+            lines.append(
+                f"{FLAGS['usd']} ${budget.usd:.2f}: the plan's cost is unknown, so it cannot "
+                "say when it binds (the run refuses unpriced models unless --allow-unpriced)"
+            )
+        elif cost > budget.usd:
+            crossed.append((budget.usd / cost, FLAGS["usd"], f"${budget.usd:.2f} of ≈${cost:.4f}"))
+    if budget.time_limit is not None:
+        lines.append(
+            f"{FLAGS['time_limit']} {duration_text(budget.time_limit)}: checked before each "
+            "batch (the plan cannot time the models)"
+        )
+    if crossed:
+        share, flag, words = min(crossed)
+        lines.insert(
+            0,
+            f"{flag} binds first: {words}; the run stops cleanly (exit 3) after about "
+            f"{share:.0%} of the planned upper bound, resumable with a larger budget",
+        )
+    else:
+        lines.insert(
+            0, "no limit binds: the plan's upper bounds fit " + ", ".join(budget.describe())
+        )
+    return lines
+
+
+def price_known(model: object) -> bool:
+    """Whether what `model` (a `Model`, or one wrapped in skillopt's metering) costs
+    can be counted: it is free, or litellm's price table knows it, or it is a
+    scripted model with a price, or it says so itself (`priced = True`)."""
+    from skillopt.models.litellm_model import LiteLLMModel
+    from skillopt.models.scripted import ScriptedModel
+
+    inner = model
+    while hasattr(inner, "model") and hasattr(inner.model, "complete"):
+        inner = inner.model  # MeteredModel, StoredModel
+    name = str(getattr(inner, "name", ""))
+    if isinstance(inner, ScriptedModel):
+        return inner.cost is not None
+    if free_model(name) is not None:
+        return True
+    if isinstance(inner, LiteLLMModel):
+        return _estimate(name, 1000, 1000)[0] is not None
+    return bool(getattr(inner, "priced", False))
+
+
+def priors(skill: Skill, suite: Suite, s: Settings, target: object, optimizer: object) -> Priors:
+    """The dry run's price per rollout and per optimizer call, for a budget to project
+    with before the run has paid for anything (None where unknown). `target` and
+    `optimizer` are models or model names."""
+    rollout_in, rollout_out, call_in = _unit_tokens(skill, suite, s)
+    return Priors(
+        rollout_usd=_unit_price(target, rollout_in, rollout_out),
+        call_usd=_unit_price(optimizer, call_in, OPTIMIZER_OUTPUT_TOKENS),
+    )
+
+
+def _unit_price(model: object, tokens_in: float, tokens_out: float) -> float | None:
+    from skillopt.models.scripted import ScriptedModel
+
+    inner = model
+    while hasattr(inner, "model") and hasattr(inner.model, "complete"):
+        inner = inner.model
+    if isinstance(inner, ScriptedModel):
+        return inner.cost  # its price per call, as it says
+    name = inner if isinstance(inner, str) else str(getattr(inner, "name", "") or "")
+    return _estimate(name, tokens_in, tokens_out)[0] if "/" in name else None
+
+
+def _unit_tokens(skill: Skill, suite: Suite, s: Settings) -> tuple[float, float, float]:
+    """Estimated (input tokens, output tokens) of one rollout, and input tokens of
+    one optimizer call."""
+    tasks = suite.tasks
+    avg_prompt = sum(_tokens(t.prompt) for t in tasks) / max(1, len(tasks))
+    avg_expected = sum(_tokens(str(t.expected or "")) for t in tasks) / max(1, len(tasks))
+    per_rollout_in = _tokens(skill.body) + avg_prompt
+    per_rollout_out = max(16, avg_expected * 2)
+    per_call_in = (
+        OPTIMIZER_TEMPLATE_TOKENS
+        + _tokens(skill.body)
+        + s.minibatch_size * (avg_prompt + 2 * avg_expected + 40)
+    )
+    return per_rollout_in, per_rollout_out, per_call_in
 
 
 def free_model(model: str) -> str | None:

@@ -9,7 +9,7 @@ Invariants:
 - A checkpoint this code cannot read (a newer or unknown version, a missing or
   mistyped field) is one `InputError` naming the file and the field; nothing is
   guessed and nothing is resumed from it.
-- A field added within a version (`stopped_early`, `notes_owed`) is written only when it is set
+- A field added within a version (`stopped_early`, `notes_owed`, `stop`) is written only when it is set
   and read as its default when absent: checkpoints of that version written before
   it existed still load, and an older skillopt of the same version still reads
   every checkpoint the field does not concern. A version is bumped only for a
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
     from skillopt.store.run import RunDir
 
 STATE_VERSION = 2
-STATUSES = ("new", "running", "finished")
-Status = Literal["new", "running", "finished"]
+# stopped: a budget stopped the run (`stop` says which and where); resuming continues it
+STATUSES = ("new", "running", "stopped", "finished")
+Status = Literal["new", "running", "stopped", "finished"]
 
 
 class _StepHead(TypedDict):
@@ -159,6 +160,7 @@ class Accounting:
     optimizer_input_tokens: int = 0
     optimizer_output_tokens: int = 0
     optimizer_cost: float | None = None
+    optimizer_served: int = 0  # replies served from the store (no call paid)
     skipped_minibatches: int = 0
     target_rollouts: int = 0
     cached_rollouts: int = 0
@@ -177,6 +179,7 @@ class Accounting:
             optimizer_input_tokens=opt.get("input_tokens", 0),
             optimizer_output_tokens=opt.get("output_tokens", 0),
             optimizer_cost=opt.get("cost"),
+            optimizer_served=opt.get("cached", 0),
             skipped_minibatches=skipped,
             target_rollouts=target.get("rollouts", 0),
             cached_rollouts=target.get("cached", 0),
@@ -219,6 +222,8 @@ class TrainState:
     # finished epochs (1-based) whose notes a later optimizer call would read and that
     # no call has read yet: they are asked for just before the next call, then dropped
     notes_owed: list[int] = field(default_factory=list)
+    # why a budget stopped the run (status "stopped"): {reason, budget, where, detail, step}
+    stop: dict | None = None
 
     @classmethod
     def new(cls, skill: Skill) -> TrainState:
@@ -280,6 +285,8 @@ class TrainState:
             data["stopped_early"] = asdict(self.stopped_early)
         if self.notes_owed:  # added within version 2: only when set
             data["notes_owed"] = list(self.notes_owed)
+        if self.stop is not None:  # added within version 2: only when set
+            data["stop"] = dict(self.stop)
         return data
 
     @classmethod
@@ -323,6 +330,9 @@ def m001_v1_to_v2(data: dict) -> dict:
     out["version"] = 2
     return out
 
+
+# accounting counters added within version 2 (absent from checkpoints written before)
+_ADDED_IN_V2 = {"optimizer_served"}
 
 # MIGRATIONS[i] turns version i + 1 into version i + 2; append only
 MIGRATIONS: list[Callable[[dict], dict]] = [m001_v1_to_v2]
@@ -429,6 +439,7 @@ class _Reader:
             test=self.test(data),
             stopped_early=self.stopped_early(data),
             notes_owed=self.notes_owed(data),
+            stop=self.get(data, "stop", "dict?") if "stop" in data else None,
         )
 
     def support(self, data: dict) -> tuple[tuple[str, str], ...]:
@@ -477,12 +488,15 @@ class _Reader:
     def accounting(self, data: dict) -> Accounting:
         a = self.obj(data, "accounting")
         self.only(a, {f.name for f in fields(Accounting)}, "accounting")
+        # a counter added within version 2 (`optimizer_served`) reads as its default
+        # when absent: the accounting is recomputed from the ledger at the next save
         return Accounting(
             **{
                 f.name: self.get(
                     a, f.name, "num?" if f.name.endswith("_cost") else "int", "accounting"
                 )
                 for f in fields(Accounting)
+                if f.name in a or f.name not in _ADDED_IN_V2
             }
         )
 

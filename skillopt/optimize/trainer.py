@@ -27,10 +27,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillopt import display
+from skillopt.budget import BudgetExceeded, Guard
 from skillopt.config import Settings
 from skillopt.display import NA
 from skillopt.errors import NothingScored, SystemicFailure
 from skillopt.evaluation import mean_value, pass_rate, scored_count, task_outcomes
+from skillopt.models.base import Model
 from skillopt.optimize.base import (
     NoteTaker,
     Optimizer,
@@ -107,13 +109,19 @@ class Trainer:
         skill_root: Any,
         observers: Sequence[TrainObserver] = (),
         gate: Gate | None = None,
+        guard: Guard | None = None,
     ):
-        """`gate` decides every candidate; by default the one `settings.gate` names."""
+        """`gate` decides every candidate; by default the one `settings.gate` names.
+        `guard` checks the run's budget before each batch of optimizer calls (the
+        engine checks it before each batch of rollouts)."""
         self.suite = suite
         self.s = settings
         self.engine = engine
         self.optimizer = optimizer
         self.gate = gate if gate is not None else build_gate(settings)
+        self.guard = guard
+        # whether the optimizer's proposals are model calls (a budget counts them)
+        self._calls_model = isinstance(getattr(optimizer, "model", None), Model)
         self.audit = audit
         self.run_dir = run
         self.state = state
@@ -204,7 +212,8 @@ class Trainer:
             epochs=self.s.epochs,
             resumed=st.status != "new",
         )
-        if st.status == "new":
+        st.stop = None
+        if not st.steps:  # new, or stopped by a budget before step 0 was recorded
             self._initial()
         st.status = "running"
         while st.epoch < self.s.epochs and st.stopped_early is None:
@@ -305,9 +314,25 @@ class Trainer:
         self.checkpoint()
         self.emit("decision", step=0, kind="initial", accepted=True, val=val, best=val, commit=sha)
 
+    def _spend(self, where: str, calls: int = 0) -> None:
+        """Check the budget before `calls` optimizer calls (or, with none, before a
+        step starts: the time limit); raises `BudgetExceeded`."""
+        if self.guard is not None:
+            self.guard.before(calls=calls if self._calls_model else 0, where=where)
+
+    def stopped_by_budget(self, exc: BudgetExceeded) -> None:
+        """A budget stopped the run before a batch: say so, and checkpoint it as
+        stopped (`--resume` continues from here with a larger budget)."""
+        st = self.state
+        st.status = "stopped"
+        st.stop = {**exc.to_dict(), "step": st.step}
+        self.emit("stopped", step=st.step, epoch=st.epoch + 1, reason=str(exc), budget=exc.flag)
+        self.checkpoint()
+
     def _step(self, epoch: int, k: int, batch: list[Task]) -> None:
         self._began = time.monotonic()
         step = self.state.step + 1
+        self._spend(f"step {step}")
         regular = epoch * self.per_epoch + k
         budget = edit_budget(
             regular,
@@ -388,6 +413,7 @@ class Trainer:
         self.stage("reflect", step=step, minibatches=len(requests))
         if not requests:
             return []
+        self._spend(f"step {step} · reflect", calls=len(requests))
         workers = max(1, min(self.s.optimizer_concurrency, len(requests)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillopt-reflect") as pool:
             proposals = list(pool.map(self.optimizer.propose, requests))
@@ -562,6 +588,7 @@ class Trainer:
             result = TextResult.from_dict(pending.slow_update)  # asked before a restart
         else:
             moved = comparison(sample, before, after)
+            self._spend(f"slow update {epoch + 1}", calls=1)
             result = self.optimizer.slow_update(
                 current, previous, moved, self.memory, self._context()
             )
@@ -645,6 +672,7 @@ class Trainer:
         if not isinstance(self.optimizer, NoteTaker):
             return
         history = epoch_history(self.state.steps, epoch + 1)
+        self._spend(f"notes of epoch {epoch + 1}", calls=1)
         self.stage("notes", epoch=epoch + 1)
         result = self.optimizer.meta_notes(epoch + 1, history, self._context())
         self._stop_if_hopeless([result])

@@ -114,11 +114,38 @@ def m004_spend(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX spend_run ON spend (run_id)")
 
 
+def m006_replies(db: sqlite3.Connection) -> None:
+    """Optimizer replies by the key of their request (model fingerprint, messages,
+    parameters, and the attempt for a sampled model), so an identical request is
+    never paid for twice; and `uses`: which rollouts and replies each run used, so a
+    run can be bundled with exactly its rows and replayed."""
+    db.execute("""
+        CREATE TABLE replies (
+            key TEXT PRIMARY KEY,
+            model TEXT NOT NULL,
+            request TEXT NOT NULL,
+            text TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cost REAL,
+            finish_reason TEXT,
+            created_at REAL NOT NULL
+        )""")
+    db.execute("""
+        CREATE TABLE uses (
+            run_id TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('rollout', 'reply')),
+            key TEXT NOT NULL,
+            PRIMARY KEY (run_id, kind, key)
+        )""")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_rollouts,
     m002_skills,
     m003_claims,
     m004_spend,
+    m006_replies,
 ]
 
 _COLUMNS = (
@@ -437,6 +464,73 @@ class RolloutStore:
                     (owner, *chunk),
                 )
 
+    # -- optimizer replies, and what each run used ----------------------------------
+    def get_reply(self, key: str) -> dict | None:
+        """A stored reply: text, input_tokens, output_tokens, cost, finish_reason."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT text, input_tokens, output_tokens, cost, finish_reason "
+                "FROM replies WHERE key = ?",
+                (key,),
+            ).fetchone()
+        if row is None:
+            return None
+        text, tin, tout, cost, finish = row
+        return {
+            "text": text,
+            "input_tokens": tin,
+            "output_tokens": tout,
+            "cost": cost,
+            "finish_reason": finish,
+        }
+
+    def put_reply(
+        self,
+        key: str,
+        model: dict,
+        request: dict,
+        text: str,
+        usage: Usage,
+        cost: float | None,
+        finish_reason: str | None = None,
+    ) -> None:
+        """Keep a reply; the first one stored under a key stays."""
+        model_json, request_json, text_safe = _safe_all(
+            canonical_json(model), canonical_json(request), text
+        )
+        with self._write() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    model_json,
+                    request_json,
+                    text_safe,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    cost,
+                    finish_reason,
+                    time.time(),
+                ),
+            )
+
+    def note_uses(self, run_id: str, kind: str, keys: Iterable[str]) -> None:
+        """Record that `run_id` used these rollouts ('rollout') or replies ('reply')."""
+        rows = [(run_id, kind, k) for k in keys]
+        if rows:
+            with self._write() as db:
+                db.executemany("INSERT OR IGNORE INTO uses VALUES (?, ?, ?)", rows)
+
+    def uses(self, run_id: str, kind: str) -> list[str]:
+        with self._lock:
+            return [
+                r[0]
+                for r in self._db.execute(
+                    "SELECT key FROM uses WHERE run_id = ? AND kind = ? ORDER BY key",
+                    (run_id, kind),
+                )
+            ]
+
     # -- spend: the ledger of what a run paid for --------------------------------------
     def record_call(
         self,
@@ -482,7 +576,7 @@ class RolloutStore:
         'target': `rollouts` run, `cached` (served from the store), `unscored` (run,
         not scored), `calls`, `input_tokens`, `output_tokens`, `cost` (sum of known
         prices, None if none known) and `cost_complete` (no row with calls but no
-        price). Other roles: `calls`, tokens, `cost`, `cost_complete` and `rows`."""
+        price), `unpriced` (rows with calls but no price). Other roles: `calls`, tokens, `cost`, `cost_complete` and `rows`."""
         with self._lock:
             rows = self._db.execute(
                 """SELECT role, kind, COUNT(*), COALESCE(SUM(rollouts), 0),
@@ -504,12 +598,15 @@ class RolloutStore:
             if cost is not None:
                 totals["cost"] = (totals["cost"] or 0.0) + cost
             totals["cost_complete"] = totals["cost_complete"] and not unpriced
+            totals["unpriced"] += unpriced
             if role == "target":
                 if kind == "rollout":
                     totals["rollouts"] += n
                     totals["unscored"] += unscored
                 elif kind == "cached":
                     totals["cached"] += rollouts
+            elif kind == "cached":  # replies served from the store
+                totals["cached"] += n
         return out
 
 
@@ -539,10 +636,12 @@ def _totals(out: dict[str, dict], role: str) -> dict:
             "output_tokens": 0,
             "cost": None,
             "cost_complete": True,
+            "unpriced": 0,
             "rows": 0,
         }
+        out[role]["cached"] = 0
         if role == "target":
-            out[role].update(rollouts=0, cached=0, unscored=0)
+            out[role].update(rollouts=0, unscored=0)
     return out[role]
 
 

@@ -153,6 +153,7 @@ def test_version_1_is_migrated_and_saved_as_version_2(tmp_path):
     saved = json.loads(run.state_path.read_text())
     assert saved["version"] == 2 and saved["skipped_notes"] == [] and saved["test"] == {}
     assert saved["memory"].pop("accepted") == []  # the memory of accepted edits starts empty
+    assert saved["accounting"].pop("optimizer_served") == 0  # a counter added since
     assert {k: v for k, v in saved.items() if k not in ("version", "skipped_notes", "test")} == {
         k: v for k, v in V1.items() if k != "version"
     }
@@ -243,7 +244,7 @@ def nested(path: tuple, value) -> dict:
         (without("version"), "version", "unknown checkpoint version None"),
         (without("k"), "k", "missing"),
         (v2(epoch="1"), "epoch", "expected a whole number, got a string"),
-        (v2(status="paused"), "status", "expected one of new, running, finished"),
+        (v2(status="paused"), "status", "expected one of new, running, stopped, finished"),
         (v2(slow_done=1), "slow_done", "expected true or false, got a number"),
         (v2(extra=1), "extra", "unknown field"),
         (nested(("incumbent", "val"), "high"), "incumbent.val", "a number or null"),

@@ -135,6 +135,7 @@ def test_waits_for_a_result_another_owner_is_paying_for(tmp_path, skill, suite, 
         "output_tokens": 0,
         "cost": None,
         "cost_complete": True,
+        "unpriced": 0,
         "rows": 1,
     }
 

@@ -106,6 +106,7 @@ def test_rollouts_and_hits_are_counted_per_run(tmp_path, setup):
         "output_tokens": 0,
         "cost": None,
         "cost_complete": True,
+        "unpriced": 0,
         "rows": 1,
     }
 
@@ -129,6 +130,8 @@ def test_optimizer_calls_are_recorded(tmp_path):
         "output_tokens": 25,
         "cost": pytest.approx(0.002),
         "cost_complete": False,
+        "unpriced": 1,
+        "cached": 0,
         "rows": 2,
     }
     assert spent["judge"]["cost_complete"] is True and spent["judge"]["rows"] == 1
@@ -139,6 +142,8 @@ def test_optimizer_calls_are_recorded(tmp_path):
         "output_tokens": 0,
         "cost": None,
         "cost_complete": True,
+        "unpriced": 0,
+        "cached": 0,
         "rows": 0,
     }
 

@@ -266,7 +266,13 @@ def test_slow_update_is_gated(world, models):
 
     helpful = ScriptedOptimizer([edits_reply(PARTIAL)], guidance=f"- {HELPFUL}")
     models["set"](helpful)
-    result = api.train(world["skill"], world["suite"], **flags(epochs=1, slow_update=True))
+    # a store of its own: in the first one, the same optimizer (by name) asked the same
+    # slow-update prompt, and its stored reply would be served again
+    result = api.train(
+        world["skill"],
+        world["suite"],
+        **flags(epochs=1, slow_update=True, store="runs/other.sqlite"),
+    )
     slow = [s for s in result.summary["steps"] if s["kind"] == "slow_update"]
     assert slow[0]["decision"] == "accepted" and slow[0]["val"] == 1.0
     best = Skill.load(result.run_dir / "best")
