@@ -114,17 +114,26 @@ def m004_spend(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX spend_run ON spend (run_id)")
 
 
+def m005_cached_tokens(db: sqlite3.Connection) -> None:
+    """Input tokens read from the provider's prompt cache: part of `input_tokens`
+    (never added to it), billed at the provider's cache-read price. Rows written
+    before this migration read 0."""
+    for table in ("rollouts", "spend"):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN cached_input_tokens INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_rollouts,
     m002_skills,
     m003_claims,
     m004_spend,
+    m005_cached_tokens,
 ]
 
 _COLUMNS = (
     "key, skill_hash, task_id, sample, split, status, score, passed, feedback, answer, "
     "error, error_kind, trajectory, input_tokens, output_tokens, cost, latency_s, "
-    "model_calls"
+    "model_calls, cached_input_tokens"
 )
 
 
@@ -328,6 +337,7 @@ class RolloutStore:
             rollout.cost,
             rollout.latency_s,
             rollout.model_calls,
+            rollout.usage.cached_input_tokens,
             now,
             now,
         )
@@ -335,9 +345,9 @@ class RolloutStore:
             db.execute(
                 """INSERT INTO rollouts (key, fingerprint, skill_hash, task_id, sample, split,
                        status, score, passed, feedback, answer, error, error_kind, trajectory,
-                       input_tokens, output_tokens, cost, latency_s, model_calls, created_at,
-                       updated_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       input_tokens, output_tokens, cost, latency_s, model_calls,
+                       cached_input_tokens, created_at, updated_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (key) DO UPDATE SET
                        status = excluded.status, score = excluded.score,
                        passed = excluded.passed, feedback = excluded.feedback,
@@ -346,6 +356,7 @@ class RolloutStore:
                        input_tokens = excluded.input_tokens,
                        output_tokens = excluded.output_tokens, cost = excluded.cost,
                        latency_s = excluded.latency_s, model_calls = excluded.model_calls,
+                       cached_input_tokens = excluded.cached_input_tokens,
                        attempts = rollouts.attempts + 1, updated_at = excluded.updated_at
                    WHERE rollouts.status = 'unscored'""",
                 row,
@@ -367,6 +378,7 @@ class RolloutStore:
                         rollout.usage.output_tokens,
                         rollout.cost,
                         now,
+                        rollout.usage.cached_input_tokens,
                     ),
                 )
 
@@ -447,8 +459,12 @@ class RolloutStore:
         input_tokens: int = 0,
         output_tokens: int = 0,
         cost: float | None = None,
+        *,
+        cached_input_tokens: int = 0,
     ) -> None:
-        """Record one paid thing that is not a rollout (an optimizer call, …)."""
+        """Record one paid thing that is not a rollout (an optimizer call, …).
+        `cached_input_tokens` are the part of `input_tokens` read from the provider's
+        prompt cache."""
         with self._write() as db:
             db.execute(
                 _SPEND_INSERT,
@@ -464,6 +480,7 @@ class RolloutStore:
                     output_tokens,
                     cost,
                     time.time(),
+                    cached_input_tokens,
                 ),
             )
 
@@ -473,34 +490,38 @@ class RolloutStore:
             with self._write() as db:
                 db.execute(
                     _SPEND_INSERT,
-                    (run_id, "target", "cached", None, count, count, 0, 0, 0, None, time.time()),
+                    (run_id, "target", "cached", None, count, count, 0, 0, 0, None, time.time(), 0),
                 )
 
     def spend(self, run_id: str) -> dict[str, dict]:
         """What `run_id` paid, per role. Always has 'target' and 'optimizer'.
 
         'target': `rollouts` run, `cached` (served from the store), `unscored` (run,
-        not scored), `calls`, `input_tokens`, `output_tokens`, `cost` (sum of known
-        prices, None if none known) and `cost_complete` (no row with calls but no
-        price). Other roles: `calls`, tokens, `cost`, `cost_complete` and `rows`."""
+        not scored), `calls`, `input_tokens`, `output_tokens`, `cached_input_tokens`
+        (the part of `input_tokens` read from a provider's prompt cache), `cost` (sum
+        of known prices, None if none known) and `cost_complete` (no row with calls
+        but no price). Other roles: `calls`, tokens, `cost`, `cost_complete` and
+        `rows`."""
         with self._lock:
             rows = self._db.execute(
                 """SELECT role, kind, COUNT(*), COALESCE(SUM(rollouts), 0),
                           SUM(CASE WHEN scored = 0 THEN 1 ELSE 0 END), SUM(calls),
                           SUM(input_tokens), SUM(output_tokens), SUM(cost),
-                          SUM(CASE WHEN calls > 0 AND cost IS NULL THEN 1 ELSE 0 END)
+                          SUM(CASE WHEN calls > 0 AND cost IS NULL THEN 1 ELSE 0 END),
+                          SUM(cached_input_tokens)
                    FROM spend WHERE run_id = ? GROUP BY role, kind""",
                 (run_id,),
             ).fetchall()
         out: dict[str, dict] = {}
         for role in ("target", "optimizer"):
             _totals(out, role)
-        for role, kind, n, rollouts, unscored, calls, tin, tout, cost, unpriced in rows:
+        for role, kind, n, rollouts, unscored, calls, tin, tout, cost, unpriced, tcached in rows:
             totals = _totals(out, role)
             totals["rows"] += n
             totals["calls"] += calls
             totals["input_tokens"] += tin
             totals["output_tokens"] += tout
+            totals["cached_input_tokens"] += tcached
             if cost is not None:
                 totals["cost"] = (totals["cost"] or 0.0) + cost
             totals["cost_complete"] = totals["cost_complete"] and not unpriced
@@ -515,7 +536,8 @@ class RolloutStore:
 
 _SPEND_INSERT = (
     "INSERT INTO spend (run_id, role, kind, key, rollouts, scored, calls, "
-    "input_tokens, output_tokens, cost, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "input_tokens, output_tokens, cost, at, cached_input_tokens) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -537,6 +559,7 @@ def _totals(out: dict[str, dict], role: str) -> dict:
             "calls": 0,
             "input_tokens": 0,
             "output_tokens": 0,
+            "cached_input_tokens": 0,
             "cost": None,
             "cost_complete": True,
             "rows": 0,
@@ -592,6 +615,7 @@ def _from_row(row: tuple) -> Rollout:
         cost,
         latency_s,
         model_calls,
+        cached_input_tokens,
     ) = row
     return Rollout(
         key=key,
@@ -606,7 +630,7 @@ def _from_row(row: tuple) -> Rollout:
         answer=answer,
         error=error,
         error_kind=error_kind,
-        usage=Usage(input_tokens, output_tokens),
+        usage=Usage(input_tokens, output_tokens, cached_input_tokens),
         cost=cost,
         latency_s=latency_s,
         model_calls=model_calls,
