@@ -34,6 +34,11 @@ class ModelSettings(BaseModel):
     retries: int = Field(4, ge=0)
     backoff: float = Field(1.0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict)
+    prompt_cache: bool = Field(
+        True,
+        description="mark a long system prompt (the skill) for the provider's prompt "
+        "cache where the provider needs a marker (Anthropic); never in the fingerprint",
+    )
 
 
 class AgentSettings(BaseModel):

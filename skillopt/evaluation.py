@@ -103,6 +103,16 @@ class SplitResult:
         return sum(r.usage.total for r in self.fresh)
 
     @property
+    def input_tokens(self) -> int:
+        return sum(r.usage.input_tokens for r in self.fresh)
+
+    @property
+    def cached_tokens(self) -> int:
+        """Input tokens of the fresh rollouts that the provider read from its prompt
+        cache (part of `tokens`, billed at its cache-read price)."""
+        return sum(r.usage.cached_input_tokens for r in self.fresh)
+
+    @property
     def cost(self) -> float | None:
         """USD spent now; None when no fresh rollout had a known price."""
         known = [r.cost for r in self.fresh if r.cost is not None]
@@ -148,6 +158,7 @@ class SplitResult:
             "cached": self.cached,
             "model_calls": self.model_calls,
             "tokens": self.tokens,
+            "cached_tokens": self.cached_tokens,
             "cost": self.cost,
             "cost_complete": self.cost_complete,
             "wall_s": round(self.wall_s, 3),

@@ -58,6 +58,7 @@ class Rollout:
             "error_kind": self.error_kind,
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
+            "cached_input_tokens": self.usage.cached_input_tokens,
             "cost": self.cost,
             "latency_s": round(self.latency_s, 6),
             "cached": self.cached,

@@ -146,21 +146,27 @@ def _copy_rows(store_path: Path, run_id: str, dest: Path) -> dict[str, int]:
     db = sqlite3.connect(dest)
     try:
         db.execute("ATTACH DATABASE ? AS src", (str(store_path),))
-        db.execute(
-            "INSERT INTO rollouts SELECT * FROM src.rollouts WHERE key IN "
-            "(SELECT key FROM src.uses WHERE run_id = ? AND kind = 'rollout')",
-            (run_id,),
+
+        def copy(table: str, where: str, *args: str) -> None:
+            # by column name: the two stores may have gained columns in another order
+            cols = ", ".join(r[1] for r in db.execute(f"PRAGMA main.table_info({table})"))
+            db.execute(
+                f"INSERT INTO main.{table} ({cols}) SELECT {cols} FROM src.{table} WHERE {where}",
+                args,
+            )
+
+        copy(
+            "rollouts",
+            "key IN (SELECT key FROM src.uses WHERE run_id = ? AND kind = 'rollout')",
+            run_id,
         )
-        db.execute(
-            "INSERT INTO replies SELECT * FROM src.replies WHERE key IN "
-            "(SELECT key FROM src.uses WHERE run_id = ? AND kind = 'reply')",
-            (run_id,),
+        copy(
+            "replies",
+            "key IN (SELECT key FROM src.uses WHERE run_id = ? AND kind = 'reply')",
+            run_id,
         )
-        db.execute(
-            "INSERT INTO skills SELECT * FROM src.skills WHERE hash IN "
-            "(SELECT skill_hash FROM rollouts)"
-        )
-        db.execute("INSERT INTO uses SELECT * FROM src.uses WHERE run_id = ?", (run_id,))
+        copy("skills", "hash IN (SELECT skill_hash FROM main.rollouts)")
+        copy("uses", "run_id = ?", run_id)
         db.commit()
         counts = {
             table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]

@@ -274,17 +274,37 @@ def markdown(summary: dict) -> str:
         f"- Target rollouts run: {acct.get('target_rollouts', 0)} "
         f"(+{acct.get('cached_rollouts', 0)} from the store, "
         f"{acct.get('unscored_rollouts', 0)} unscored)",
-        f"- Target tokens: {acct.get('target_input_tokens', 0):,} in, "
+        f"- Target tokens: {acct.get('target_input_tokens', 0):,} in"
+        f"{_from_cache(acct, 'target')}, "
         f"{acct.get('target_output_tokens', 0):,} out; cost "
         f"{display.spent(acct.get('target_cost'), acct.get('target_calls', 0))}",
         f"- Optimizer calls: {acct.get('optimizer_calls', 0)} "
         f"({acct.get('skipped_minibatches', 0)} minibatches skipped); tokens "
-        f"{acct.get('optimizer_input_tokens', 0):,} in, "
+        f"{acct.get('optimizer_input_tokens', 0):,} in{_from_cache(acct, 'optimizer')}, "
         f"{acct.get('optimizer_output_tokens', 0):,} out; cost "
         f"{display.spent(acct.get('optimizer_cost'), acct.get('optimizer_calls', 0))}",
         "",
     ]
     return "\n".join(lines)
+
+
+def _from_cache(acct: dict, role: str) -> str:
+    """How many of `role`'s input tokens the provider read from its prompt cache,
+    said only when some were (a run without caching reads as it always did)."""
+    n = acct.get(f"{role}_cached_tokens", 0)
+    return f" ({n:,} cached tokens)" if n else ""
+
+
+def cached_tokens_line(acct: dict) -> str | None:
+    """One line on the prompt cache's share of the input tokens; None when no
+    provider reported a cached token."""
+    parts = [
+        f"{role} {acct.get(f'{role}_cached_tokens', 0):,} of "
+        f"{acct.get(f'{role}_input_tokens', 0):,} input tokens"
+        for role in ("target", "optimizer")
+        if acct.get(f"{role}_cached_tokens")
+    ]
+    return "cached tokens: " + ", ".join(parts) if parts else None
 
 
 def _test_section(s: dict) -> list[str]:

@@ -165,6 +165,7 @@ class _Ledger:
             usage.input_tokens,
             usage.output_tokens,
             cost,
+            cached_input_tokens=usage.cached_input_tokens,
         )
 
     def store(self) -> RolloutStore:

@@ -147,6 +147,13 @@ def render(result: EvalResult) -> None:
             f"{r.wall_s:.2f}s",
         )
     out.print(table)
+    for r in result.results:
+        if r.cached_tokens:  # only with a provider's prompt cache: other output unchanged
+            out.print(
+                f"cached tokens ({r.variant} · {r.split}): {r.cached_tokens:,} of "
+                f"{r.input_tokens:,} input tokens read from the provider's prompt cache",
+                soft_wrap=True,
+            )
     for c in result.comparisons:
         out.print(
             f"Δ {c.split}: {display.delta(c.delta)} mean vs no skill (n={c.n}) · "

@@ -487,6 +487,9 @@ def render_summary(result: api.TrainResult) -> None:
         ),
         soft_wrap=True,
     )
+    cached = report.cached_tokens_line(acct)
+    if cached:  # only with a provider's prompt cache
+        out.print(cached, soft_wrap=True)
     out.print(f"best skill: {escape(str(result.run_dir / 'best' / 'SKILL.md'))}", soft_wrap=True)
     out.print(f"report: {escape(str(result.run_dir / 'report.md'))}", soft_wrap=True)
     out.print(

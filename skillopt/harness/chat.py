@@ -2,8 +2,15 @@
 protection markers) is the system prompt, the rendered task the user message, the
 model's reply the answer.
 
-Invariant: an empty skill sends no system message at all, so the no-skill
-baseline is the bare model, not a model with an empty instruction.
+Invariants:
+- An empty skill sends no system message at all, so the no-skill baseline is the
+  bare model, not a model with an empty instruction.
+- The skill is the prompt's stable prefix: the system message comes first and is
+  the same text in every rollout of a skill, with everything that varies (the task)
+  after it. Providers that cache a repeated prefix by themselves (OpenAI-style)
+  then bill the skill at their cached-input price after the first rollout, and
+  the litellm model marks it for providers that cache only a marked prefix
+  (Anthropic). Nothing task-specific may ever be put before or into it.
 """
 
 from __future__ import annotations

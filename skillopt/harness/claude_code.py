@@ -455,6 +455,7 @@ def _usage(usage: dict) -> Usage:
             for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         ),
         output_tokens=as_int(usage.get("output_tokens")),
+        cached_input_tokens=as_int(usage.get("cache_read_input_tokens")),
     )
 
 

@@ -209,7 +209,11 @@ class CodexHarness(AgentHarness):
             elif kind == "turn.completed":
                 completed += 1
                 u = e.get("usage") if isinstance(e.get("usage"), dict) else {}
-                usage = usage + Usage(as_int(u.get("input_tokens")), as_int(u.get("output_tokens")))
+                usage = usage + Usage(  # codex's input_tokens include the cached ones
+                    as_int(u.get("input_tokens")),
+                    as_int(u.get("output_tokens")),
+                    as_int(u.get("cached_input_tokens")),
+                )
             elif kind == "turn.failed":
                 err = e.get("error")
                 failures.append(str(err.get("message") if isinstance(err, dict) else err))

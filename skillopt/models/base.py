@@ -20,8 +20,15 @@ Prompt = Union[Messages, str]
 
 @dataclass(frozen=True)
 class Usage:
+    """Tokens of one call (or a sum of calls).
+
+    `input_tokens` is the whole prompt, however the provider billed it: the tokens
+    read from its prompt cache (`cached_input_tokens`, billed at a lower price) and
+    those written to it are parts of it, not additions to it."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0  # of input_tokens, read from the provider's prompt cache
 
     @property
     def total(self) -> int:
@@ -29,7 +36,9 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
         )
 
 

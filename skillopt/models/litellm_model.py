@@ -9,6 +9,16 @@ Invariants:
   are not retried, nor is a call made with no key at all (litellm raises that as a
   server error), which is an auth failure. After the last attempt a `ModelError` carries the reason.
 - Cost comes from litellm's price map when it knows the model; otherwise None.
+  litellm prices the input tokens a provider read from its prompt cache at the
+  model's cache-read price and those it wrote at its cache-write price.
+- Prompt caching (`prompt_cache`, on by default) never enters the fingerprint: it
+  changes what a call costs, not what it answers. Anthropic caches only a prefix
+  marked with `cache_control`, so a leading system message (the chat harness's skill,
+  the same in every rollout) long enough to be cached is sent as one text block
+  carrying an ephemeral marker (see `cache_marked`). OpenAI-style providers cache a
+  long stable prefix by themselves: their messages are sent unchanged.
+- `Usage.input_tokens` is the whole prompt (uncached, read from the cache and
+  written to it); `Usage.cached_input_tokens` is the part read from the cache.
 """
 
 from __future__ import annotations
@@ -75,6 +85,45 @@ _NO_KEY = re.compile(
     r"no (api )?key is set|api key (is )?(not set|missing|required)",
     re.I,
 )
+
+
+# Anthropic's minimum cacheable prompt, in tokens, by model family (its prompt caching
+# docs): a marked prefix shorter than this is not cached (and not refused). Models not
+# listed get the smallest minimum: a marker that turns out too early is ignored free.
+_CACHE_MINIMUM = (
+    (re.compile(r"haiku-4[-.]5|opus-4[-.][56]"), 4096),
+    (re.compile(r"haiku|sonnet-4[-.]6"), 2048),
+)
+_CACHE_MINIMUM_DEFAULT = 1024  # Sonnet 4.5, 4 and 3.7, Opus 4.1 and 4
+# characters per token assumed when estimating a prompt's length: English prose runs
+# about 3.5 to 4 characters per token, so this errs long (towards marking a prompt)
+_CHARS_PER_TOKEN = 3
+
+
+def cache_minimum(model: str) -> int:
+    """Anthropic's minimum cacheable prompt for `model`, in tokens."""
+    for pattern, tokens in _CACHE_MINIMUM:
+        if pattern.search(model):
+            return tokens
+    return _CACHE_MINIMUM_DEFAULT
+
+
+def cache_marked(messages: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:
+    """`messages` with a leading system message long enough to be cached by Anthropic
+    sent as one text block marked `cache_control: ephemeral`, which litellm passes on
+    as Anthropic's `system` block list; otherwise `messages` as given.
+
+    Long enough: an estimated `len(text) // 3` tokens reaching the model's minimum
+    (`cache_minimum`). The estimate errs long because a marker on a prompt below
+    the minimum costs nothing (the API ignores it), while a prompt left unmarked
+    pays the full input price on every call."""
+    if not messages or messages[0].get("role") != "system":
+        return messages
+    text = messages[0].get("content")
+    if not isinstance(text, str) or len(text) // _CHARS_PER_TOKEN < cache_minimum(model):
+        return messages
+    block = {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
+    return [{**messages[0], "content": [block]}, *messages[1:]]
 
 
 class EmptyResponse(Exception):
@@ -150,6 +199,7 @@ class LiteLLMModel:
         backoff: float = 1.0,
         backoff_max: float = 30.0,
         extra: dict | None = None,
+        prompt_cache: bool = True,
     ):
         self.name = name
         self.api_base = api_base
@@ -166,6 +216,18 @@ class LiteLLMModel:
         self.retries = retries
         self.backoff = backoff
         self.backoff_max = backoff_max
+        self.prompt_cache = prompt_cache  # not in the fingerprint: the answer is the same
+        self._provider: str | None = None
+
+    @property
+    def provider(self) -> str:
+        """The provider litellm routes this model to ('' when it cannot say)."""
+        if self._provider is None:
+            try:
+                self._provider = str(import_litellm().get_llm_provider(self.name)[1])
+            except Exception:  # not a name litellm routes: the call will say so
+                self._provider = ""
+        return self._provider
 
     def fingerprint(self) -> dict:
         # a header or key in `params` changes nothing about the output but is a secret:
@@ -210,9 +272,12 @@ class LiteLLMModel:
     def complete(self, prompt: Prompt, **params) -> Completion:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {**self.params, **params}
+        messages = as_messages(prompt)
+        if self.prompt_cache and self.provider == "anthropic":
+            messages = cache_marked(messages, self.name)
         kwargs.update(
             model=self.name,
-            messages=as_messages(prompt),
+            messages=messages,
             timeout=self.timeout,
             num_retries=0,
             max_retries=0,
@@ -251,13 +316,9 @@ class LiteLLMModel:
         message = getattr(choices[0], "message", None) if choices else None
         if message is None:  # a 200 with nothing in it: the provider's fault, try again
             raise EmptyResponse("the provider answered with no choices (an empty reply)")
-        usage = getattr(response, "usage", None)
         return Completion(
             text=message.content or "",
-            usage=Usage(
-                int(getattr(usage, "prompt_tokens", 0) or 0),
-                int(getattr(usage, "completion_tokens", 0) or 0),
-            ),
+            usage=_usage(getattr(response, "usage", None)),
             cost=self._cost(response),
             latency_s=latency,
             model=getattr(response, "model", self.name) or self.name,
@@ -274,6 +335,37 @@ class LiteLLMModel:
             return float(import_litellm().completion_cost(completion_response=response))
         except Exception:  # the price map does not know this model
             return None
+
+
+def _usage(usage: Any) -> Usage:
+    """Our `Usage` from litellm's. Cache reads are `prompt_tokens_details.cached_tokens`
+    for every provider (litellm maps Anthropic's `cache_read_input_tokens` there too);
+    Anthropic's cache writes are `cache_creation_input_tokens`.
+
+    The input is the whole prompt. OpenAI counts cached tokens inside `prompt_tokens`;
+    for Anthropic, whose `input_tokens` leave both cache reads and writes out, litellm
+    adds them into `prompt_tokens` (and keeps the uncached rest as `text_tokens`).
+    Where litellm gives that rest, the input is rebuilt from the three parts, so a
+    litellm that summed them differently still yields the whole prompt; and it is
+    never less than the cached tokens it contains."""
+    prompt = _int(getattr(usage, "prompt_tokens", 0))
+    details = getattr(usage, "prompt_tokens_details", None)
+    read = _int(getattr(details, "cached_tokens", 0)) or _int(
+        getattr(usage, "cache_read_input_tokens", 0)
+    )
+    written = _int(getattr(usage, "cache_creation_input_tokens", 0))
+    rest = getattr(details, "text_tokens", None)
+    if (read or written) and isinstance(rest, int) and hasattr(usage, "cache_read_input_tokens"):
+        prompt = rest + read + written  # Anthropic's three parts
+    return Usage(
+        max(prompt, read + written),
+        _int(getattr(usage, "completion_tokens", 0)),
+        read,
+    )
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def _short(exc: Exception) -> str:

@@ -80,6 +80,7 @@ def resolve_model(
         retries=settings.retries,
         backoff=settings.backoff,
         extra=settings.params,
+        prompt_cache=settings.prompt_cache,
     )
 
 

@@ -99,6 +99,7 @@ class Proposal:
             "raw": self.raw,
             "error_kind": self.error_kind,
             "replaced": self.replaced,
+            **_cached(self.usage),
         }
 
     @classmethod
@@ -107,7 +108,11 @@ class Proposal:
             [Edit.from_dict(e) for e in d["edits"]],
             d.get("skipped"),
             d.get("calls", 0),
-            Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)),
+            Usage(
+                d.get("input_tokens", 0),
+                d.get("output_tokens", 0),
+                d.get("cached_input_tokens", 0),
+            ),
             d.get("cost"),
             d.get("raw", ""),
             d.get("error_kind"),
@@ -137,6 +142,7 @@ class TextResult:
             "cost": self.cost,
             "error_kind": self.error_kind,
             "replaced": self.replaced,
+            **_cached(self.usage),
         }
 
     @classmethod
@@ -145,7 +151,11 @@ class TextResult:
             d.get("text"),
             d.get("skipped"),
             d.get("calls", 0),
-            Usage(d.get("input_tokens", 0), d.get("output_tokens", 0)),
+            Usage(
+                d.get("input_tokens", 0),
+                d.get("output_tokens", 0),
+                d.get("cached_input_tokens", 0),
+            ),
             d.get("cost"),
             d.get("error_kind"),
             d.get("replaced", 0),
@@ -200,3 +210,9 @@ class NoteTaker(Protocol):
     def meta_notes(self, epoch: int, history: str, context: RunContext = NO_CONTEXT) -> TextResult:
         """Notes carried into the next epoch's prompts; never raises."""
         ...
+
+
+def _cached(usage: Usage) -> dict[str, int]:
+    """`cached_input_tokens` when there are some: a record without prompt caching keeps
+    the keys it always had."""
+    return {"cached_input_tokens": usage.cached_input_tokens} if usage.cached_input_tokens else {}

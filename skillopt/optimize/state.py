@@ -9,7 +9,8 @@ Invariants:
 - A checkpoint this code cannot read (a newer or unknown version, a missing or
   mistyped field) is one `InputError` naming the file and the field; nothing is
   guessed and nothing is resumed from it.
-- A field added within a version (`stopped_early`, `notes_owed`, `stop`) is written only when it is set
+- A field added within a version (`stopped_early`, `notes_owed`, `stop`, the
+  accounting's `optimizer_served` and `*_cached_tokens`) is written only when it is set
   and read as its default when absent: checkpoints of that version written before
   it existed still load, and an older skillopt of the same version still reads
   every checkpoint the field does not concern. A version is bumped only for a
@@ -169,6 +170,10 @@ class Accounting:
     target_input_tokens: int = 0
     target_output_tokens: int = 0
     target_cost: float | None = None
+    # added within version 2 (written only when nonzero): input tokens read from the
+    # provider's prompt cache, part of the `*_input_tokens` above
+    target_cached_tokens: int = 0
+    optimizer_cached_tokens: int = 0
 
     @classmethod
     def from_ledger(cls, spend: dict, steps: list[StepRecord]) -> Accounting:
@@ -188,10 +193,17 @@ class Accounting:
             target_input_tokens=target.get("input_tokens", 0),
             target_output_tokens=target.get("output_tokens", 0),
             target_cost=target.get("cost"),
+            target_cached_tokens=target.get("cached_input_tokens", 0),
+            optimizer_cached_tokens=opt.get("cached_input_tokens", 0),
         )
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Every field, except the ones added within version 2 while they are 0: a
+        run without prompt caching writes the accounting an older skillopt reads."""
+        return {k: v for k, v in asdict(self).items() if v or k not in _ADDED_IN_V2}
+
+
+_ADDED_IN_V2 = frozenset({"target_cached_tokens", "optimizer_cached_tokens", "optimizer_served"})
 
 
 @dataclass
@@ -330,9 +342,6 @@ def m001_v1_to_v2(data: dict) -> dict:
     out["version"] = 2
     return out
 
-
-# accounting counters added within version 2 (absent from checkpoints written before)
-_ADDED_IN_V2 = {"optimizer_served"}
 
 # MIGRATIONS[i] turns version i + 1 into version i + 2; append only
 MIGRATIONS: list[Callable[[dict], dict]] = [m001_v1_to_v2]
@@ -496,7 +505,7 @@ class _Reader:
                     a, f.name, "num?" if f.name.endswith("_cost") else "int", "accounting"
                 )
                 for f in fields(Accounting)
-                if f.name in a or f.name not in _ADDED_IN_V2
+                if f.name in a or f.name not in _ADDED_IN_V2  # those read as 0 when absent
             }
         )
 

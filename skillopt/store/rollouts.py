@@ -114,6 +114,14 @@ def m004_spend(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX spend_run ON spend (run_id)")
 
 
+def m005_cached_tokens(db: sqlite3.Connection) -> None:
+    """Input tokens read from the provider's prompt cache: part of `input_tokens`
+    (never added to it), billed at the provider's cache-read price. Rows written
+    before this migration read 0."""
+    for table in ("rollouts", "spend"):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN cached_input_tokens INTEGER NOT NULL DEFAULT 0")
+
+
 def m006_replies(db: sqlite3.Connection) -> None:
     """Optimizer replies by the key of their request (model fingerprint, messages,
     parameters, and the attempt for a sampled model), so an identical request is
@@ -145,13 +153,14 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m002_skills,
     m003_claims,
     m004_spend,
+    m005_cached_tokens,
     m006_replies,
 ]
 
 _COLUMNS = (
     "key, skill_hash, task_id, sample, split, status, score, passed, feedback, answer, "
     "error, error_kind, trajectory, input_tokens, output_tokens, cost, latency_s, "
-    "model_calls"
+    "model_calls, cached_input_tokens"
 )
 
 
@@ -355,6 +364,7 @@ class RolloutStore:
             rollout.cost,
             rollout.latency_s,
             rollout.model_calls,
+            rollout.usage.cached_input_tokens,
             now,
             now,
         )
@@ -362,9 +372,9 @@ class RolloutStore:
             db.execute(
                 """INSERT INTO rollouts (key, fingerprint, skill_hash, task_id, sample, split,
                        status, score, passed, feedback, answer, error, error_kind, trajectory,
-                       input_tokens, output_tokens, cost, latency_s, model_calls, created_at,
-                       updated_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       input_tokens, output_tokens, cost, latency_s, model_calls,
+                       cached_input_tokens, created_at, updated_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (key) DO UPDATE SET
                        status = excluded.status, score = excluded.score,
                        passed = excluded.passed, feedback = excluded.feedback,
@@ -373,6 +383,7 @@ class RolloutStore:
                        input_tokens = excluded.input_tokens,
                        output_tokens = excluded.output_tokens, cost = excluded.cost,
                        latency_s = excluded.latency_s, model_calls = excluded.model_calls,
+                       cached_input_tokens = excluded.cached_input_tokens,
                        attempts = rollouts.attempts + 1, updated_at = excluded.updated_at
                    WHERE rollouts.status = 'unscored'""",
                 row,
@@ -394,6 +405,7 @@ class RolloutStore:
                         rollout.usage.output_tokens,
                         rollout.cost,
                         now,
+                        rollout.usage.cached_input_tokens,
                     ),
                 )
 
@@ -541,8 +553,12 @@ class RolloutStore:
         input_tokens: int = 0,
         output_tokens: int = 0,
         cost: float | None = None,
+        *,
+        cached_input_tokens: int = 0,
     ) -> None:
-        """Record one paid thing that is not a rollout (an optimizer call, …)."""
+        """Record one paid thing that is not a rollout (an optimizer call, …).
+        `cached_input_tokens` are the part of `input_tokens` read from the provider's
+        prompt cache."""
         with self._write() as db:
             db.execute(
                 _SPEND_INSERT,
@@ -558,6 +574,7 @@ class RolloutStore:
                     output_tokens,
                     cost,
                     time.time(),
+                    cached_input_tokens,
                 ),
             )
 
@@ -567,34 +584,38 @@ class RolloutStore:
             with self._write() as db:
                 db.execute(
                     _SPEND_INSERT,
-                    (run_id, "target", "cached", None, count, count, 0, 0, 0, None, time.time()),
+                    (run_id, "target", "cached", None, count, count, 0, 0, 0, None, time.time(), 0),
                 )
 
     def spend(self, run_id: str) -> dict[str, dict]:
         """What `run_id` paid, per role. Always has 'target' and 'optimizer'.
 
         'target': `rollouts` run, `cached` (served from the store), `unscored` (run,
-        not scored), `calls`, `input_tokens`, `output_tokens`, `cost` (sum of known
-        prices, None if none known) and `cost_complete` (no row with calls but no
-        price), `unpriced` (rows with calls but no price). Other roles: `calls`, tokens, `cost`, `cost_complete` and `rows`."""
+        not scored), `calls`, `input_tokens`, `output_tokens`, `cached_input_tokens`
+        (the part of `input_tokens` read from a provider's prompt cache), `cost` (sum
+        of known prices, None if none known) and `cost_complete` (no row with calls
+        but no price), `unpriced` (rows with calls but no price). Other roles: `calls`, tokens, `cost`, `cost_complete` and
+        `rows`."""
         with self._lock:
             rows = self._db.execute(
                 """SELECT role, kind, COUNT(*), COALESCE(SUM(rollouts), 0),
                           SUM(CASE WHEN scored = 0 THEN 1 ELSE 0 END), SUM(calls),
                           SUM(input_tokens), SUM(output_tokens), SUM(cost),
-                          SUM(CASE WHEN calls > 0 AND cost IS NULL THEN 1 ELSE 0 END)
+                          SUM(CASE WHEN calls > 0 AND cost IS NULL THEN 1 ELSE 0 END),
+                          SUM(cached_input_tokens)
                    FROM spend WHERE run_id = ? GROUP BY role, kind""",
                 (run_id,),
             ).fetchall()
         out: dict[str, dict] = {}
         for role in ("target", "optimizer"):
             _totals(out, role)
-        for role, kind, n, rollouts, unscored, calls, tin, tout, cost, unpriced in rows:
+        for role, kind, n, rollouts, unscored, calls, tin, tout, cost, unpriced, tcached in rows:
             totals = _totals(out, role)
             totals["rows"] += n
             totals["calls"] += calls
             totals["input_tokens"] += tin
             totals["output_tokens"] += tout
+            totals["cached_input_tokens"] += tcached
             if cost is not None:
                 totals["cost"] = (totals["cost"] or 0.0) + cost
             totals["cost_complete"] = totals["cost_complete"] and not unpriced
@@ -612,7 +633,8 @@ class RolloutStore:
 
 _SPEND_INSERT = (
     "INSERT INTO spend (run_id, role, kind, key, rollouts, scored, calls, "
-    "input_tokens, output_tokens, cost, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "input_tokens, output_tokens, cost, at, cached_input_tokens) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -634,6 +656,7 @@ def _totals(out: dict[str, dict], role: str) -> dict:
             "calls": 0,
             "input_tokens": 0,
             "output_tokens": 0,
+            "cached_input_tokens": 0,
             "cost": None,
             "cost_complete": True,
             "unpriced": 0,
@@ -691,6 +714,7 @@ def _from_row(row: tuple) -> Rollout:
         cost,
         latency_s,
         model_calls,
+        cached_input_tokens,
     ) = row
     return Rollout(
         key=key,
@@ -705,7 +729,7 @@ def _from_row(row: tuple) -> Rollout:
         answer=answer,
         error=error,
         error_kind=error_kind,
-        usage=Usage(input_tokens, output_tokens),
+        usage=Usage(input_tokens, output_tokens, cached_input_tokens),
         cost=cost,
         latency_s=latency_s,
         model_calls=model_calls,

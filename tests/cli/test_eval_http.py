@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from fakes.anthropic_api import FakeAnthropic, Turn, prompt_text
 from fakes.openai_server import FakeOpenAI, Reply
 from helpers import write_skill, write_suite
 from typer.testing import CliRunner
@@ -43,6 +44,7 @@ def test_eval_over_http_with_a_rate_limit_on_the_way(isolated):
         assert res_by["skill"]["tokens"] == 5 * 14
         assert res_by["skill"]["cost"] is None  # unknown price: shown as n/a, never $0
         assert "n/a" in res.stdout
+        assert "cached tokens" not in res.stdout  # the server reported none
         assert data["comparisons"][0]["delta"] == 1.0
         first = server.requests[-1]["body"]
         assert first["model"] == "loopback"
@@ -50,3 +52,37 @@ def test_eval_over_http_with_a_rate_limit_on_the_way(isolated):
         again = CliRunner().invoke(app, ["eval", str(skill), "--tasks", str(suite)])
         assert again.exit_code == 0
         assert len(server.requests) == 11  # everything came from the store
+
+
+def test_eval_shows_the_tokens_read_from_anthropics_prompt_cache(isolated):
+    body = "Reply in capitals, nothing else.\n" * 150  # long enough to be cached
+    skill = write_skill(isolated / "skills", "shout", body=body)
+    items = [
+        {"id": f"s{i}", "input": f"go{i}", "expected": f"GO{i}", "split": "test"} for i in range(3)
+    ]
+    suite = write_suite(isolated / "tasks" / "shout.yaml", items, prompt="Shout: {input}")
+
+    def shout(request):
+        return Turn.text(prompt_text(request).removeprefix("Shout: ").upper())
+
+    with FakeAnthropic(side_responder=shout, cache=True) as api:
+        (isolated / "skillopt.yaml").write_text(
+            "target: anthropic/claude-sonnet-4-5\nconcurrency: 1\n"
+            f"models:\n  anthropic/claude-sonnet-4-5: {{api_base: '{api.url}'}}\n"
+        )
+        res = CliRunner().invoke(
+            app, ["eval", str(skill), "--tasks", str(suite), "--json", "r.json"]
+        )
+        usages = [r["usage"] for r in api.api_requests()]
+    assert res.exit_code == 0, res.output
+    (result,) = json.load(open("r.json"))["results"]
+    read = sum(u["cache_read_input_tokens"] for u in usages)
+    assert read > 0 and result["cached_tokens"] == read and result["mean"] == 1.0
+    whole = sum(
+        u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+        for u in usages
+    )
+    assert (
+        f"cached tokens (skill · test): {read:,} of {whole:,} input tokens read from the "
+        "provider's prompt cache" in " ".join(res.stdout.split())
+    )

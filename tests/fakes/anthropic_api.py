@@ -20,6 +20,14 @@ title, which asks for JSON through `output_config.format`) are answered by
 `side_responder(body)`. Usage is deterministic (from the sizes of the request and
 the reply) and recorded with each request, so a test can compare it with the
 usage and cost the CLI reports.
+
+With `cache=True` it imitates prompt caching as the API does it: a `system` given
+as blocks, one of which carries `cache_control`, has its prefix up to that block
+cached. The first request with a prefix reports those tokens as
+`cache_creation_input_tokens`, every later one with the same prefix as
+`cache_read_input_tokens`; `input_tokens` counts the rest of the request. An
+unmarked system prompt is never cached. (The API also ignores a marker on a prefix
+below the model's minimum; the fake does not check that.)
 """
 
 from __future__ import annotations
@@ -270,6 +278,20 @@ def _sample(schema: dict):
     )
 
 
+def cached_prefix(body: dict) -> tuple[str, int] | None:
+    """(the text, its tokens) of the system prefix up to the last block marked
+    `cache_control`, or None when the system prompt has no marked block. Tokens are
+    one per four bytes of the prefix's blocks, as in `usage_for`."""
+    system = body.get("system")
+    if not isinstance(system, list):
+        return None
+    marked = [i for i, b in enumerate(system) if isinstance(b, dict) and b.get("cache_control")]
+    if not marked:
+        return None
+    prefix = system[: marked[-1] + 1]
+    return json.dumps(prefix, sort_keys=True), len(json.dumps(prefix, sort_keys=True)) // 4
+
+
 def usage_for(body: dict, blocks: tuple[dict, ...]) -> dict[str, int]:
     """Deterministic, non-zero usage: about one token per four bytes of the
     request body and of the reply's content."""
@@ -305,11 +327,14 @@ class FakeAnthropic:
         side_responder: Responder | None = None,
         fail_all: Turn | None = None,
         model_ids: tuple[str, ...] = MODELS,
+        cache: bool = False,
     ):
         self.responder = responder or default_responder
         self.side_responder = side_responder or default_side_responder
         self.fail_all = fail_all
         self.model_ids = model_ids
+        self.cache = cache
+        self._cached: set[str] = set()  # prefixes written to the imitated prompt cache
         self.requests: list[dict] = []  # method, path, headers, body, main, status, usage
         self.errors: list[str] = []  # responder exceptions (answered as 500s)
         self.hung = threading.Event()
@@ -338,6 +363,12 @@ class FakeAnthropic:
                 if _is_messages(r["method"], r["path"]) and not r["main"]
             ]
 
+    def api_requests(self) -> list[dict]:
+        """The records (body, usage, status, …) of every POST /v1/messages, main and
+        side, in order: what a litellm client sends."""
+        with self._lock:
+            return [r for r in self.requests if _is_messages(r["method"], r["path"])]
+
     def paths(self) -> list[str]:
         """`METHOD path` of every request, in order."""
         with self._lock:
@@ -356,6 +387,21 @@ class FakeAnthropic:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def _usage(self, body: dict, turn: Turn) -> dict[str, int]:
+        """The turn's usage, or the computed one with the prompt cache applied."""
+        if turn.usage is not None:
+            return dict(turn.usage)
+        usage = usage_for(body, turn.blocks)
+        prefix = cached_prefix(body) if self.cache else None
+        if prefix is not None:
+            text, tokens = prefix
+            with self._lock:
+                hit = text in self._cached
+                self._cached.add(text)
+            usage["input_tokens"] = max(1, usage["input_tokens"] - tokens)
+            usage["cache_read_input_tokens" if hit else "cache_creation_input_tokens"] = tokens
+        return usage
 
     def _reply(self, method: str, path: str, body: dict) -> tuple[Turn | None, dict | None]:
         """(turn, None) for a Message or an error, (None, payload) for other JSON."""
@@ -458,7 +504,7 @@ class FakeAnthropic:
                     self.wfile.write(data)
 
             def _message(self, body: dict, turn: Turn, record: dict) -> None:
-                usage = dict(turn.usage or usage_for(body, turn.blocks))
+                usage = outer._usage(body, turn)
                 record["usage"] = usage
                 message = {
                     "id": f"msg_fake{next(_ids):08d}",

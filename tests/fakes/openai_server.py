@@ -29,8 +29,13 @@ class FakeOpenAI:
     """`script` is consumed one entry per request; when it runs out, `answer(body)`
     (default: echo the last user message) gives a 200 reply."""
 
-    def __init__(self, answer: Callable[[dict], str] | None = None):
+    def __init__(
+        self, answer: Callable[[dict], str] | None = None, *, cached_tokens: int | None = None
+    ):
         self.script: list[Reply] = []
+        # with a number: usage says that many prompt tokens were read from the cache
+        # (`prompt_tokens_details.cached_tokens`, a part of `prompt_tokens`)
+        self.cached_tokens = cached_tokens
         self.requests: list[dict] = []
         self.answer = answer or (lambda body: body["messages"][-1]["content"])
         self._lock = threading.Lock()
@@ -74,6 +79,10 @@ class FakeOpenAI:
                         ],
                         "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
                     }
+                    if outer.cached_tokens is not None:
+                        payload["usage"]["prompt_tokens_details"] = {
+                            "cached_tokens": outer.cached_tokens
+                        }
                 else:
                     payload = {
                         "error": {"message": reply.error, "type": "fake", "code": reply.status}

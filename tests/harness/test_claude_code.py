@@ -164,6 +164,7 @@ def test_every_result_shape_gives_answer_usage_and_cost(
     assert ("stream-json" in argv) == trace and ("--verbose" in argv) == trace
     assert traj.answer == "WORD-2" and traj.error is None
     assert traj.usage.input_tokens == 150 and traj.usage.output_tokens == 12
+    assert traj.usage.cached_input_tokens == 30  # cache reads: part of the 150
     assert traj.cost == pytest.approx(0.0125)
     assert traj.info["subtype"] == "success" and traj.info["num_turns"] == 2
     if trace or shape == "array":  # messages are in the output: the trace tells

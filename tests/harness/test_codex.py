@@ -101,6 +101,7 @@ def test_events_become_usage_steps_and_the_answer(
     traj = h.run(Skill.load(skill), first_task(suite_path))
     assert traj.answer == "WORD-0" and traj.error is None
     assert traj.usage.input_tokens == 200 and traj.usage.output_tokens == 20
+    assert traj.usage.cached_input_tokens == 50
     assert traj.model_calls == 1 and traj.info["thread_id"] == "th-1"
     types = [s["type"] for s in traj.steps]
     assert types == ["command", "reasoning", "hologram", "file_change"]  # unknowns tolerated

@@ -153,7 +153,7 @@ def test_version_1_is_migrated_and_saved_as_version_2(tmp_path):
     saved = json.loads(run.state_path.read_text())
     assert saved["version"] == 2 and saved["skipped_notes"] == [] and saved["test"] == {}
     assert saved["memory"].pop("accepted") == []  # the memory of accepted edits starts empty
-    assert saved["accounting"].pop("optimizer_served") == 0  # a counter added since
+    assert "optimizer_served" not in saved["accounting"]  # added within v2: only when set
     assert {k: v for k, v in saved.items() if k not in ("version", "skipped_notes", "test")} == {
         k: v for k, v in V1.items() if k != "version"
     }
@@ -195,6 +195,34 @@ def test_per_task_test_results_are_kept_and_a_checkpoint_without_them_still_load
     del data["test"]["initial"]["passed"], data["test"]["initial"]["wall_s"]
     old = TrainState.from_dict(data).test["initial"]
     assert (old.passed, old.wall_s, old.mean) == (None, None, 0.5)
+
+
+def test_cached_tokens_are_kept_and_a_version_2_checkpoint_without_them_still_loads():
+    st = busy_state()
+    plain = st.to_dict()["accounting"]
+    # none cached: the accounting an older skillopt of version 2 reads (it knows no such key)
+    assert "target_cached_tokens" not in plain and "optimizer_cached_tokens" not in plain
+    assert list(plain) == list(V1["accounting"])
+    st.accounting = Accounting(target_input_tokens=900, target_cached_tokens=800)
+    data = through_json(st.to_dict())
+    assert data["accounting"]["target_cached_tokens"] == 800
+    assert "optimizer_cached_tokens" not in data["accounting"]
+    assert TrainState.from_dict(data) == st
+    del data["accounting"]["target_cached_tokens"]  # as written before the field existed
+    assert TrainState.from_dict(data).accounting == Accounting(target_input_tokens=900)
+    data["accounting"]["optimizer_cached_tokens"] = "many"
+    with pytest.raises(InputError, match="optimizer_cached_tokens"):
+        TrainState.from_dict(data)
+
+
+def test_cached_tokens_come_from_the_ledger_per_role():
+    spend = {
+        "target": {"input_tokens": 500, "cached_input_tokens": 450},
+        "optimizer": {"input_tokens": 70, "cached_input_tokens": 60},
+    }
+    acct = Accounting.from_ledger(spend, [])
+    assert (acct.target_cached_tokens, acct.optimizer_cached_tokens) == (450, 60)
+    assert Accounting.from_ledger({}, []).target_cached_tokens == 0
 
 
 def test_version_1_accounting_from_before_the_ledger_is_read_as_far_as_it_goes():

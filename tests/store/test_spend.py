@@ -39,6 +39,7 @@ def test_blank_database_gets_claims_and_spend(tmp_path):
         "output_tokens",
         "cost",
         "at",
+        "cached_input_tokens",
     }
     assert [r[2] for r in db.execute("PRAGMA index_info(spend_run)")] == ["run_id"]
     assert migrate(db) == []
@@ -104,6 +105,7 @@ def test_rollouts_and_hits_are_counted_per_run(tmp_path, setup):
         "calls": 0,
         "input_tokens": 0,
         "output_tokens": 0,
+        "cached_input_tokens": 0,
         "cost": None,
         "cost_complete": True,
         "unpriced": 0,
@@ -128,6 +130,7 @@ def test_optimizer_calls_are_recorded(tmp_path):
         "calls": 3,
         "input_tokens": 150,
         "output_tokens": 25,
+        "cached_input_tokens": 0,
         "cost": pytest.approx(0.002),
         "cost_complete": False,
         "unpriced": 1,
@@ -140,6 +143,7 @@ def test_optimizer_calls_are_recorded(tmp_path):
         "calls": 0,
         "input_tokens": 0,
         "output_tokens": 0,
+        "cached_input_tokens": 0,
         "cost": None,
         "cost_complete": True,
         "unpriced": 0,

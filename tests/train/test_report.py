@@ -12,7 +12,7 @@ from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, follow_skill
 
 from skillopt.cli.common import out
 from skillopt.cli.main import app
-from skillopt.models import ScriptedModel, register_model, unregister_model
+from skillopt.models import Completion, ScriptedModel, Usage, register_model, unregister_model
 
 runner = CliRunner()
 SHOUT_SIX = "Shout item six."
@@ -154,6 +154,7 @@ def test_a_free_model_costs_0_everywhere_and_an_unpriced_one_na(world, models):
     report = (run / "report.md").read_text()
     assert "cost: target $0, optimizer $0" in out
     assert report.count("cost $0\n") == 2
+    assert "cached tokens" not in out + report  # no provider cache: nothing said of one
     assert "$0.0000" not in out + report and "n/a" not in out.split("cost:")[1]
 
     register_model("scripted/unpriced", ScriptedModel(follow_skill, cost=None))
@@ -163,6 +164,48 @@ def test_a_free_model_costs_0_everywhere_and_an_unpriced_one_na(world, models):
         unregister_model("scripted/unpriced")
     assert "cost: target n/a, optimizer $0" in out
     assert "out; cost n/a\n" in (run / "report.md").read_text()
+
+
+def cached(fn, cached_tokens: int):
+    """`fn`'s replies as completions whose prompt was read from a provider's cache
+    but for 10 tokens."""
+
+    def reply(messages):
+        return Completion(fn(messages), Usage(cached_tokens + 10, 2, cached_tokens), cost=0.0)
+
+    return reply
+
+
+def test_cached_tokens_are_counted_and_shown_per_role(world, models):
+    opt = ScriptedOptimizer([edits_reply(HELPFUL)])
+    models["set"](cached(opt, 400))
+    register_model("scripted/caching", ScriptedModel(cached(follow_skill, 90)))
+    try:
+        out, _, run = train(world, "scripted/caching", "--epochs", "1")
+    finally:
+        unregister_model("scripted/caching")
+    acct = json.loads((run / "summary.json").read_text())["accounting"]
+    state = json.loads((run / "state.json").read_text())["accounting"]
+    assert acct["target_rollouts"] > 0 and acct["optimizer_calls"] > 0
+    assert (
+        acct["target_cached_tokens"] == 90 * acct["target_calls"] == state["target_cached_tokens"]
+    )
+    assert acct["target_input_tokens"] == 100 * acct["target_calls"]
+    assert acct["optimizer_cached_tokens"] == 400 * acct["optimizer_calls"]
+    assert (
+        f"cached tokens: target {acct['target_cached_tokens']:,} of "
+        f"{acct['target_input_tokens']:,} input tokens, optimizer "
+        f"{acct['optimizer_cached_tokens']:,} of {acct['optimizer_input_tokens']:,} "
+        "input tokens" in out
+    )
+    report = (run / "report.md").read_text()
+    assert (
+        f"- Target tokens: {acct['target_input_tokens']:,} in "
+        f"({acct['target_cached_tokens']:,} cached tokens), " in report
+    )
+    assert f"{acct['optimizer_input_tokens']:,} in ({acct['optimizer_cached_tokens']:,} cached" in (
+        report
+    )
 
 
 def test_log_and_show_tell_steps_that_made_no_candidate(world, models, monkeypatch):
