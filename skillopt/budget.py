@@ -105,7 +105,7 @@ class Budget:
         """Each limit that is set, as its flag and value ('--budget-usd $5.00')."""
         out = []
         if self.usd is not None:
-            out.append(f"{FLAGS['usd']} ${self.usd:.2f}")
+            out.append(f"{FLAGS['usd']} {usd(self.usd)}")
         if self.target_rollouts is not None:
             out.append(f"{FLAGS['target_rollouts']} {self.target_rollouts:,}")
         if self.optimizer_calls is not None:
@@ -150,6 +150,18 @@ class Spent:
         )
 
 
+def usd(amount: float) -> str:
+    """A budget in dollars as the user gave it: '$5.00', '$0.10', '$0.001'."""
+    if round(amount, 2) == amount:
+        return f"${amount:,.2f}"
+    return f"${amount:,.6f}".rstrip("0")
+
+
+def why(limit: str, where: str, detail: str) -> str:
+    at = f" before {where}" if where else ""
+    return f"{FLAGS[limit]} reached{at} ({detail})"
+
+
 class BudgetExceeded(SkilloptError):
     """A batch would cross a budget, so it was not started: the run stopped cleanly.
     `limit` is the budget's key in `Budget` ('usd', 'target_rollouts', …)."""
@@ -165,6 +177,12 @@ class BudgetExceeded(SkilloptError):
     @property
     def flag(self) -> str:
         return FLAGS[self.limit]
+
+    @property
+    def why(self) -> str:
+        """Which limit, before what, and the numbers: '--max-target-rollouts reached
+        before step 3 · val (candidate) (60 rollouts run, 12 more needed, limit 60)'."""
+        return why(self.limit, self.where, self.detail)
 
     def to_dict(self) -> dict:
         return {"reason": "budget", "budget": self.flag, "where": self.where, "detail": self.detail}
@@ -245,7 +263,7 @@ class Guard:
                 self._stop(
                     "usd",
                     where,
-                    f"${s.usd:.4f} spent, the next batch ≈${projected:.4f}, budget ${b.usd:.2f}",
+                    f"${s.usd:.4f} spent, the next batch ≈${projected:.4f}, budget {usd(b.usd)}",
                 )
 
     def _per_rollout(self, s: Spent) -> float:
@@ -259,12 +277,8 @@ class Guard:
         return self.priors.call_usd or 0.0
 
     def _stop(self, limit: str, where: str, detail: str) -> None:
-        at = f" before {where}" if where else ""
         raise BudgetExceeded(
-            f"stopped: budget {FLAGS[limit]} reached{at} ({detail})",
-            limit=limit,
-            where=where,
-            detail=detail,
+            f"budget {why(limit, where, detail)}", limit=limit, where=where, detail=detail
         )
 
 

@@ -415,13 +415,13 @@ def render_plan(plan) -> None:
             cost = "" if st.cost is None else f"  {display.money(st.cost, digits=4)}"
             out.print(
                 f"    {st.stage:<12} {st.role:<9} {st.count:>7,} {st.unit:<8} "
-                f"≈{st.tokens:,} tokens{cost}",
+                f"{'≈' + format(st.tokens, ','):>8} tokens{cost}",
                 soft_wrap=True,
             )
     for line in plan.budget:
         out.print(f"  budget: {escape(line)}", soft_wrap=True)
     for note in plan.notes:
-        out.print(f"  note: {escape(note)}")
+        out.print(f"  note: {escape(note)}", soft_wrap=True)
 
 
 def render_summary(result: api.TrainResult) -> None:

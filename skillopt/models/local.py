@@ -19,6 +19,11 @@ Invariants:
   model, and the speed-up of not recomputing the skill is kept.
 - A prompt longer than the context is a per-task `ModelError` (unscored), never a
   crash.
+- A llama.cpp built with AMX kernels (a native build on a CPU that advertises
+  AMX) loads the weights without its extra buffer types: the AMX matrix multiply
+  killed the process (SIGSEGV) on a virtual machine whose CPU lists AMX, and the
+  270M model needs no accelerator. `runtime()` names the build's features, so
+  the choice is part of every fingerprint.
 """
 
 from __future__ import annotations
@@ -244,6 +249,38 @@ def _quiet_stderr():
             os.close(saved)
 
 
+def _amx_build() -> bool:
+    """Whether this llama.cpp build multiplies with AMX tiles."""
+    import llama_cpp
+
+    return "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _without_extra_buffers():
+    """While loading: llama.cpp's model defaults with `use_extra_bufts` off (no AMX
+    or repacked weight buffers), where the build has AMX and the binding has the
+    field; otherwise as it is. Callers hold `_load_lock`."""
+    import llama_cpp.llama_cpp as binding
+
+    defaults = binding.llama_model_default_params
+    fields = [name for name, *_ in getattr(binding.llama_model_params, "_fields_", [])]
+    if "use_extra_bufts" not in fields or not _amx_build():
+        yield
+        return
+
+    def plain() -> Any:
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    binding.llama_model_default_params = plain
+    try:
+        yield
+    finally:
+        binding.llama_model_default_params = defaults
+
+
 def _close_all() -> None:
     """Free the models before the interpreter tears llama_cpp's globals down (its
     own __del__ then fails noisily)."""
@@ -345,7 +382,7 @@ def _runner(n_ctx: int, n_threads: int) -> _Runner:
             # a full-size sliding-window cache: a smaller one recycles cells, and a
             # head's entries must stay in place for the next call to reuse them
             swa = {"swa_full": True} if "swa_full" in inspect.signature(Llama).parameters else {}
-            with _quiet_stderr():
+            with _quiet_stderr(), _without_extra_buffers():
                 llm = Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,

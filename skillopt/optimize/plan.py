@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from skillopt.budget import FLAGS, Budget, Priors, duration_text
+from skillopt.budget import FLAGS, Budget, Priors, duration_text, usd
 from skillopt.config import Settings
 from skillopt.optimize.base import NoteTaker, SlowUpdater
 from skillopt.optimize.schedule import edit_budget, steps_per_epoch
@@ -223,11 +223,11 @@ def _binding(budget: Budget, rollouts: int, calls: int, cost: float | None) -> l
     if budget.usd is not None:
         if cost is None:
             lines.append(
-                f"{FLAGS['usd']} ${budget.usd:.2f}: the plan's cost is unknown, so it cannot "
+                f"{FLAGS['usd']} {usd(budget.usd)}: the plan's cost is unknown, so it cannot "
                 "say when it binds (the run refuses unpriced models unless --allow-unpriced)"
             )
         elif cost > budget.usd:
-            crossed.append((budget.usd / cost, FLAGS["usd"], f"${budget.usd:.2f} of ≈${cost:.4f}"))
+            crossed.append((budget.usd / cost, FLAGS["usd"], f"{usd(budget.usd)} of ≈${cost:.4f}"))
     if budget.time_limit is not None:
         lines.append(
             f"{FLAGS['time_limit']} {duration_text(budget.time_limit)}: checked before each "

@@ -326,7 +326,7 @@ class Trainer:
         st = self.state
         st.status = "stopped"
         st.stop = {**exc.to_dict(), "step": st.step}
-        self.emit("stopped", step=st.step, epoch=st.epoch + 1, reason=str(exc), budget=exc.flag)
+        self.emit("stopped", step=st.step, epoch=st.epoch + 1, reason=exc.why, budget=exc.flag)
         self.checkpoint()
 
     def _step(self, epoch: int, k: int, batch: list[Task]) -> None:

@@ -234,3 +234,24 @@ def test_answers_depend_on_the_prompt_alone_never_on_the_calls_before(cached):
         local._close_all()
         assert local.LocalModel().complete(prompts[i]).text == in_order[i]
     assert len(set(in_order)) > n // 2  # real, varied answers, not blanks
+
+
+@pytest.mark.skipif(not HAVE_LOCAL, reason='needs pip install -e ".[local]"')
+@pytest.mark.parametrize("amx", [True, False])
+def test_an_amx_build_loads_without_extra_buffer_types(monkeypatch, amx):
+    """llama.cpp's AMX matrix multiply killed the process on a virtual machine whose
+    CPU lists AMX: such a build loads the weights into plain buffers. The defaults
+    are changed only while loading, and only then."""
+    import llama_cpp.llama_cpp as binding
+
+    monkeypatch.setattr(local, "_amx_build", lambda: amx)
+    before = binding.llama_model_default_params
+    assert before().use_extra_bufts is True
+    with local._without_extra_buffers():
+        assert binding.llama_model_default_params().use_extra_bufts is (not amx)
+    assert binding.llama_model_default_params is before
+    with pytest.raises(RuntimeError), local._without_extra_buffers():
+        raise RuntimeError("a failed load")
+    assert binding.llama_model_default_params is before
+    system = binding.llama_print_system_info().decode()
+    assert monkeypatch.undo() is None and local._amx_build() == ("AMX_INT8 = 1" in system)
