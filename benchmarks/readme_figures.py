@@ -14,7 +14,13 @@ block the tests read):
   run against a loopback stand-in of the OpenAI API (`OPENAI_BASE_URL`, a dummy
   key) whose optimizer proposes an edit that does not help, then a rule that
   does, and whose target follows the rule once the skill holds it
-  (`stand_in_openai` in tests/readme_commands.py).
+  (`stand_in_openai` in tests/readme_commands.py);
+- `budget`: the README's spend-control example against the same stand-in, as a
+  console transcript: the dry run of the example with `--max-target-rollouts 60`
+  (on `openai/gpt-4.1-mini`, so none of the optimizer example's rollouts or
+  replies are served from the store), the run itself (stdout, then its `error:`
+  line from stderr; it exits 3), and `train --resume RUN --max-target-rollouts
+  200`'s stdout.
 
 The commands run for real and offline, as `python -m skillopt` child processes of
 this checkout, with the embedded model (the suites' `defaults:`; the optimizer
@@ -25,7 +31,7 @@ example with the stand-in), in a fresh temporary directory holding copies of
 What differs from run to run is written in one fixed form, the one the README
 already shows, so `--check` compares exactly and is stable: the run id as
 `product-codes-20261203-135850-a42e` (`RUN_ID`; the optimizer example's as
-`OPTIMIZER_RUN_ID`), the temporary directory as `/home/me/skillopt` (so the
+`OPTIMIZER_RUN_ID`, the budget example's as `BUDGET_RUN_ID`), the temporary directory as `/home/me/skillopt` (so the
 audit repository reads `/home/me/skillopt/runs/audit.git`), and the eval's wall times as `0.00s` (that
 eval is served entirely from the store, in milliseconds); trailing spaces are
 dropped. Everything else (scores, decisions, p-values, counts, the skill hash)
@@ -34,7 +40,7 @@ every run of the same code and weights. The first column of the bundled table
 (what each suite teaches) is words, kept in `SUITES`.
 
 Run: python benchmarks/readme_figures.py --print | --write | --check
-         [--only quickstart,eval,bundled,optimizer]
+         [--only quickstart,eval,bundled,optimizer,budget]
 `--check` exits 1 and prints a diff when README.md differs from a fresh run.
 """
 
@@ -67,6 +73,22 @@ OPTIMIZER_EXAMPLE = (
     "--optimizer",
     "openai/gpt-4o",
 )
+BUDGET_RUN_ID = "product-codes-20261204-091522-3b7e"
+BUDGET_EXAMPLE = (
+    "train",
+    "skills/product-codes",
+    "--tasks",
+    "tasks/product-codes.yaml",
+    "--target",
+    "openai/gpt-4.1-mini",
+    "--optimizer",
+    "openai/gpt-4o",
+    "--max-target-rollouts",
+    "60",
+)
+BUDGET_DRY_RUN = (*BUDGET_EXAMPLE, "--dry-run")
+BUDGET_RESUME = ("train", "--resume", "RUN", "--max-target-rollouts", "200")
+BUDGET_EXIT = 3
 WORKDIR = "/home/me/skillopt"
 QUICKSTART = "product-codes"
 SUITES = {
@@ -74,12 +96,13 @@ SUITES = {
     "name-format": "`JOHN SMITH` → `Smith, John`",
     "snake-case": "`Total Price` → `total_price`",
 }
-FIGURES = ("quickstart", "eval", "bundled", "optimizer")
+FIGURES = ("quickstart", "eval", "bundled", "optimizer", "budget")
 WALL = re.compile(r"(?<= )\d+\.\d\ds$")
 
 
-def skillopt(cwd: Path, *args: str, extra_env: dict[str, str] | None = None) -> str:
-    """Run `skillopt ARGS` in `cwd` as a child process of this checkout; its stdout."""
+def invoke(cwd: Path, *args: str, extra_env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run `skillopt ARGS` in `cwd` as a child process of this checkout: (exit code,
+    stdout, stderr)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLOPT_")}
     env.update(extra_env or {})
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
@@ -94,11 +117,18 @@ def skillopt(cwd: Path, *args: str, extra_env: dict[str, str] | None = None) -> 
         text=True,
         encoding="utf-8",
     )
-    if proc.returncode != 0:
-        raise RuntimeError(
-            f"skillopt {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}{proc.stdout}"
-        )
-    return proc.stdout
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def skillopt(
+    cwd: Path, *args: str, extra_env: dict[str, str] | None = None, expect: int = 0
+) -> str:
+    """Run `skillopt ARGS` in `cwd` as a child process of this checkout; its stdout.
+    Any exit code but `expect` is an error."""
+    code, stdout, stderr = invoke(cwd, *args, extra_env=extra_env)
+    if code != expect:
+        raise RuntimeError(f"skillopt {' '.join(args)} exited {code}:\n{stderr}{stdout}")
+    return stdout
 
 
 def train(cwd: Path, name: str) -> tuple[str, str, dict]:
@@ -160,6 +190,46 @@ def optimizer_example(cwd: Path) -> str:
     return code_block(normalise(stdout, cwd, match.group(1), OPTIMIZER_RUN_ID))
 
 
+def stopped_run(stderr: str) -> str:
+    """The id of the run a budget stopped, from its `error:` line."""
+    match = re.search(r"--resume (\S+) ", stderr)
+    if not match:
+        raise RuntimeError(f"no run to resume in what the budget example printed:\n{stderr}")
+    return match.group(1)
+
+
+def budget_block(cwd: Path, dry: str, stopped: tuple[str, str], resumed: str) -> str:
+    """The spend-control transcript: the dry run's stdout, the stopped run's stdout
+    and `error:` line, and the resumed run's stdout, each behind its command."""
+    run_id = stopped_run(stopped[1])
+    errors = "".join(line + "\n" for line in stopped[1].splitlines() if line.startswith("error:"))
+    resume = " ".join(BUDGET_RESUME).replace("RUN", run_id)
+    text = (
+        f"$ skillopt {' '.join(BUDGET_DRY_RUN)}\n{dry}"
+        f"$ skillopt {' '.join(BUDGET_EXAMPLE)}\n{stopped[0]}{errors}"
+        f"$ echo $?\n{BUDGET_EXIT}\n"
+        f"$ skillopt {resume}\n{resumed}"
+    )
+    return code_block(normalise(text, cwd, run_id, BUDGET_RUN_ID))
+
+
+def budget_example(cwd: Path) -> str:
+    """The spend-control example against the loopback stand-in, normalised."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fakes.openai_server import FakeOpenAI
+    from readme_commands import STAND_IN_KEY, stand_in_openai
+
+    with FakeOpenAI(stand_in_openai) as server:
+        env = {"OPENAI_API_KEY": STAND_IN_KEY, "OPENAI_BASE_URL": server.base_url}
+        dry = skillopt(cwd, *BUDGET_DRY_RUN, extra_env=env)
+        code, out, err = invoke(cwd, *BUDGET_EXAMPLE, extra_env=env)
+        if code != BUDGET_EXIT:
+            raise RuntimeError(f"the budget example exited {code}, not {BUDGET_EXIT}:\n{err}{out}")
+        resume = [a.replace("RUN", stopped_run(err)) for a in BUDGET_RESUME]
+        resumed = skillopt(cwd, *resume, extra_env=env)
+    return budget_block(cwd, dry, (out, err), resumed)
+
+
 def produce(only: tuple[str, ...] = FIGURES) -> dict[str, str]:
     """Run the bundled examples and return the README region of each figure in
     `only`, normalised (see the module docstring)."""
@@ -172,6 +242,8 @@ def produce(only: tuple[str, ...] = FIGURES) -> dict[str, str]:
             blocks.update(bundled_examples(cwd, only))
         if "optimizer" in only:
             blocks["optimizer"] = optimizer_example(cwd)
+        if "budget" in only:
+            blocks["budget"] = budget_example(cwd)
     return {name: blocks[name] for name in FIGURES if name in blocks}
 
 

@@ -5,7 +5,8 @@ Every line of a ```bash (or sh, shell, console) block is a command, with `\\`
 continuations joined and `&&` chains split; a trailing `# …` is a comment. A
 command that needs a provider key or an agent CLI carries a marker: a comment
 `# needs …` on the line before it (or at its end) that names each thing it needs
-(`OPENAI_API_KEY`, `claude`, `codex`). `problems()` says what is wrong with a
+(`OPENAI_API_KEY`, `claude`, `codex`). A command documented to fail says so at its
+end, `# exits 3`; every other command must exit 0. `problems()` says what is wrong with a
 command as documented; tests/test_readme.py runs the commands.
 """
 
@@ -26,6 +27,7 @@ FENCE = re.compile(
 )
 SHELL = {"bash", "sh", "shell", "console", "zsh"}
 MARKER = re.compile(r"^#\s*needs\b\s*(?P<what>.*)$", re.IGNORECASE)
+EXITS = re.compile(r"^#\s*exits\s+(?P<code>\d+)\s*$", re.IGNORECASE)
 
 # what a model name's provider needs; a provider missing here is a problem to fix
 KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -46,6 +48,7 @@ class Command:
     line: int  # 1-based line where the command starts
     text: str  # continuations joined, comment removed
     marker: str | None  # what a `# needs …` comment names, or None
+    exits: int = 0  # the exit code a trailing `# exits N` documents
 
     def __str__(self) -> str:
         return f"{self.doc}:{self.line}: {self.text}"
@@ -81,6 +84,10 @@ class Command:
         """The keys and agent CLIs it needs (empty: it runs offline)."""
         if not self.skillopt:
             return []
+        if self.option("--resume") is not None and self.marker:
+            # a resumed run calls the models it started with: its marker names them
+            words = set(re.findall(r"[\w-]+", self.marker))
+            return [n for n in [*KEYS.values(), *AGENT_CLIS.values()] if n in words]
         needs = []
         harness = self.option("--harness")
         if harness in AGENT_CLIS:
@@ -160,8 +167,11 @@ def parse(doc: str, text: str) -> list[Command]:
             command, comment = _split_comment(line)
             if comment and MARKER.match(comment):
                 marker = MARKER.match(comment).group("what")
-            for part in command.split("&&"):
-                found.append(Command(doc, start, part.strip(), marker))
+            exits = EXITS.match(comment) if comment else None
+            parts = command.split("&&")
+            for i, part in enumerate(parts):  # a chain stops at the first failure
+                code = int(exits.group("code")) if exits and i == len(parts) - 1 else 0
+                found.append(Command(doc, start, part.strip(), marker, code))
             marker = None
     return found
 

@@ -101,12 +101,14 @@ STAND_IN_ENV = {
 
 class Walk:
     """Runs README commands in `cwd` in order, filling the placeholders from the
-    first run it trains. `invoke(argv, env)` runs one command: (exit code, stdout,
-    stderr)."""
+    first run it trains — except `RUN` after `--resume`, which is the run a budget
+    stopped last. Each command must exit as documented (0 unless `# exits N`).
+    `invoke(argv, env)` runs one command: (exit code, stdout, stderr)."""
 
     def __init__(self, cwd: Path, server: FakeOpenAI, invoke):
         self.cwd, self.server, self.invoke = cwd, server, invoke
         self.run_id: str | None = None
+        self.stopped: str | None = None  # the run a budget stopped, to resume
         self.skill: str | None = None
         self.stdout: dict[Command, str] = {}
         self.stderr: dict[Command, str] = {}
@@ -130,8 +132,10 @@ class Walk:
     def argv(self, cmd: Command) -> list[str]:
         text = cmd.text
         if cmd.needs_run:
+            resumes = self.stopped is not None and cmd.option("--resume") == "RUN"
             for placeholder, value in {
                 "<run-id>": self.run_id,
+                "--resume RUN": f"--resume {self.stopped}" if resumes else "--resume RUN",
                 "RUN": self.run_id,
                 "STEP": "1",
                 "<name>": self.skill,
@@ -143,8 +147,11 @@ class Walk:
         if "--baseline" in cmd.argv:
             self.commit_baseline()
         code, out, err = self.invoke(self.argv(cmd), self.env(cmd))
-        assert code == 0, f"{cmd}\nexited {code}:\n{err}{out}"
+        assert code == cmd.exits, f"{cmd}\nexited {code}, not {cmd.exits}:\n{err}{out}"
         self.stdout[cmd], self.stderr[cmd] = out, err
+        stopped = re.search(r"`skillopt train --resume (\S+) ", err)
+        if code == 3 and stopped:
+            self.stopped = stopped.group(1)
         match = re.search(r"^Run (\S+): ", out, re.MULTILINE)
         if cmd.argv[1] == "train" and self.run_id is None and match:
             self.run_id, self.skill = match.group(1), Path(cmd.argv[2]).name
@@ -226,10 +233,7 @@ def test_readme_walkthrough(isolated, agents):
 
     def child(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
         with mock.patch.dict(os.environ, env):
-            try:
-                return 0, figures.skillopt(isolated, *argv), ""
-            except RuntimeError as exc:
-                return 1, "", str(exc)
+            return figures.invoke(isolated, *argv)
 
     copy_examples(isolated)
     with FakeOpenAI(stand_in_openai) as server:
@@ -249,6 +253,13 @@ def test_readme_walkthrough(isolated, agents):
                 return out, match.group(1) if match else ""
         raise AssertionError(f"the README no longer runs `skillopt {' '.join(argv)}`")
 
+    def ran(*argv: str) -> tuple[str, str]:
+        """What the README command `skillopt ARGV` (as written) printed: (stdout, stderr)."""
+        for cmd, out in walk.stdout.items():
+            if cmd.argv[1:] == list(argv):
+                return out, walk.stderr[cmd]
+        raise AssertionError(f"the README no longer runs `skillopt {' '.join(argv)}`")
+
     quick = figures.QUICKSTART
     run = walk.run_id
     out, _ = printed("train", f"skills/{quick}", "--tasks", f"tasks/{quick}.yaml")
@@ -264,6 +275,12 @@ def test_readme_walkthrough(isolated, agents):
     out, run = printed(*figures.OPTIMIZER_EXAMPLE)
     blocks["optimizer"] = figures.normalise(out, isolated, run, figures.OPTIMIZER_RUN_ID)
     blocks = {name: figures.code_block(block) for name, block in blocks.items()}
+    blocks["budget"] = figures.budget_block(
+        isolated,
+        ran(*figures.BUDGET_DRY_RUN)[0],
+        ran(*figures.BUDGET_EXAMPLE),
+        ran(*figures.BUDGET_RESUME)[0],
+    )
     summaries = {}
     for name in figures.SUITES:
         _, run = printed("train", f"skills/{name}", "--tasks", f"tasks/{name}.yaml")
@@ -315,6 +332,10 @@ def test_the_figures_come_from_readme_commands():
         in texts
     )
     assert " ".join(["skillopt", *figures.OPTIMIZER_EXAMPLE]) in texts
+    budget = {c.text: c.exits for c in all_commands()}
+    assert budget[" ".join(["skillopt", *figures.BUDGET_DRY_RUN])] == 0
+    assert budget[" ".join(["skillopt", *figures.BUDGET_EXAMPLE])] == figures.BUDGET_EXIT == 3
+    assert budget[" ".join(["skillopt", *figures.BUDGET_RESUME])] == 0
 
 
 def test_the_bad_suite_error_is_what_the_readme_example_gives(isolated):
@@ -342,3 +363,21 @@ def test_the_bad_suite_error_is_what_the_readme_example_gives(isolated):
     )
     assert res.exit_code == 2
     assert res.stderr.strip() == line
+
+
+def test_the_readme_settings_file_is_valid(tmp_path):
+    """Every `skillopt.yaml` the README shows loads as written."""
+    from skillopt.config import resolve_settings
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```yaml\n(# skillopt\.yaml\n.*?)^```", text, re.M | re.S)
+    assert len(blocks) >= 2, "the README no longer shows its skillopt.yaml examples"
+    loaded = []
+    for i, block in enumerate(blocks):
+        path = tmp_path / str(i) / "skillopt.yaml"
+        path.parent.mkdir()
+        path.write_text(block, encoding="utf-8")
+        loaded.append(resolve_settings(project_file=path, env={}))
+    settings = next(s for s in loaded if s.budget_usd is not None)
+    assert settings.budget_usd == 5 and settings.time_limit == 7200
+    assert settings.models["anthropic/claude-sonnet-4-5"].prompt_cache is False

@@ -474,7 +474,12 @@ def render_summary(result: api.TrainResult) -> None:
     out.print(
         f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
         f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "
-        f"{acct.get('optimizer_calls', 0)}",
+        f"{acct.get('optimizer_calls', 0)}"
+        + (
+            f", {served:,} replies from the store"
+            if (served := acct.get("optimizer_served"))
+            else ""
+        ),
         soft_wrap=True,
     )
     out.print(  # a line of its own: both fit 80 columns

@@ -106,3 +106,67 @@ def test_the_dry_run_says_what_exemplars_really_does(isolated):
     )
     assert llm.exit_code == 0, llm.output
     assert "  steps: 3 epochs × 2 = 6 (+3 slow updates)" in llm.stdout.splitlines()
+
+
+def test_the_stages_add_up_to_the_plan_per_role(inputs):
+    skill, suite, s = inputs
+    plan = make_plan(skill, suite, s, "openai/gpt-4o-mini", LLMOptimizer(ScriptedModel([])))
+    names = [(st.stage, st.role) for st in plan.stages]
+    assert names == [
+        ("baseline", "target"),
+        ("rollouts", "target"),
+        ("reflect", "optimizer"),
+        ("gate", "target"),
+        ("slow update", "target"),
+        ("slow update", "optimizer"),
+        ("notes", "optimizer"),
+        ("test", "target"),
+    ]
+    target = [st for st in plan.stages if st.role == "target"]
+    calls = [st for st in plan.stages if st.role == "optimizer"]
+    assert sum(st.count for st in target) == plan.target_rollouts
+    assert sum(st.count for st in calls) == plan.optimizer_calls
+    assert abs(sum(st.tokens for st in target) - plan.target_tokens) <= len(target)
+    assert all(st.cost and st.cost > 0 for st in target)  # gpt-4o-mini has a price
+    assert all(st.cost == 0.0 for st in calls)  # a scripted optimizer is free
+    # exemplars: no optimizer stage at all
+    free = make_plan(skill, suite, s, "local/gemma-3-270m", ExemplarOptimizer())
+    assert {st.role for st in free.stages} == {"target"}
+    assert not free.budget  # no budget set: nothing to say
+
+
+def test_the_binding_budget_is_the_one_the_plan_crosses_first(inputs):
+    skill, suite, _ = inputs
+    plan_of = lambda **b: make_plan(  # noqa: E731
+        skill,
+        suite,
+        Settings(**{**suite.defaults, **b}),
+        "openai/gpt-4o-mini",
+        "openai/gpt-4o",
+    )
+    full = plan_of()
+    assert full.cost and full.target_rollouts > 60
+    half = full.target_rollouts // 2
+    [line] = plan_of(max_target_rollouts=half).budget
+    assert line.startswith(f"--max-target-rollouts binds first: {half:,} of at most")
+    assert "after about 50% of the planned upper bound" in line
+    # a USD budget at a tenth of the estimate binds before the rollout limit at half
+    tenth = round(full.cost / 10, 4)
+    both = plan_of(max_target_rollouts=half, budget_usd=tenth).budget
+    assert both[0].startswith(f"--budget-usd binds first: ${tenth}")
+    roomy = plan_of(max_target_rollouts=10 * full.target_rollouts, max_optimizer_calls=999)
+    assert roomy.budget == [
+        "no limit binds: the plan's upper bounds fit --max-target-rollouts "
+        f"{10 * full.target_rollouts:,}, --max-optimizer-calls 999"
+    ]
+    timed = plan_of(time_limit="45m").budget
+    assert any(line.startswith("--time-limit 45m: checked before each batch") for line in timed)
+    # an unknown price cannot say when a USD budget binds
+    unknown = make_plan(
+        skill,
+        suite,
+        Settings(**{**suite.defaults, "budget_usd": 1.0}),
+        "openai/no-such-model-xyz",
+        ExemplarOptimizer(),
+    )
+    assert any("the plan's cost is unknown" in line for line in unknown.budget)

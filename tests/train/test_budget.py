@@ -20,6 +20,7 @@ from skillopt.store.rollouts import RolloutStore
 
 PRICE = 0.01  # USD per target rollout
 CALL_PRICE = 0.05  # USD per optimizer call
+JUDGED = {"type": "judge", "rubric": "Is it an answer?"}
 
 
 @pytest.fixture
@@ -293,3 +294,54 @@ def test_durations():
     for bad in ("soon", "-5", 0, True):
         with pytest.raises(ValueError):
             parse_duration(bad)
+
+
+def test_the_judges_calls_count_against_a_usd_budget(tmp_path, isolated):
+    """A free target judged by a priced model: the judge's spend alone stops the
+    evaluation before its second batch (the no-skill baseline)."""
+    from helpers import write_suite
+
+    target = ScriptedModel(lambda m: "an answer", name="scripted/free-target", cost=0.0)
+
+    def verdict(messages):
+        return '{"score": 1, "feedback": "fine"}'
+
+    judge = ScriptedModel(verdict, name="scripted/priced-judge", cost=0.01)
+    register_model("scripted/free-target", target)
+    register_model("scripted/priced-judge", judge)
+    try:
+        items = [
+            {"id": f"j{i}", "input": f"task {i}", "split": "test", "scorer": JUDGED}
+            for i in range(4)
+        ]
+        suite = write_suite(tmp_path / "judged.yaml", items)
+        skill = tmp_path / "s" / "SKILL.md"
+        skill.parent.mkdir()
+        skill.write_text("---\nname: s\ndescription: d\n---\nAnswer.\n")
+        kwargs = dict(target="scripted/free-target", judge="scripted/priced-judge")
+        with pytest.raises(BudgetExceeded, match=r"--budget-usd .*\$0\.0400 spent"):
+            skillopt.evaluate(
+                skill.parent,
+                suite,
+                compare_no_skill=True,
+                store=tmp_path / "s.sqlite",
+                budget_usd=0.03,
+                **kwargs,
+            )
+        assert judge.call_count == 4 and target.call_count == 4  # the first batch only
+        # the same budget with a free judge lets both batches run
+        free = ScriptedModel(verdict, name="scripted/free-judge", cost=0.0)
+        register_model("scripted/free-judge", free)
+        both = skillopt.evaluate(
+            skill.parent,
+            suite,
+            compare_no_skill=True,
+            store=tmp_path / "t.sqlite",
+            budget_usd=0.03,
+            target="scripted/free-target",
+            judge="scripted/free-judge",
+        )
+        assert both.result("no-skill", "test").n == 4 and free.call_count == 8
+    finally:
+        for name in ("scripted/free-target", "scripted/priced-judge", "scripted/free-judge"):
+            unregister_model(name)

@@ -3,6 +3,8 @@ that carry a run to a fresh directory."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import sqlite3
@@ -13,6 +15,7 @@ from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, flags
 
 import skillopt
 from skillopt.cli.main import app
+from skillopt.cli.train import render_summary
 from skillopt.models import ScriptedModel
 from skillopt.models.stored import ReplayMiss, StoredModel
 from skillopt.store.rollouts import RolloutStore
@@ -43,6 +46,13 @@ def test_a_rerun_with_the_same_settings_asks_the_optimizer_nothing(world, models
     assert acct["optimizer_calls"] == 0 and acct["optimizer_served"] > 0
     assert acct["target_rollouts"] == 0  # and every rollout
     assert second.summary["best_skill_hash"] == first.summary["best_skill_hash"]
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        render_summary(second)
+    served = acct["optimizer_served"]
+    assert f"optimizer calls: 0, {served} replies from the store" in out.getvalue()
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        render_summary(first)
+    assert "optimizer calls: " in out.getvalue() and "replies from" not in out.getvalue()
 
 
 def test_a_sampled_model_keys_on_the_attempt_a_deterministic_one_does_not(tmp_path):
@@ -54,6 +64,11 @@ def test_a_sampled_model_keys_on_the_attempt_a_deterministic_one_does_not(tmp_pa
     again = StoredModel(sampled, lambda: store)  # a new process: the same sequence
     assert [again.complete("same").text for _ in range(2)] == ["one", "two"]
     assert sampled.call_count == 2
+    # another seed (the run's salt) draws new samples; the first seed's stay served
+    seeded = StoredModel(sampled, lambda: store, salt="seed:2")
+    assert seeded.complete("same").text == "three" and sampled.call_count == 3
+    assert StoredModel(sampled, lambda: store).complete("same").text == "one"
+    replies = iter(["three", "four"])
     cold = ScriptedModel(lambda m: next(replies), name="scripted/d", params={"temperature": 0})
     det = StoredModel(cold, lambda: store)
     assert [det.complete("same").text for _ in range(3)] == ["three"] * 3
