@@ -24,28 +24,16 @@ from skillopt.models.base import (
 Meter = Callable[[int, Usage, "float | None"], None]
 
 
-class MeteredModel:
-    """`model`, with `meter` called once per `complete` (a failed call reports its
-    requests at no cost: providers do not bill refused requests)."""
+class ModelWrapper:
+    """A model around `self.model`: its name and fingerprint, and its optional
+    capabilities offered whether it has them or not."""
 
-    def __init__(self, model: Model, meter: Meter):
-        self.model = model
-        self.name = model.name
-        self._meter = meter
+    model: Model
+    name: str
 
     def fingerprint(self) -> dict:
         return self.model.fingerprint()
 
-    def complete(self, prompt: Prompt, **params) -> Completion:
-        try:
-            reply = self.model.complete(prompt, **params)
-        except ModelError as exc:
-            self._meter(getattr(exc, "attempts", 1), Usage(), 0.0)
-            raise
-        self._meter(reply.attempts, reply.usage, reply.cost)
-        return reply
-
-    # the wrapped model's optional capabilities, offered whether it has them or not
     def json_params(self, schema: dict, name: str) -> dict:
         return self.model.json_params(schema, name) if isinstance(self.model, JsonMode) else {}
 
@@ -59,4 +47,23 @@ class MeteredModel:
         return None
 
     def __repr__(self) -> str:
-        return f"MeteredModel({self.model!r})"
+        return f"{type(self).__name__}({self.model!r})"
+
+
+class MeteredModel(ModelWrapper):
+    """`model`, with `meter` called once per `complete` (a failed call reports its
+    requests at no cost: providers do not bill refused requests)."""
+
+    def __init__(self, model: Model, meter: Meter):
+        self.model = model
+        self.name = model.name
+        self._meter = meter
+
+    def complete(self, prompt: Prompt, **params) -> Completion:
+        try:
+            reply = self.model.complete(prompt, **params)
+        except ModelError as exc:
+            self._meter(getattr(exc, "attempts", 1), Usage(), 0.0)
+            raise
+        self._meter(reply.attempts, reply.usage, reply.cost)
+        return reply

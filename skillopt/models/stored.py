@@ -27,16 +27,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from skillopt.errors import SkilloptError
-from skillopt.models.base import (
-    Completion,
-    HasContextWindow,
-    JsonMode,
-    Model,
-    Prompt,
-    SelfChecking,
-    Usage,
-    as_messages,
-)
+from skillopt.models.base import Completion, Model, Prompt, Usage, as_messages
+from skillopt.models.metered import ModelWrapper
 from skillopt.record import canonical_json
 
 
@@ -68,7 +60,7 @@ def sampled(fingerprint: dict, params: dict) -> bool:
     return not (isinstance(temperature, (int, float)) and temperature == 0)
 
 
-class StoredModel:
+class StoredModel(ModelWrapper):
     """`model`, with its replies kept in and served from the store `store()` returns
     (the optimizer is built before the run's store is open). `on_used(key, served)`
     is told of each reply used, and whether it was served from the store."""
@@ -90,9 +82,6 @@ class StoredModel:
         self.offline = offline
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
-
-    def fingerprint(self) -> dict:
-        return self.model.fingerprint()
 
     def key(self, prompt: Prompt, params: dict[str, Any]) -> tuple[str, dict, dict]:
         """(key, model fingerprint, request) of the next call with these arguments."""
@@ -135,19 +124,3 @@ class StoredModel:
         if self._on_used is not None:
             self._on_used(key, False)
         return reply
-
-    # the wrapped model's optional capabilities, offered whether it has them or not
-    def json_params(self, schema: dict, name: str) -> dict:
-        return self.model.json_params(schema, name) if isinstance(self.model, JsonMode) else {}
-
-    def check(self) -> None:
-        if isinstance(self.model, SelfChecking):
-            self.model.check()
-
-    def context_window(self) -> int | None:
-        if isinstance(self.model, HasContextWindow):
-            return self.model.context_window()
-        return None
-
-    def __repr__(self) -> str:
-        return f"StoredModel({self.model!r})"
