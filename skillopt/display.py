@@ -11,7 +11,7 @@ A leaf module: it imports nothing from skillopt, so any layer may use it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 NONE = "—"  # the terminal, pull-request comments
 NA = "n/a"  # reports, commit messages and trailers, the optimizer's memory
@@ -63,6 +63,13 @@ def flips(fail_to_pass: Sequence[str], pass_to_fail: Sequence[str]) -> str:
         + (f": {ids(list(fail_to_pass))}" if fail_to_pass else "")
         + f" · pass→fail {len(pass_to_fail)}"
         + (f": {ids(list(pass_to_fail))}" if pass_to_fail else "")
+    )
+
+
+def split_sizes(counts: Mapping[str, int]) -> str:
+    """'tasks: train 16 · val 12 · test 12'."""
+    return "tasks: " + " · ".join(
+        f"{name} {counts.get(name, 0)}" for name in ("train", "val", "test")
     )
 
 

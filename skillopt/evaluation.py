@@ -226,6 +226,7 @@ class EvalResult:
     store: str
     results: list[SplitResult]
     comparisons: list[Comparison] = field(default_factory=list)
+    splits: dict[str, int] = field(default_factory=dict)  # the suite's items per split
 
     def result(self, variant: str, split: str) -> SplitResult | None:
         for r in self.results:
@@ -245,6 +246,7 @@ class EvalResult:
             "target": self.target,
             "harness": self.harness,
             "store": self.store,
+            "splits": dict(self.splits),
             "results": [r.summary() for r in self.results],
             "comparisons": [c.summary() for c in self.comparisons],
             "rollouts": [

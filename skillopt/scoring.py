@@ -135,4 +135,5 @@ def _evaluate(
         store=ctx.store.path,
         results=results,
         comparisons=comparisons,
+        splits=ctx.suite.counts(),
     )

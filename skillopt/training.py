@@ -140,9 +140,25 @@ def build_optimizer(
     return LLMOptimizer(model)
 
 
+SMALL_VAL = 20  # fewer validation tasks than this: one task flipping decides the gate
+
+
 def _check_splits(suite: Suite) -> None:
     for split in ("train", "val"):
         require_split(suite, split)
+
+
+def split_warnings(suite: Suite) -> list[str]:
+    """A warning when the validation split is too small for the gate to tell a real
+    gain from one task's luck."""
+    n = len(suite.split("val"))
+    if n >= SMALL_VAL:
+        return []
+    return [
+        f"the validation split has {n} tasks: a single task that flips decides the gate "
+        f"(about {SMALL_VAL} or more make its decisions sturdier: add items, or raise the "
+        "suite's `split: val` fraction)"
+    ]
 
 
 @dataclass
@@ -207,7 +223,8 @@ def plan(
         build_harness(settings)  # validates its settings; runs nothing
     result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer)
     result.notes += [
-        f"warning: {p}" for p in warnings + context_warnings(the_skill, target)
+        f"warning: {p}"
+        for p in warnings + context_warnings(the_skill, target) + split_warnings(suite_obj)
     ] + settings.notices
     result.missing_keys = keys
     return result
@@ -258,7 +275,7 @@ def start(
         judge=parts.judge,
         keep_dir=runs_dir / run_id / "workspaces",  # failed tasks' workspaces stay with the run
     )
-    tell(warn, warnings + context_warnings(the_skill, ctx.target))
+    tell(warn, warnings + context_warnings(the_skill, ctx.target) + split_warnings(suite_obj))
     tell(warn, settings.notices)
     try:
         tell(warn, refuse_unpriced(Budget.of(settings), unpriced_roles(ctx, optimizer)))

@@ -114,7 +114,8 @@ def render(result: EvalResult) -> None:
     out.print(
         f"[bold]{escape(result.skill)}[/] ({result.skill_hash[:12]}) on "
         f"[bold]{escape(result.suite)}[/] · target {escape(result.target or 'default')} · "
-        f"harness {result.harness}",
+        f"harness {result.harness}"
+        + (f" · {display.split_sizes(result.splits)}" if result.splits else ""),
         soft_wrap=True,
     )
     table = Table(

@@ -60,6 +60,8 @@ class TrainProgress:
         d = ev.data
         if ev.kind == "run_started":
             self.epochs = d.get("epochs")
+            if d.get("splits") and not d.get("resumed"):
+                self.progress.print(display.split_sizes(d["splits"]))
         elif ev.kind == "stage":
             if "epoch" in d:
                 self.epoch = f"epoch {d['epoch']}" + (f"/{self.epochs}" if self.epochs else "")
@@ -383,7 +385,9 @@ def replay_run(ref: str, run_dir: Path | None) -> None:
 
 def render_plan(plan) -> None:
     out.print("[bold]Plan[/] (dry run: no model was called)")
-    out.print(f"  tasks: train {plan.n_train} · val {plan.n_val} · test {plan.n_test}")
+    out.print(
+        "  " + display.split_sizes({"train": plan.n_train, "val": plan.n_val, "test": plan.n_test})
+    )
     slow = f" (+{plan.slow_updates} slow updates)" if plan.slow_updates else ""
     out.print(
         f"  steps: {plan.epochs} epochs × {plan.steps_per_epoch} = {plan.total_steps}{slow}"

@@ -211,6 +211,7 @@ class Trainer:
             steps=self.total_steps,
             epochs=self.s.epochs,
             resumed=st.status != "new",
+            splits=self.suite.counts(),
         )
         st.stop = None
         if not st.steps:  # new, or stopped by a budget before step 0 was recorded

@@ -3,9 +3,10 @@
 Invariants:
 - Every problem is reported before any model call, as one `InputError` naming the
   file (with line), the item id and the field.
-- Splits are assigned by a seeded hash of each item's id, never by position, so
-  adding or removing items leaves every other item in its split. An item may pin
-  its split with `split:`.
+- Splits are assigned by the rank of a seeded hash of each item's id, never by
+  position: the sizes match the fractions exactly, and adding or removing an item
+  moves at most one other item across each boundary between splits. An item may
+  pin its split with `split:`.
 - Loading is linear in the file's size and never hangs (see `suite.readers` for
   the bounds on YAML aliases and nesting).
 """
@@ -14,6 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -68,26 +72,48 @@ class ItemSpec(BaseModel):
 _ITEM_FIELDS = frozenset(ItemSpec.model_fields)
 
 
-def assign_split(item_id: str, spec: SplitSpec) -> str:
-    """Deterministic split of one item: a uniform draw from sha256(seed, id)."""
-    return _splitter(spec)(item_id)
+def split_sizes(n: int, spec: SplitSpec) -> dict[str, int]:
+    """How many of `n` items each split gets: the fractions' cumulative shares
+    rounded down (45 items at 0.4/0.3/0.3: 18 / 31 -> 18, 13, 14)."""
+    train = math.floor(spec.train * n + 1e-9)
+    train_val = max(train, min(n, math.floor((spec.train + spec.val) * n + 1e-9)))
+    return {"train": train, "val": train_val - train, "test": n - train_val}
 
 
-def _splitter(spec: SplitSpec):
-    """`assign_split` for one spec, with the per-suite work done once."""
+def assign_splits(
+    ids: Sequence[str], spec: SplitSpec, pinned: Sequence[str | None] | None = None
+) -> list[str]:
+    """The split of each item of `ids`, in order: the sizes match the fractions
+    exactly (`split_sizes` of the whole suite), and the items are ranked by a
+    seeded sha256 of their id, the lowest to train, then val, then test.
+
+    An item's split depends on its rank, not its position, so reordering or
+    editing items moves none, and adding or removing one item moves at most one
+    existing item across each boundary between splits (the rank of everything
+    after it shifts by one while each boundary moves by at most one). Pinned items
+    (`pinned[i]` not None) keep their split and count toward its size; when they
+    overfill a split, the others are shared out in proportion to what each split
+    still needs."""
+    pins = list(pinned) if pinned is not None else [None] * len(ids)
     prefix = f"{spec.seed}\0".encode()
-    train, train_val = spec.train, spec.train + spec.val
-    sha256, from_bytes = hashlib.sha256, int.from_bytes
-
-    def split(item_id: str) -> str:
-        u = from_bytes(sha256(prefix + item_id.encode()).digest()[:8], "big") / 2**64
-        if u < train:
-            return "train"
-        if u < train_val:
-            return "val"
-        return "test"
-
-    return split
+    free = [i for i, pin in enumerate(pins) if pin is None]
+    target = split_sizes(len(ids), spec)
+    for pin in pins:
+        if pin is not None:
+            target[pin] -= 1
+    need = {name: max(0, size) for name, size in target.items()}
+    if sum(need.values()) != len(free):  # pins overfilled a split
+        weights = SplitSpec.model_construct(
+            seed=spec.seed, **{k: v / (sum(need.values()) or 1) for k, v in need.items()}
+        )
+        need = split_sizes(len(free), weights)
+    sha256 = hashlib.sha256
+    ranked = sorted(free, key=lambda i: (sha256(prefix + ids[i].encode()).digest(), ids[i]))
+    out = [pin or "" for pin in pins]
+    edges = (need["train"], need["train"] + need["val"])
+    for rank, i in enumerate(ranked):
+        out[i] = "train" if rank < edges[0] else "val" if rank < edges[1] else "test"
+    return out
 
 
 def render_template(template: str, item_input: Any, item_id: str) -> str:
@@ -183,7 +209,7 @@ def _build_tasks(
     identity = template == "{input}"
     constant = "{" not in template and "}" not in template
     source_prefix = f"{items_path}:"
-    split_of = _splitter(spec.split)
+    pins: list[str | None] = []
     for index, (line, item) in enumerate(rows):
         if not isinstance(item, dict):
             raise InputError(
@@ -292,20 +318,22 @@ def _build_tasks(
                     item=item_id,
                     field="prompt",
                 ) from None
+        pins.append(pinned)
         tasks.append(
             Task(
                 id=item_id,
                 input=item_input,
                 expected=expected,
                 prompt=prompt,
-                split=pinned or split_of(item_id),
+                split=pinned or "",  # the free ones are ranked once all are read
                 scorer=scorer,
                 metadata=metadata,
                 source=f"{source_prefix}{line}" if line else str(items_path),
                 files=files,
             )
         )
-    return tasks
+    splits = assign_splits([t.id for t in tasks], spec.split, pins)
+    return [t if t.split == s else replace(t, split=s) for t, s in zip(tasks, splits)]
 
 
 def _plain_item(item: dict) -> tuple | None:
