@@ -222,10 +222,8 @@ def plan(
     if parts.harness is None and not takes_model(settings.harness):
         build_harness(settings)  # validates its settings; runs nothing
     result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer)
-    result.notes += [
-        f"warning: {p}"
-        for p in warnings + context_warnings(the_skill, target) + split_warnings(suite_obj)
-    ] + settings.notices
+    problems = [*warnings, *context_warnings(the_skill, target), *split_warnings(suite_obj)]
+    result.notes += [f"warning: {p}" for p in problems] + settings.notices
     result.missing_keys = keys
     return result
 
@@ -275,7 +273,8 @@ def start(
         judge=parts.judge,
         keep_dir=runs_dir / run_id / "workspaces",  # failed tasks' workspaces stay with the run
     )
-    tell(warn, warnings + context_warnings(the_skill, ctx.target) + split_warnings(suite_obj))
+    tell(warn, warnings + context_warnings(the_skill, ctx.target))
+    tell(warn, split_warnings(suite_obj))
     tell(warn, settings.notices)
     try:
         tell(warn, refuse_unpriced(Budget.of(settings), unpriced_roles(ctx, optimizer)))
