@@ -150,6 +150,11 @@ class Settings(BaseModel):
     max_step_lines: int = Field(24, ge=1, description="non-blank lines all edits of a step may add")
     gate: str = Field("strict", description="strict, margin, paired, or a plugin's gate")
     min_delta: float = Field(0.0, ge=0)
+    gate_full: bool = Field(
+        False,
+        description="score every validation task of every candidate (no racing); the "
+        "decisions are the same either way",
+    )
     alpha: float = Field(0.05, gt=0, lt=1)
     seed: int = 0
     run_dir: str = "runs"

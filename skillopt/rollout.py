@@ -76,6 +76,8 @@ class RolloutEvent:
 
 
 Observer = Callable[[RolloutEvent], None]
+# a race's stopping test: the batch's results so far (None: not finished) -> settled?
+Until = Callable[[Sequence["Rollout | None"]], bool]
 
 
 class _Heartbeat:
@@ -163,10 +165,21 @@ class RolloutEngine:
         return cached
 
     def run(
-        self, skill: Skill, tasks: Sequence[Task], *, samples: int = 1, label: str = ""
+        self,
+        skill: Skill,
+        tasks: Sequence[Task],
+        *,
+        samples: int = 1,
+        label: str = "",
+        until: Until | None = None,
     ) -> list[Rollout]:
         """Rollouts for every (task, sample), in task order; store hits cost nothing,
-        and neither do results another process sharing the store pays for."""
+        and neither do results another process sharing the store pays for.
+
+        With `until` (a racing gate), the jobs are started in order, at most
+        `concurrency` at a time, and `until(results)` is asked after the store's hits
+        and after each rollout: once it says yes, no more are started (those running
+        finish and are kept) and the result holds only the rollouts that ran."""
         skill_hash = skill.hash
         jobs = [(task, s) for task in tasks for s in range(samples)]
         keys = [
@@ -182,6 +195,8 @@ class RolloutEngine:
                 self._served(batch, i, hit, task.split)
             else:
                 pending.append((i, task, sample, key, fp))
+        if pending and until is not None and until(batch.results):
+            pending = []  # the store's rollouts settle it
         if pending:
             if self.offline:
                 from skillopt.models.stored import ReplayMiss
@@ -195,13 +210,16 @@ class RolloutEngine:
                 self.guard.before(rollouts=len(pending), where=label)
             if not skill.is_empty:
                 self.store.remember_skill(skill_hash, skill.text)
-            self._run_pending(skill, pending, batch)
+            self._run_pending(skill, pending, batch, until)
+        ran = [(r, k) for r, (k, _) in zip(batch.results, keys) if r is not None]
         if self.run_id is not None:
             if batch.cached:
                 self.store.record_cached(self.run_id, batch.cached)
             note = getattr(self.store, "note_uses", None)
             if note is not None:  # what the run used, for `skillopt bundle`
-                note(self.run_id, "rollout", [k for k, _ in keys])
+                note(self.run_id, "rollout", [k for _, k in ran])
+        if len(ran) < len(batch.results):
+            return [r for r, _ in ran]
         return batch.results
 
     def _served(self, batch: _Batch, i: int, hit: Rollout, split: str) -> None:
@@ -210,19 +228,25 @@ class RolloutEngine:
         batch.cached += 1
         self._emit(RolloutEvent(batch.label, batch.results[i], batch.done, batch.total))
 
-    def _run_pending(self, skill: Skill, pending: list, batch: _Batch) -> None:
+    def _run_pending(
+        self, skill: Skill, pending: list, batch: _Batch, until: Until | None = None
+    ) -> None:
         """Claim, run and collect the store's misses; wait for the ones another
         process holds.
 
         Claims are taken just ahead of the workers (a rollout claimed but not started
         makes other processes wait for nothing), a batch at a time (fewer write
-        transactions). A private store needs no claims: everything is taken at once."""
+        transactions). A private store needs no claims: everything is taken at once.
+        A race (`until`) starts no more than `concurrency` at a time, topping up as
+        each ends, so that stopping leaves nothing queued."""
         serial = self.concurrency == 1 or len(pending) == 1
-        if not self.store.shared:
+        if until is not None:
+            limit = 1 if serial else self.concurrency
+        elif not self.store.shared:
             limit = len(pending)
         else:
             limit = 1 if serial else 2 * self.concurrency
-        step = max(1, limit // 2)  # claim again once this many slots are free
+        step = 1 if until is not None else max(1, limit // 2)  # claim again once this many are free
         todo = deque(pending)
         ready: deque = deque()  # serial: claimed, to run in this thread
         waiting: dict[str, list] = {}  # held by another live process: key -> its jobs
@@ -263,6 +287,19 @@ class RolloutEngine:
             batch.done += 1
             self._emit(RolloutEvent(batch.label, rollout, batch.done, batch.total))
             self._watch(rollout, len(pending))
+            if until is not None and (todo or ready or waiting) and until(batch.results):
+                settle()
+
+        def settle() -> None:
+            """The race is decided: start nothing more, and give back the claims on
+            what was not started."""
+            nonlocal in_flight
+            unstarted = [args[3] for args in todo] + [args[3] for args in ready]
+            in_flight -= len(ready)
+            todo.clear()
+            ready.clear()
+            waiting.clear()  # another process's: no need to wait for it any more
+            self.store.release(unstarted, self.owner)
 
         try:
             while todo or in_flight or waiting:

@@ -263,6 +263,15 @@ def train_cmd(
     no_slow_update: Annotated[
         bool, typer.Option("--no-slow-update", help="Skip the epoch-end slow update.")
     ] = False,
+    gate_full: Annotated[
+        bool,
+        typer.Option(
+            "--gate-full",
+            help="Score every validation task of every candidate, as an audit; by default "
+            "a candidate stops being scored once the rest cannot change the decision "
+            "(the decisions are the same).",
+        ),
+    ] = False,
     stall_patience: Annotated[
         Optional[int],
         typer.Option(
@@ -328,6 +337,7 @@ def train_cmd(
         "store": store,
         "run_dir": run_dir,
         "slow_update": False if no_slow_update else None,
+        "gate_full": True if gate_full else None,
         "stall_patience": stall_patience,
     }
     budget = budget_flags(

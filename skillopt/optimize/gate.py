@@ -9,8 +9,8 @@ Ties are always rejected.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from skillopt import display
@@ -37,6 +37,16 @@ class Decision:
     per_task: dict[str, Any] = field(
         default_factory=dict, compare=False
     )  # id -> [incumbent, candidate]
+    unrun: int = 0  # validation tasks a racing gate did not need to run
+
+    def raced(self, ran: int, tasks: int) -> Decision:
+        """This decision, taken by a race after `ran` of `tasks` comparable tasks: the
+        rest could not have changed it, so they were not run."""
+        return replace(
+            self,
+            reason=f"{self.reason} (settled after {ran} of {tasks} validation tasks)",
+            unrun=tasks - ran,
+        )
 
     @property
     def delta(self) -> float | None:
@@ -57,6 +67,7 @@ class Decision:
             "fail_to_pass": list(self.fail_to_pass),
             "pass_to_fail": list(self.pass_to_fail),
             "per_task": self.per_task,
+            **({"unrun": self.unrun} if self.unrun else {}),
         }
 
     @classmethod
@@ -72,6 +83,7 @@ class Decision:
             fail_to_pass=tuple(d["fail_to_pass"]),
             pass_to_fail=tuple(d["pass_to_fail"]),
             per_task=d.get("per_task", {}),
+            unrun=d.get("unrun", 0),
         )
 
 
@@ -82,9 +94,14 @@ def paired_p_value(deltas: list[float]) -> float:
     enumerating the distribution of the sum (merging equal sums, so 0/1 scores
     cost almost nothing); a normal approximation when that distribution would be
     too large. Zero differences carry no information and are dropped."""
+    return _p_value(deltas)[0]
+
+
+def _p_value(deltas: Sequence[float]) -> tuple[float, bool]:
+    """`paired_p_value`, and whether it is exact (not the normal approximation)."""
     d = [x for x in deltas if abs(x) > 1e-12]
     if not d:
-        return 1.0
+        return 1.0, True
     observed = sum(d)
     dist: dict[float, int] = {0.0: 1}
     for x in d:
@@ -95,15 +112,61 @@ def paired_p_value(deltas: list[float]) -> float:
         dist = nxt
         if len(dist) > _EXACT_STATES:
             z = observed / math.sqrt(sum(x * x for x in d))
-            return 0.5 * math.erfc(z / math.sqrt(2))
+            return 0.5 * math.erfc(z / math.sqrt(2)), False
     total = 2 ** len(d)
     hits = sum(c for s, c in dist.items() if s >= observed - 1e-9)
-    return float(hits / total)
+    return float(hits / total), True
+
+
+def best_delta(known: Sequence[float], headroom: Sequence[float]) -> float | None:
+    """The largest mean paired difference a comparison can still reach. `known` are
+    the differences (candidate - incumbent) of the tasks compared so far; `headroom`
+    is 1 - the incumbent's value for each task still to run, whose candidate may
+    score anything in [0, 1] or end unscored (left out of the comparison). The best
+    completion includes the tasks of most headroom and leaves out the rest, so the
+    maximum is over the prefixes of the headroom sorted high to low. None when no
+    completion compares any task."""
+    total, n = float(sum(known)), len(known)
+    best = total / n if n else None
+    for h in sorted(headroom, reverse=True):
+        total, n = total + h, n + 1
+        if best is None or total / n > best:
+            best = total / n
+    return best
 
 
 def _value(outcome: TaskOutcome) -> float:
     assert outcome.value is not None  # only tasks scored for both are compared
     return outcome.value
+
+
+def can_accept(
+    known: Sequence[float],
+    headroom: Sequence[float],
+    *,
+    mode: str = "strict",
+    min_delta: float = 0.0,
+    alpha: float = 0.05,
+) -> bool:
+    """Whether some outcome of the tasks still to run could make `decide` accept:
+    False only when every completion is rejected (then the gate need not run them).
+
+    Exact for `strict` and `margin` (`best_delta`). For `paired`, a completion
+    needs both a mean difference above the margin and p <= alpha; each is bounded
+    on its own: the smallest p any completion reaches is the one with every task
+    still to run at its full headroom (a larger positive difference never raises
+    the sign-flip p-value, a left-out task never lowers it), used only when that
+    p-value is exact, not the normal approximation."""
+    eps = 1e-12
+    best = best_delta(known, headroom)
+    threshold = eps if mode == "strict" else max(eps, min_delta + eps)
+    if best is None or best <= threshold:
+        return False
+    if mode == "paired":
+        p, exact = _p_value([*known, *(h for h in headroom if h > eps)])
+        if exact and p > alpha:
+            return False
+    return True
 
 
 def decide(
@@ -210,6 +273,12 @@ class ThresholdGate:
             alpha=self.alpha,
         )
 
+    def can_accept(self, known: Sequence[float], headroom: Sequence[float]) -> bool:
+        """See `can_accept`: False when no outcome of the tasks left can accept."""
+        return can_accept(
+            known, headroom, mode=self.mode, min_delta=self.min_delta, alpha=self.alpha
+        )
+
     @classmethod
     def strict(cls, settings: Settings) -> ThresholdGate:
         return cls("strict", settings.min_delta, settings.alpha)
@@ -239,3 +308,53 @@ def build_gate(settings: Settings) -> Gate:
         entry.load()(settings), Gate, "has no `name` and `decide(incumbent, candidate)`"
     )
     return gate
+
+
+@dataclass(frozen=True)
+class Race:
+    """The candidate's validation tasks in the order that settles the gate soonest,
+    and the test of whether it is settled: a racing gate runs them in `order` and
+    stops once `settled` says that no outcome of the tasks left could accept.
+
+    Only rejections are decided early: an accepted candidate becomes the incumbent,
+    whose every validation task the next gate needs anyway, and its score stays
+    the mean over all of them. Tasks the incumbent left unscored are not run (they
+    cannot be compared). Incumbent failures come first (only there can the
+    candidate gain), then the tasks that flipped in recent gates (where candidates
+    tend to lose), then the rest, each group in suite order."""
+
+    gate: ThresholdGate
+    incumbent: Mapping[str, TaskOutcome]
+    order: tuple[str, ...]
+
+    @classmethod
+    def plan(
+        cls,
+        gate: ThresholdGate,
+        incumbent: Mapping[str, TaskOutcome],
+        task_ids: Sequence[str],
+        recent: Sequence[str] = (),
+    ) -> Race:
+        scored = [t for t in task_ids if t in incumbent and incumbent[t].value is not None]
+        flipped = set(recent)
+
+        def rank(task_id: str) -> int:
+            if not incumbent[task_id].passed:
+                return 0
+            return 1 if task_id in flipped else 2
+
+        return cls(gate, incumbent, tuple(sorted(scored, key=rank)))
+
+    def settled(self, candidate: Mapping[str, TaskOutcome]) -> bool:
+        """Whether every outcome of the tasks of `order` not in `candidate` (the
+        tasks finished so far) leaves the candidate rejected."""
+        known, headroom = [], []
+        for task_id in self.order:
+            base = self.incumbent[task_id].value
+            assert base is not None
+            got = candidate.get(task_id)
+            if got is None:
+                headroom.append(max(0.0, 1.0 - base))
+            elif got.value is not None:
+                known.append(got.value - base)
+        return not self.gate.can_accept(known, headroom)

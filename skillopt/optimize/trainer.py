@@ -31,7 +31,7 @@ from skillopt.budget import BudgetExceeded, Guard
 from skillopt.config import Settings
 from skillopt.display import NA
 from skillopt.errors import NothingScored, SystemicFailure
-from skillopt.evaluation import mean_value, pass_rate, scored_count, task_outcomes
+from skillopt.evaluation import TaskOutcome, mean_value, pass_rate, scored_count, task_outcomes
 from skillopt.models.base import Model
 from skillopt.optimize.base import (
     NoteTaker,
@@ -43,7 +43,7 @@ from skillopt.optimize.base import (
     TextResult,
 )
 from skillopt.optimize.evidence import commit_message, comparison
-from skillopt.optimize.gate import Gate, build_gate
+from skillopt.optimize.gate import Gate, Race, ThresholdGate, build_gate
 from skillopt.optimize.memory import epoch_history
 from skillopt.optimize.merge import merge_edits
 from skillopt.optimize.schedule import (
@@ -70,6 +70,7 @@ from skillopt.skill.edits import (
     Edit,
     EditResult,
     apply_edits,
+    guidance_of,
     has_protected_marker,
     set_guidance,
 )
@@ -201,6 +202,39 @@ class Trainer:
 
     def val_outcomes(self, skill: Skill, label: str):
         return task_outcomes(self.rollouts(skill, self.val, label, self.s.samples))
+
+    def raced_outcomes(
+        self, skill: Skill, incumbent: dict[str, TaskOutcome], label: str
+    ) -> tuple[dict[str, TaskOutcome], Race | None]:
+        """The candidate's validation outcomes, raced when the gate allows it (a
+        built-in gate, and not `gate_full`): the tasks in the order that settles the
+        gate soonest, stopped once no outcome of the rest could accept (`Race`)."""
+        if self.s.gate_full or not isinstance(self.gate, ThresholdGate):
+            return self.val_outcomes(skill, label), None
+        race = Race.plan(self.gate, incumbent, [t.id for t in self.val], self._recent_flips())
+        by_id = {t.id: t for t in self.val}
+        tasks = [by_id[t] for t in race.order]
+        samples = self.s.samples
+
+        def settled(results: Sequence[Rollout | None]) -> bool:
+            done: list[Rollout] = []
+            for start in range(0, len(results), samples):  # a task's samples are adjacent
+                chunk = results[start : start + samples]
+                if all(r is not None for r in chunk):
+                    done += [r for r in chunk if r is not None]
+            return race.settled(task_outcomes(done))
+
+        rollouts = self.engine.run(skill, tasks, samples=samples, label=label, until=settled)
+        return task_outcomes(rollouts), race
+
+    def _recent_flips(self, steps: int = 3) -> list[str]:
+        """The validation tasks that flipped either way in the last few gates."""
+        flips: list[str] = []
+        gated = [r for r in self.state.steps if r.get("gate")][-steps:]
+        for record in reversed(gated):
+            gate = record["gate"]
+            flips += gate.get("fail_to_pass", []) + gate.get("pass_to_fail", [])
+        return flips
 
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> dict:
@@ -509,8 +543,10 @@ class Trainer:
             return
         self.stage("gate", step=step)
         inc = self.val_outcomes(incumbent, f"step {step} · val (incumbent)")
-        cand = self.val_outcomes(candidate, f"step {step} · val (candidate)")
+        cand, race = self.raced_outcomes(candidate, inc, f"step {step} · val (candidate)")
         decision = self.gate.decide(inc, cand)
+        if race is not None and len(cand) < len(race.order):
+            decision = decision.raced(len(cand), len(race.order))
         verdict = "accepted" if decision.accepted else "rejected"
         subject, body, evidence = commit_message(
             step, epoch, kind, verdict, decision, report, self.gate.name, candidate.hash
@@ -605,10 +641,14 @@ class Trainer:
             "skipped": result.skipped,
             "calls": result.calls,
         }
-        if not result.text:
-            record.update(
-                decision="no_candidate", reason=result.skipped or "the optimizer gave no guidance"
+        unchanged = _same_text(guidance_of(current), result.text)
+        if not result.text or unchanged:
+            reason = (
+                "the guidance is the one the skill holds already"
+                if result.text
+                else result.skipped or "the optimizer gave no guidance"
             )
+            record.update(decision="no_candidate", reason=reason)
             self._record(record)
             self.emit(
                 "decision",
@@ -700,10 +740,14 @@ class Trainer:
         test: dict[str, SplitScore] = {}
         if self.test:
             self.stage("test")
+            scored: dict[str, dict[str, TaskOutcome]] = {}  # skill hash -> outcomes
             for name, skill in (("no_skill", Skill.empty()), ("initial", initial), ("best", best)):
                 self._began = time.monotonic()
                 label = f"test · {name.replace('_', ' ')}"
-                outcomes = task_outcomes(self.rollouts(skill, self.test, label, self.s.samples))
+                if skill.hash not in scored:  # the best may be the initial skill: scored once
+                    rollouts = self.rollouts(skill, self.test, label, self.s.samples)
+                    scored[skill.hash] = task_outcomes(rollouts)
+                outcomes = scored[skill.hash]
                 test[name] = SplitScore(
                     mean_value(outcomes),
                     scored_count(outcomes),
@@ -715,3 +759,16 @@ class Trainer:
         result = {name: score.totals() for name, score in test.items()}
         self.emit("finished", test=result, best_val=st.incumbent.val, initial_val=st.initial.val)
         return result
+
+
+def _same_text(a: str | None, b: str | None) -> bool:
+    """Whether two blocks of Markdown say the same: equal line by line once spaces
+    are collapsed and blank lines dropped (a candidate differing only so would be
+    gated for nothing)."""
+    if a is None or b is None:
+        return False
+
+    def lines(text: str) -> list[str]:
+        return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+
+    return lines(a) == lines(b)

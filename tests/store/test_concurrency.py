@@ -220,3 +220,43 @@ def test_a_task_given_twice_is_served_twice_when_another_owner_holds_it(tmp_path
     timer.join()
     assert model.call_count == 0 and [r.task_id for r in out] == ["t0", "t0"]
     assert all(r.cached for r in out)
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_a_race_starts_nothing_once_settled_and_frees_its_claims(tmp_path, skill, concurrency):
+    """`until` is asked after each rollout: once it says settled, nothing more starts,
+    those in flight finish and are kept, the result holds only what ran, and no
+    claim is left on what did not (another engine can run it at once)."""
+    items = [{"id": f"t{i}", "input": f"word{i}", "expected": f"WORD{i}"} for i in range(12)]
+    suite = load_suite(write_suite(tmp_path / "race.yaml", items))
+    path = tmp_path / "s.sqlite"
+    model = ScriptedModel(upper, latency=0.01)
+    engine = RolloutEngine(ChatHarness(model), RolloutStore(path), concurrency=concurrency)
+    asked = []
+
+    def until(results):
+        asked.append(sum(r is not None for r in results))
+        return asked[-1] >= 4
+
+    got = engine.run(skill, suite.tasks, until=until)
+    engine.close()
+    assert 4 <= len(got) <= 4 + concurrency - 1  # at most the ones in flight besides
+    assert model.call_count == len(got)
+    assert [r.task_id for r in got] == [t.id for t in suite.tasks[: len(got)]]  # in order
+    with RolloutStore(path) as store:
+        assert claim_rows(store) == []
+        assert len(store.get_many([r.key for r in got])) == len(got)
+    # a second engine runs the rest without waiting on a claim; the first ones are hits
+    other = RolloutEngine(ChatHarness(ScriptedModel(upper)), RolloutStore(path), concurrency=2)
+    rest = other.run(skill, suite.tasks)
+    other.close()
+    assert len(rest) == 12 and sum(r.cached for r in rest) == len(got)
+
+
+def test_a_race_settled_by_the_stores_rollouts_runs_nothing(tmp_path, skill, suite):
+    store = RolloutStore(tmp_path / "s.sqlite")
+    RolloutEngine(ChatHarness(ScriptedModel(upper)), store).run(skill, suite.tasks[:2])
+    model = ScriptedModel(upper)
+    engine = RolloutEngine(ChatHarness(model), store)
+    got = engine.run(skill, suite.tasks, until=lambda rs: sum(r is not None for r in rs) >= 2)
+    assert model.call_count == 0 and [r.task_id for r in got] == ["t0", "t1"]

@@ -248,3 +248,27 @@ def test_notes_are_asked_for_just_before_the_next_epochs_first_reflection(world,
     assert "Step 1" not in second and "Step 3" not in second
     assert "neutral advice does nothing" not in opt.prompts[0]
     assert "neutral advice does nothing" in opt.prompts[2]  # epoch 2's first reflection
+
+
+def test_a_slow_update_that_repeats_the_guidance_is_not_gated(world, models):
+    """The skill already holds guidance (from an earlier run); the slow update gives
+    it back spaced differently: no candidate, no validation rollouts for it."""
+    from skillopt.skill.document import Skill
+    from skillopt.skill.edits import set_guidance
+
+    path = world["skill"] / "SKILL.md"
+    skill = set_guidance(Skill.load(world["skill"]), "- Keep answers short.")
+    path.write_text(skill.text, encoding="utf-8")
+    opt = ScriptedOptimizer([edits_reply(PARTIAL)], guidance="-   Keep answers  short.\n\n")
+    models["set"](opt)
+    result = api.train(world["skill"], world["suite"], **flags(epochs=1, slow_update=True))
+    slow = [s for s in result.summary["steps"] if s["kind"] == "slow_update"]
+    assert [(s["decision"], s["reason"]) for s in slow] == [
+        ("no_candidate", "the guidance is the one the skill holds already")
+    ]
+    assert len(guidance_prompts(opt)) == 1
+    labels = [
+        json.loads(line).get("label")
+        for line in (result.run_dir / "events.jsonl").read_text().splitlines()
+    ]
+    assert not any(str(label).startswith(f"step {slow[0]['step']} · val") for label in labels)

@@ -35,7 +35,9 @@ def run(world, models):
     )
     opt = ScriptedOptimizer([edits_reply(HARMFUL), bad_anchor, edits_reply(BLOCK)], guidance="")
     models["set"](opt)
-    result = api.train(world["skill"], world["suite"], **flags(epochs=4, slow_update=True))
+    result = api.train(
+        world["skill"], world["suite"], **flags(epochs=4, slow_update=True, gate_full=True)
+    )
     return opt, result, load_suite(world["suite"])
 
 

@@ -20,7 +20,8 @@ def decisions(result):
 def test_helpful_accepted_harmful_and_tie_rejected(world, models):
     opt = ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(NEUTRAL), edits_reply(HELPFUL)])
     models["set"](opt)
-    result = api.train(world["skill"], world["suite"], **flags())
+    # every validation task scored: the evidence below is of all four
+    result = api.train(world["skill"], world["suite"], **flags(gate_full=True))
     steps = {s["step"]: s for s in result.summary["steps"]}
     assert steps[0]["decision"] == "initial" and steps[0]["val"] == 0.5
     assert steps[1]["decision"] == "rejected" and steps[1]["delta"] == -0.5
@@ -40,10 +41,40 @@ def test_helpful_accepted_harmful_and_tie_rejected(world, models):
     assert (result.run_dir / "report.md").read_text().count("| rejected |") == 2
 
 
+def test_the_racing_gate_decides_as_the_full_gate_on_fewer_rollouts(world, models, tmp_path):
+    """The default gate stops scoring a candidate once the rest of the validation
+    tasks cannot change the decision: the same decisions and best skill as
+    --gate-full, fewer candidate rollouts, and the rejections say when they settled."""
+    runs = {}
+    for full in (True, False):
+        models["set"](
+            ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(NEUTRAL), edits_reply(HELPFUL)])
+        )
+        runs[full] = api.train(
+            world["skill"],
+            world["suite"],
+            # one rollout at a time: with more, those in flight when it settles finish too
+            **flags(gate_full=full, concurrency=1, store=str(tmp_path / f"{full}.sqlite")),
+        )
+    full, raced = runs[True].summary, runs[False].summary
+    assert decisions(runs[True]) == decisions(runs[False])
+    assert full["best_skill_hash"] == raced["best_skill_hash"]
+    assert raced["accounting"]["target_rollouts"] < full["accounting"]["target_rollouts"]
+    steps = {s["step"]: s for s in raced["steps"]}
+    # the harmful edit loses the first two tasks it is scored on (the incumbent's
+    # failures, where it cannot gain, first): settled after 2 of 4
+    assert steps[1]["reason"].endswith("(settled after 2 of 4 validation tasks)")
+    state = json.loads((runs[False].run_dir / "state.json").read_text())
+    assert state["steps"][1]["gate"]["unrun"] == 2 and state["steps"][1]["gate"]["n"] == 2
+    # an accepted candidate is always scored on every task
+    assert steps[3]["decision"] == "accepted" and steps[3]["val"] == 1.0
+    assert "unrun" not in state["steps"][3]["gate"]
+
+
 def test_memory_reaches_the_next_prompt_and_survives_in_state(world, models):
     opt = ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)])
     models["set"](opt)
-    result = api.train(world["skill"], world["suite"], **flags(epochs=2))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=2, gate_full=True))
     failure_prompts = [p for p in opt.prompts if "Tasks the agent FAILED" in p]
     assert HARMFUL not in failure_prompts[0].split("# What you know")[1]
     memory_part = failure_prompts[1].split("# What you know from earlier steps")[1]
@@ -115,7 +146,7 @@ def test_git_history_matches_the_decisions(world, models):
     models["set"](
         ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(NEUTRAL), edits_reply(HELPFUL)])
     )
-    result = api.train(world["skill"], world["suite"], **flags())
+    result = api.train(world["skill"], world["suite"], **flags(gate_full=True))
 
     assert result.audit_repo == str(world["root"])
     assert repo.head.commit.hexsha == head_before and repo.active_branch.name in ("master", "main")
@@ -406,3 +437,16 @@ def test_nothing_scored_stops_before_spending_optimizer_calls(world, models, kin
     assert models["optimizer"].call_count == 0
     if kind == "auth":  # a split smaller than the breaker's 5: all of it, and no more
         assert len(calls) == 4
+
+
+def test_a_best_skill_that_is_the_initial_one_is_not_scored_twice(world, models):
+    models["set"](ScriptedOptimizer([edits_reply(NEUTRAL)]))
+    result = api.train(world["skill"], world["suite"], **flags(epochs=1))
+    assert [s["decision"] for s in result.summary["steps"]] == ["initial", "rejected"]
+    test = result.summary["test"]
+    assert test["best"] == test["initial"]
+    labels = [
+        json.loads(line).get("label")
+        for line in (result.run_dir / "events.jsonl").read_text().splitlines()
+    ]
+    assert "test · initial" in labels and "test · best" not in labels
