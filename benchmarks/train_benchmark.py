@@ -8,6 +8,15 @@
    (the reference implementation spends about five validation rollouts per
    training rollout, re-scoring the incumbent every step; here the store serves
    the incumbent for free).
+3. The racing gate against `--gate-full` on two fixed worlds, each trained with 4
+   seeds on a 100-task suite with the default settings but one reflection (so one
+   edit) per step; the skill as written gets a quarter of the tasks right. "clean":
+   every edit fixes another quarter and breaks none; "half harmful": half the
+   edits break 40% of the tasks instead. Per world: whether the
+   decisions and best skills are identical, fresh validation rollouts per training
+   rollout, target calls per accepted validation point (a validation task gained
+   by an accepted candidate), and the fresh validation rollouts racing saved
+   (target: at least 30% fewer, with identical decisions).
 
 Run: python benchmarks/train_benchmark.py
 """
@@ -35,17 +44,54 @@ def target(messages):
     return task.upper() if h < 140 else task
 
 
+def _notes(messages) -> list[str]:
+    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    return [line for line in system.splitlines() if line.startswith("- note ")]
+
+
+def _bucket(text: str, n: int) -> int:
+    return hashlib.sha256(text.encode()).digest()[0] % n
+
+
+def clean_target(messages):
+    """The skill as written gets a quarter of the tasks right; every note is useful:
+    the k-th note fixes another quarter (cumulatively) and breaks none."""
+    task = messages[-1]["content"]
+    fixed = _bucket(task, 4) < 1 + len(_notes(messages))
+    return task.upper() if fixed else task
+
+
+def half_harmful_target(messages):
+    """Half the notes are harmful (by a hash of their text): each harmful note
+    breaks its own 40% of the tasks; the skill and the useful notes are as above."""
+    task = messages[-1]["content"]
+    notes = _notes(messages)
+    useful = [n for n in notes if _bucket(n, 2) == 0]
+    harmful = [n for n in notes if _bucket(n, 2) == 1]
+    broken = any(_bucket(n + task, 5) < 2 for n in harmful)
+    fixed = _bucket(task, 4) < 1 + len(useful)
+    return task.upper() if fixed and not broken else task
+
+
+WORLDS = {"clean": clean_target, "half harmful": half_harmful_target}
+
+
 class Optimizer:
-    def __init__(self):
-        self.n = 0
+    """One note per reflection, named by a hash of its prompt without the memory
+    section: the same skill and tasks get the same note whatever order concurrent
+    calls arrive in (a counter would number notes by thread timing), and whether
+    or not the gate raced (racing changes the evidence the memory quotes for a
+    rejection: the mean difference over the tasks it scored)."""
 
     def __call__(self, messages):
         prompt = messages[-1]["content"]
+        head, _, rest = prompt.partition("# What you know from earlier steps")
+        seen = head + rest.partition("\n# ")[2]
+        n = int(hashlib.sha256(seen.encode()).hexdigest()[:6], 16)
         if '"guidance"' in prompt:
-            return json.dumps({"guidance": f"- lesson {self.n}"})
+            return json.dumps({"guidance": f"- lesson {n}"})
         if '"notes"' in prompt:
             return json.dumps({"notes": "- noted"})
-        self.n += 1
         return json.dumps(
             {
                 "edits": [
@@ -53,7 +99,7 @@ class Optimizer:
                         "op": "add",
                         "anchor": None,
                         "section": "Notes",
-                        "content": f"- note {self.n}",
+                        "content": f"- note {n}",
                         "rationale": "bench",
                         "evidence": [],
                     }
@@ -96,8 +142,8 @@ def step_times(run_dir: Path) -> list[float]:
     return out
 
 
-def run(root: Path, n: int, split: dict, **flags):
-    t, o = ScriptedModel(target, name="scripted/bench-target"), Optimizer()
+def run(root: Path, n: int, split: dict | None, world=target, **flags):
+    t, o = ScriptedModel(world, name="scripted/bench-target"), Optimizer()
     opt = ScriptedModel(o, name="scripted/bench-optimizer")
     register_model("scripted/bench-target", t)
     register_model("scripted/bench-optimizer", opt)
@@ -182,7 +228,75 @@ def main() -> int:
             f"(target: 0 run)"
         )
         print(f"  wall time {wall:.2f}s")
+
+    # 3. the racing gate against --gate-full
+    print("racing gate vs --gate-full, 100 tasks, one edit per step, seeds 0-3:")
+    for name, world in WORLDS.items():
+        figures = {full: race_figures(world, full) for full in (True, False)}
+        same = figures[True]["decisions"] == figures[False]["decisions"]
+        full, raced = figures[True], figures[False]
+        saved = 1 - raced["fresh_val"] / max(1, full["fresh_val"])
+        print(
+            f"  {name}: decisions and best skills {'identical' if same else 'DIFFER'} "
+            f"({full['accepted']} accepted, {full['rejected']} rejected); fresh validation "
+            f"rollouts per training rollout {full['val_per_train']:.2f} full, "
+            f"{raced['val_per_train']:.2f} raced; target calls per accepted validation "
+            f"point {full['per_point']:.1f} full, {raced['per_point']:.1f} raced; racing "
+            f"saved {full['fresh_val'] - raced['fresh_val']} of {full['fresh_val']} fresh "
+            f"validation rollouts ({saved:.0%}; target >= 30%), "
+            f"{1 - raced['rejected_val'] / max(1, full['rejected_val']):.0%} of the "
+            f"{full['rejected_val']} spent on rejected candidates"
+        )
     return 0
+
+
+def race_figures(world, full: bool, seeds: int = 4) -> dict:
+    """Summed over `seeds` trainings of `world` with or without racing."""
+    out = {"decisions": [], "fresh_val": 0, "rejected_val": 0, "train": 0, "calls": 0}
+    out["points"] = 0.0
+    out.update(accepted=0, rejected=0)
+    for seed in range(seeds):
+        with tempfile.TemporaryDirectory() as tmp:
+            result, _, t, _ = run(
+                Path(tmp),
+                100,
+                {"seed": 7, "train": 0.4, "val": 0.3, "test": 0.3},
+                world,
+                seed=seed,
+                gate_full=full,
+                minibatch_size=40,  # one reflection, so one edit, per step
+            )
+            state = json.loads((result.run_dir / "state.json").read_text())
+            events = [
+                json.loads(x) for x in (result.run_dir / "events.jsonl").read_text().splitlines()
+            ]
+        steps = state["steps"]
+        out["decisions"].append(
+            ([(s["step"], s["decision"]) for s in steps], result.summary["best_skill_hash"])
+        )
+        verdict = {f"step {s['step']} ": s.get("decision") for s in steps}
+        fresh = [
+            e["label"]
+            for e in events
+            if e["event"] == "rollout" and not e["cached"] and "· val (" in e["label"]
+        ]
+        out["fresh_val"] += len(fresh)
+        out["rejected_val"] += sum(
+            1 for label in fresh if verdict.get(label.split("·")[0]) == "rejected"
+        )
+        out["train"] += sum(
+            s["failures"] + s["successes"] + s["unscored"] for s in steps if s["kind"] == "step"
+        )
+        out["calls"] += t.call_count
+        for s in steps:
+            if s.get("decision") == "accepted":
+                out["accepted"] += 1
+                out["points"] += s["gate"]["delta"] * s["gate"]["n"]
+            elif s.get("decision") == "rejected":
+                out["rejected"] += 1
+    out["val_per_train"] = out["fresh_val"] / max(1, out["train"])
+    out["per_point"] = out["calls"] / max(1.0, out["points"])
+    return out
 
 
 def _split(result, name):

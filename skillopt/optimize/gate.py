@@ -42,11 +42,14 @@ class Decision:
     def raced(self, ran: int, tasks: int) -> Decision:
         """This decision, taken by a race after `ran` of `tasks` comparable tasks: the
         rest could not have changed it, so they were not run."""
-        return replace(
-            self,
-            reason=f"{self.reason} (settled after {ran} of {tasks} validation tasks)",
-            unrun=tasks - ran,
-        )
+        if ran == 0:  # the incumbent leaves no room: nothing the candidate does can win
+            reason = (
+                f"the incumbent's scores on the {tasks} validation tasks leave no room for "
+                "a gain the gate would accept (settled before any task ran)"
+            )
+        else:
+            reason = f"{self.reason} (settled after {ran} of {tasks} validation tasks)"
+        return replace(self, reason=reason, unrun=tasks - ran)
 
     @property
     def delta(self) -> float | None:

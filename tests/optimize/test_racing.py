@@ -9,7 +9,7 @@ import random
 import pytest
 
 from skillopt.evaluation import TaskOutcome
-from skillopt.optimize.gate import Race, ThresholdGate, best_delta, can_accept
+from skillopt.optimize.gate import Race, ThresholdGate, best_delta, can_accept, decide
 
 VALUES = {
     "binary": [0.0, 1.0],
@@ -91,3 +91,16 @@ def test_paired_uses_the_exact_p_value_bound():
     assert can_accept([1.0, 1.0, 1.0], [1.0, 1.0], mode="paired", alpha=0.05)
     # strict accepts any gain
     assert can_accept([1.0, 1.0, 1.0], [], mode="strict")
+
+
+def test_a_race_settled_before_any_task_says_why():
+    inc = {t: outcome(t, 1.0) for t in ("a", "b")}
+    race = Race.plan(ThresholdGate("strict"), inc, ["a", "b"])
+    assert race.settled({})  # a perfect incumbent: no candidate can beat it
+    decision = decide(inc, {}).raced(0, 2)
+    assert not decision.accepted and decision.unrun == 2
+    assert decision.reason == (
+        "the incumbent's scores on the 2 validation tasks leave no room for a gain the "
+        "gate would accept (settled before any task ran)"
+    )
+    assert decision.to_dict()["unrun"] == 2 and "unrun" not in decide(inc, inc).to_dict()
