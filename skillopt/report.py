@@ -140,7 +140,8 @@ def _step(rec: StepRecord) -> dict:
         for k in ("step", "kind", "epoch", "decision", "reason", "budget", "train_mean", "commit")
     }
     return out | {
-        "val": gate.get("candidate_mean", rec.get("val")),
+        # a raced rejection scored the candidate on some tasks only: no val score
+        "val": None if gate.get("unrun") else gate.get("candidate_mean", rec.get("val")),
         "delta": gate.get("delta"),
         "p_value": gate.get("p_value"),
         "fail_to_pass": gate.get("fail_to_pass") if gate else None,

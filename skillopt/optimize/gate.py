@@ -48,7 +48,11 @@ class Decision:
                 "a gain the gate would accept (settled before any task ran)"
             )
         else:
-            reason = f"{self.reason} (settled after {ran} of {tasks} validation tasks)"
+            reason = (
+                f"cannot beat the incumbent on validation: {display.delta(self.delta)} on "
+                f"the {ran} tasks scored, which the other {tasks - ran} cannot change "
+                f"(settled after {ran} of {tasks} validation tasks)"
+            )
         return replace(self, reason=reason, unrun=tasks - ran)
 
     @property

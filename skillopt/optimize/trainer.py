@@ -208,23 +208,43 @@ class Trainer:
     ) -> tuple[dict[str, TaskOutcome], Race | None]:
         """The candidate's validation outcomes, raced when the gate allows it (a
         built-in gate, and not `gate_full`): the tasks in the order that settles the
-        gate soonest, stopped once no outcome of the rest could accept (`Race`)."""
+        gate soonest, stopped once no outcome of the rest could accept (`Race`).
+
+        A race is decided on the shortest settled prefix of that order, whatever
+        finished first: rollouts still in flight when it settled are kept in the
+        store but are not evidence, so the decision and its evidence are the same
+        at any concurrency, on a resume and on a replay."""
         if self.s.gate_full or not isinstance(self.gate, ThresholdGate):
             return self.val_outcomes(skill, label), None
         race = Race.plan(self.gate, incumbent, [t.id for t in self.val], self._recent_flips())
         by_id = {t.id: t for t in self.val}
         tasks = [by_id[t] for t in race.order]
         samples = self.s.samples
+        prefix: list[Rollout] = []  # the rollouts of the complete tasks at the front
+        at: list[int] = []  # the prefix length, in tasks, once it settles
 
         def settled(results: Sequence[Rollout | None]) -> bool:
-            done: list[Rollout] = []
-            for start in range(0, len(results), samples):  # a task's samples are adjacent
+            if at:
+                return True
+            while True:
+                if race.settled(task_outcomes(prefix)):
+                    at.append(len(prefix) // samples)
+                    return True
+                start = len(prefix)
                 chunk = results[start : start + samples]
-                if all(r is not None for r in chunk):
-                    done += [r for r in chunk if r is not None]
-            return race.settled(task_outcomes(done))
+                if len(chunk) < samples or any(r is None for r in chunk):
+                    return False
+                prefix.extend(r for r in chunk if r is not None)
 
         rollouts = self.engine.run(skill, tasks, samples=samples, label=label, until=settled)
+        if not at:  # everything came at once (from the store): find the prefix now
+            by_task: dict[str, list[Rollout]] = {}
+            for r in rollouts:
+                by_task.setdefault(r.task_id, []).append(r)
+            settled([r for t in race.order for r in by_task.get(t, [None] * samples)])
+        if at:  # the evidence is the settled prefix, whatever else finished
+            kept = set(race.order[: at[0]])
+            rollouts = [r for r in rollouts if r.task_id in kept]
         return task_outcomes(rollouts), race
 
     def _recent_flips(self, steps: int = 3) -> list[str]:
@@ -582,7 +602,7 @@ class Trainer:
             delta=decision.delta,
             p_value=decision.p_value,
             gate=decision.mode,
-            val=decision.candidate_mean,
+            val=None if decision.unrun else decision.candidate_mean,
             best=st.incumbent.val,
             reason=decision.reason,
             commit=sha,

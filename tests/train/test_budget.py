@@ -48,12 +48,12 @@ def _plan():
     return ScriptedOptimizer([edits_reply("Be polite."), edits_reply(HELPFUL)])
 
 
-def _unbudgeted(world, priced, tmp_path):
+def _unbudgeted(world, priced, tmp_path, **extra):
     priced["set"](_plan())
     return skillopt.train(
         world["skill"],
         world["suite"],
-        **_flags(run_dir=tmp_path / "free-runs", store=tmp_path / "free.sqlite"),
+        **_flags(run_dir=tmp_path / "free-runs", store=tmp_path / "free.sqlite", **extra),
     )
 
 
@@ -118,7 +118,9 @@ def test_a_budget_stops_the_run_and_resume_reaches_the_unbudgeted_result(
 
 
 def test_the_rollout_limit_is_exact_and_resume_pays_only_for_the_rest(world, priced, tmp_path):
-    free = _unbudgeted(world, priced, tmp_path)
+    # one rollout at a time: with more, a racing gate may also pay for the few still
+    # in flight when it settles, a number that depends on timing
+    free = _unbudgeted(world, priced, tmp_path, concurrency=1)
     paid = _ledger(tmp_path / "free.sqlite", free.run_id)["target"]["rollouts"]
     priced["set"](_plan())
     store = tmp_path / "store.sqlite"
@@ -126,7 +128,12 @@ def test_the_rollout_limit_is_exact_and_resume_pays_only_for_the_rest(world, pri
         skillopt.train(
             world["skill"],
             world["suite"],
-            **_flags(run_dir=tmp_path / "runs", store=store, max_target_rollouts=paid - 1),
+            **_flags(
+                run_dir=tmp_path / "runs",
+                store=store,
+                max_target_rollouts=paid - 1,
+                concurrency=1,
+            ),
         )
     run = _stopped_run(world, tmp_path)
     before = _ledger(store, run.name)["target"]["rollouts"]

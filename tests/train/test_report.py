@@ -99,7 +99,8 @@ def test_test_flips_are_shown_and_are_what_validate_counts(world, models, shouti
 
 def test_report_names_the_gate_reasons_flips_commits_rejected_edits_and_time(world, models):
     models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
-    out, run_id, run = train(world, "scripted/test-target", "--epochs", "3")
+    # every validation task scored, so the reasons are those of the whole split
+    out, run_id, run = train(world, "scripted/test-target", "--epochs", "3", "--gate-full")
     state = json.loads((run / "state.json").read_text())
     commits = {rec["step"]: rec["commit"][:8] for rec in state["steps"] if rec.get("commit")}
     report = (run / "report.md").read_text()
@@ -210,7 +211,7 @@ def test_cached_tokens_are_counted_and_shown_per_role(world, models):
 
 def test_log_and_show_tell_steps_that_made_no_candidate(world, models, monkeypatch):
     models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
-    _, run_id, _ = train(world, "scripted/test-target", "--epochs", "3")
+    _, run_id, _ = train(world, "scripted/test-target", "--epochs", "3", "--gate-full")
 
     log = runner.invoke(app, ["log", run_id])
     assert log.exit_code == 0, log.output

@@ -10,11 +10,26 @@ from skillopt.cli.main import app
 runner = CliRunner()
 
 
-def test_train_prints_decisions_and_test_scores(world, models):
+def test_a_raced_rejection_shows_no_val_score_and_says_when_it_settled(world, models):
     models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
     res = runner.invoke(app, train_args(world, "--epochs", "2"))
     assert res.exit_code == 0, res.output
+    assert (
+        "step 1   rejected  val — (+0.000) · best 0.500 — cannot beat the incumbent on "
+        "validation: +0.000 on the 2 tasks scored, which the other 2 cannot change "
+        "(settled after 2 of 4 validation tasks)"
+    ) in res.stdout
+    assert "step 2   accepted  val 1.000 (+0.500)" in res.stdout
+    assert "validation 0.500 → 1.000" in res.stdout
+
+
+def test_train_prints_decisions_and_test_scores(world, models):
+    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
+    # --gate-full: the rejected candidate is scored on every task, as shown below
+    res = runner.invoke(app, train_args(world, "--epochs", "2", "--gate-full"))
+    assert res.exit_code == 0, res.output
     out = res.stdout
+    assert "tasks: train 8 · val 4 · test 4" in out
     assert "step 0   initial      val 0.500" in out
     assert "step 1   rejected  val 0.000 (-0.500)" in out
     assert "step 2   accepted  val 1.000 (+0.500)" in out

@@ -71,6 +71,24 @@ def test_the_racing_gate_decides_as_the_full_gate_on_fewer_rollouts(world, model
     assert "unrun" not in state["steps"][3]["gate"]
 
 
+def test_a_race_decides_on_the_same_tasks_at_any_concurrency(world, models, tmp_path):
+    """Rollouts in flight when a race settles are kept but are not evidence: the
+    decisions, reasons and evidence are those of one rollout at a time."""
+    gates = {}
+    for concurrency in (1, 4):
+        models["set"](
+            ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(NEUTRAL), edits_reply(HELPFUL)])
+        )
+        result = api.train(
+            world["skill"],
+            world["suite"],
+            **flags(concurrency=concurrency, store=str(tmp_path / f"{concurrency}.sqlite")),
+        )
+        state = json.loads((result.run_dir / "state.json").read_text())
+        gates[concurrency] = [(s["reason"], s.get("gate")) for s in state["steps"][1:]]
+    assert gates[1] == gates[4]
+
+
 def test_memory_reaches_the_next_prompt_and_survives_in_state(world, models):
     opt = ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)])
     models["set"](opt)
