@@ -49,9 +49,8 @@ class Decision:
             )
         else:
             reason = (
-                f"cannot beat the incumbent on validation: {display.delta(self.delta)} on "
-                f"the {ran} tasks scored, which the other {tasks - ran} cannot change "
-                f"(settled after {ran} of {tasks} validation tasks)"
+                f"cannot beat the incumbent: {display.delta(self.delta)} on the {ran} tasks "
+                f"scored (settled after {ran} of {tasks} validation tasks)"
             )
         return replace(self, reason=reason, unrun=tasks - ran)
 

@@ -15,9 +15,8 @@ def test_a_raced_rejection_shows_no_val_score_and_says_when_it_settled(world, mo
     res = runner.invoke(app, train_args(world, "--epochs", "2"))
     assert res.exit_code == 0, res.output
     assert (
-        "step 1   rejected  val — (+0.000) · best 0.500 — cannot beat the incumbent on "
-        "validation: +0.000 on the 2 tasks scored, which the other 2 cannot change "
-        "(settled after 2 of 4 validation tasks)"
+        "step 1   rejected  val — (+0.000) · best 0.500 — cannot beat the incumbent: "
+        "+0.000 on the 2 tasks scored (settled after 2 of 4 validation tasks)"
     ) in res.stdout
     assert "step 2   accepted  val 1.000 (+0.500)" in res.stdout
     assert "validation 0.500 → 1.000" in res.stdout
