@@ -98,19 +98,25 @@ def classify(exc: Exception, status: int | None, hint: str | None) -> tuple[str,
 
 
 def retry_after(exc: Exception) -> float | None:
-    """The seconds a failed response's `Retry-After` header asks to wait, if any."""
+    """The seconds a failed response's `Retry-After` header asks to wait, if any (an
+    SDK keeps the response on the exception; litellm keeps, for some providers, only
+    its headers, in `litellm_response_headers`)."""
     response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    value = headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
+    for headers in (
+        getattr(response, "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+    ):
+        value = headers.get("retry-after") if headers is not None else None
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return None
+    return None
 
 
-def short(exc: Exception) -> str:
+def short(exc: Exception | str) -> str:
     """An exception's message on one line, without litellm's module prefix, clipped."""
     text = str(exc).replace("\n", " ").strip()
     if text.startswith("litellm."):
@@ -173,6 +179,10 @@ class RemoteModel:
     def _hint(self, exc: Exception) -> str | None:
         return None
 
+    def _describe(self, exc: Exception) -> str:
+        """What a `ModelError` says of the failure, on one line."""
+        return short(exc)
+
     def _classify(self, exc: Exception) -> tuple[str, bool]:
         status = getattr(exc, "status_code", None)
         return classify(exc, status if isinstance(status, int) else None, self._hint(exc))
@@ -189,7 +199,7 @@ class RemoteModel:
                 if not retryable or attempt >= self.retries:
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise ModelError(
-                        f"{self.name}: {kind}{tries}: {short(exc)}",
+                        f"{self.name}: {kind}{tries}: {self._describe(exc)}",
                         kind=kind,
                         retryable=retryable,
                         attempts=attempt + 1,

@@ -73,6 +73,7 @@ class Turn:
     headers: dict[str, str] = field(default_factory=dict)
     hangs: bool = False
     usage: dict[str, int] | None = None  # replaces the computed usage
+    body: dict | None = None  # a whole 200 response body sent as is (malformed replies)
 
     @staticmethod
     def text(text: str) -> Turn:
@@ -115,6 +116,11 @@ class Turn:
             message=message or default_message,
             headers=extra,
         )
+
+    @staticmethod
+    def raw(body: dict) -> Turn:
+        """A 200 whose body is `body` as it is (a reply that is no Message)."""
+        return Turn(body=body)
 
     @staticmethod
     def hang() -> Turn:
@@ -468,6 +474,8 @@ class FakeAnthropic:
                 try:
                     if turn is None:
                         self._json(200, payload or {}, record)
+                    elif turn.body is not None:
+                        self._json(200, turn.body, record)
                     elif turn.hangs:
                         outer.hung.set()
                         outer._closed.wait()
