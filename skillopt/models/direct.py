@@ -23,12 +23,15 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from skillopt.models import prices
 from skillopt.models.base import Completion, Prompt, Usage, as_messages
 from skillopt.models.remote import CONTEXT, EmptyResponse, RemoteModel, cache_marked, short
 
+# a provider's JSON reply, its latency and the requests made -> the Completion
+Parse = Callable[[Any, float, int], Completion]
 # sampling parameters sent unchanged by litellm to OpenAI's chat models ...
 OPENAI_PARAMS = frozenset(
     {
@@ -98,6 +101,10 @@ def _reasoning(model_id: str) -> bool:
 
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _served_tier(served: Any, requested: Any) -> str | None:
@@ -187,7 +194,7 @@ class _SDKModel(RemoteModel):
                 return name
         return self.name
 
-    def _call(self, body: dict[str, Any], parse: Any) -> Completion:
+    def _call(self, body: dict[str, Any], parse: Parse) -> Completion:
         def send(attempts: int) -> Completion:
             client = self._sdk()
             start = time.perf_counter()
@@ -226,7 +233,7 @@ class OpenAIModel(_SDKModel):
             max_retries=0,
         )
 
-    def json_params(self, schema: dict, name: str) -> dict:
+    def json_params(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         """JSON replies as `LiteLLMModel.json_params` asks for them: the model's schema
         mode where the table says it has one, else plain JSON mode (none for an
         o-series model without schema mode)."""
@@ -271,9 +278,8 @@ class OpenAIModel(_SDKModel):
         message = first.get("message") if isinstance(first, dict) else None
         if not isinstance(message, dict):  # a 200 with nothing in it: try again
             raise EmptyResponse("the provider answered with no choices (an empty reply)")
-        usage = data.get("usage") or {}
-        details = usage.get("prompt_tokens_details") or {}
-        read = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+        usage = _dict(data.get("usage"))
+        read = _int(_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))
         tokens = Usage(
             max(_int(usage.get("prompt_tokens")), read), _int(usage.get("completion_tokens")), read
         )
@@ -319,7 +325,7 @@ class AnthropicModel(_SDKModel):
             default_headers=headers,
         )
 
-    def json_params(self, schema: dict, name: str) -> dict:
+    def json_params(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         """The same request arguments `LiteLLMModel.json_params` gives a Claude model;
         `complete` sends them as one tool the model is made to call."""
         return {
@@ -379,7 +385,7 @@ class AnthropicModel(_SDKModel):
             finish = "stop"  # the tool call is the reply
         else:
             text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
-        usage = data.get("usage") or {}
+        usage = _dict(data.get("usage"))
         read = _int(usage.get("cache_read_input_tokens"))
         written = _int(usage.get("cache_creation_input_tokens"))
         tokens = Usage(
@@ -417,14 +423,16 @@ def _messages_root(base: str) -> str:
     return base
 
 
-def anthropic_messages(messages: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
+def anthropic_messages(
+    messages: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system blocks, turns) for the Messages API, as litellm builds them: every
     system message's text joins the `system` block list (blocks given as blocks,
     cache markers kept); string contents become one text block; consecutive turns of
     one role are merged into one; an empty content is replaced with litellm's
     stand-in, which the API accepts."""
-    system: list[dict] = []
-    turns: list[dict] = []
+    system: list[dict[str, Any]] = []
+    turns: list[dict[str, Any]] = []
     for message in messages:
         role = message.get("role")
         content = message.get("content")

@@ -145,7 +145,7 @@ class RemoteModel:
         retries: int = 4,
         backoff: float = 1.0,
         backoff_max: float = 30.0,
-        extra: dict | None = None,
+        extra: dict[str, Any] | None = None,
         prompt_cache: bool = True,
     ):
         self.name = name
@@ -165,7 +165,7 @@ class RemoteModel:
         self.backoff_max = backoff_max
         self.prompt_cache = prompt_cache  # not in the fingerprint: the answer is the same
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         # a header or key in `params` changes nothing about the output but is a secret:
         # the store keeps a digest of it, never the value
         fp = {"name": self.name, **secrets.redact(self.params, replace_with=secrets.digest)}
