@@ -2,19 +2,19 @@
 
 A 2,000-token skill is evaluated on 100 tasks with the target
 `anthropic/claude-sonnet-4-5`, through skillopt's own eval path (`skillopt.evaluate`,
-the chat harness, litellm over HTTP), against the loopback stand-in of the Anthropic
-API (tests/fakes/anthropic_api.py) imitating its prompt cache: the first request with
+the chat harness, the Anthropic SDK over HTTP, or litellm with `--client litellm`),
+against the loopback stand-in of the Anthropic API (tests/fakes/anthropic_api.py) imitating its prompt cache: the first request with
 a marked prefix writes it, every later one reads it. The eval runs twice, each time
 with a fresh stand-in and an empty rollout store (nothing is served from a store):
 once as configured by default, and once with `prompt_cache: false`. Costs are
-litellm's for each reply, at Anthropic's prices in litellm's price map (cache reads
+skillopt's for each reply, at Anthropic's prices in litellm's price map (cache reads
 at a tenth of the input price, cache writes at 1.25 times it); the benchmark checks
 them against its own arithmetic over the usage the stand-in reported.
 
-Run: python benchmarks/caching_benchmark.py [--rollouts N]
+Run: python benchmarks/caching_benchmark.py [--rollouts N] [--client auto|litellm]
 Prints both costs, their ratio and the cached-token totals; exits 0 whatever the
-numbers (a measurement, not a test), 1 only if litellm's costs disagree with the
-price arithmetic.
+numbers (a measurement, not a test), 1 only if the costs disagree with the price
+arithmetic.
 """
 
 from __future__ import annotations
@@ -87,13 +87,16 @@ def price(usage: dict[str, int]) -> float:
     )
 
 
-def one_eval(root: Path, skill: Path, suite: Path, *, prompt_cache: bool) -> dict[str, Any]:
+def one_eval(
+    root: Path, skill: Path, suite: Path, *, prompt_cache: bool, client: str = "auto"
+) -> dict[str, Any]:
     """Evaluate against a fresh stand-in and an empty store; what it cost and used."""
     with FakeAnthropic(side_responder=answer, cache=True) as api:
+        model = ModelSettings(api_base=api.url, prompt_cache=prompt_cache, client=client)
         settings = Settings(
             target=TARGET,
             concurrency=1,  # in order, so the figures are the same on every run
-            models={TARGET: ModelSettings(api_base=api.url, prompt_cache=prompt_cache)},
+            models={TARGET: model},
         )
         start = time.perf_counter()
         with RolloutStore(root / f"store-{prompt_cache}.sqlite") as store:
@@ -115,13 +118,13 @@ def one_eval(root: Path, skill: Path, suite: Path, *, prompt_cache: bool) -> dic
     }
 
 
-def measure(n: int = 100, tokens: int = SKILL_TOKENS) -> dict[str, Any]:
+def measure(n: int = 100, tokens: int = SKILL_TOKENS, client: str = "auto") -> dict[str, Any]:
     """Both evals of `n` rollouts with a `tokens`-token skill, and the cost ratio."""
     with tempfile.TemporaryDirectory(prefix="caching-benchmark-") as tmp:
         root = Path(tmp)
         skill, suite = write_fixture(root, n, tokens)
-        cached = one_eval(root, skill, suite, prompt_cache=True)
-        uncached = one_eval(root, skill, suite, prompt_cache=False)
+        cached = one_eval(root, skill, suite, prompt_cache=True, client=client)
+        uncached = one_eval(root, skill, suite, prompt_cache=False, client=client)
     return {
         "cached": cached,
         "uncached": uncached,
@@ -135,8 +138,9 @@ def measure(n: int = 100, tokens: int = SKILL_TOKENS) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rollouts", type=int, default=100)
+    parser.add_argument("--client", choices=["auto", "litellm"], default="auto")
     args = parser.parse_args(argv)
-    m = measure(args.rollouts)
+    m = measure(args.rollouts, client=args.client)
     p = import_litellm().model_cost[PRICES]
     print(
         f"{args.rollouts} rollouts, {SKILL_TOKENS:,}-token skill, target {TARGET} "
@@ -154,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(f"cost ratio (cached / uncached): {m['ratio']:.3f}")
     if not m["agrees"]:
-        print("litellm's costs differ from the price arithmetic", file=sys.stderr)
+        print("the costs differ from the price arithmetic", file=sys.stderr)
         return 1
     return 0
 

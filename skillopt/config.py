@@ -23,7 +23,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class ModelSettings(BaseModel):
-    """How to reach one model. `params` are extra litellm arguments."""
+    """How to reach one model. `params` are extra request arguments (litellm's)."""
 
     model_config = ConfigDict(extra="forbid")
     api_base: str | None = None
@@ -38,6 +38,13 @@ class ModelSettings(BaseModel):
         True,
         description="mark a long system prompt (the skill) for the provider's prompt "
         "cache where the provider needs a marker (Anthropic); never in the fingerprint",
+    )
+    client: Literal["auto", "sdk", "litellm"] = Field(
+        "auto",
+        description="how requests are sent: sdk: the provider's own SDK (openai/…, "
+        "anthropic/…); litellm: through litellm; auto: the SDK where it can send the "
+        "model's settings as litellm would, else litellm. Never in the fingerprint: "
+        "both send the same request",
     )
 
 

@@ -1,6 +1,6 @@
 """Credentials checked before the first model call: every role a command uses that
-goes through litellm (the target of a chat harness, the judge, an LLM optimizer)
-must have its key, or the command refuses to start in one line naming the
+reaches a provider's API (the target of a chat harness, the judge, an LLM
+optimizer) must have its key, or the command refuses to start in one line naming the
 variable and where the model came from:
 
     OPENAI_API_KEY is not set: needed by --target openai/gpt-4o-mini
@@ -8,7 +8,7 @@ variable and where the model came from:
 Invariant: nothing is called, resolved or written before this check, and no
 variable's value is read out. Objects passed in code in place of names, registered
 models (`local/…`, `scripted/…`, a plugin's) and registered optimizers need no key
-here; what litellm needs is decided in `skillopt.models.keys`.
+here; what a provider needs is decided in `skillopt.models.keys`.
 """
 
 from __future__ import annotations
@@ -107,11 +107,11 @@ def missing(
     The arguments are those of `uses`."""
     from skillopt.models.keys import describe
     from skillopt.models.keys import missing as missing_keys
-    from skillopt.models.resolve import goes_to_litellm
+    from skillopt.models.resolve import is_provider_model
 
     needs: dict[tuple[str, ...], list[Use]] = {}
     for use in uses(suite, settings, training=training, passed=passed, origin=origin):
-        if not goes_to_litellm(use.model):
+        if not is_provider_model(use.model):
             continue
         for group in missing_keys(use.model, settings.model_settings(use.model), env):
             needs.setdefault(group, []).append(use)

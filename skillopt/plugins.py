@@ -170,7 +170,7 @@ class Registry:
     def model_provider(self, prefix: str, factory: Any, *, help: str = "") -> None:
         """A model factory `(name, model_settings) -> Model` for every model name
         `prefix/...` (`--target prefix/x`, `--optimizer prefix/x`, a judge). Names
-        of no registered provider go to litellm."""
+        of no registered provider go to the providers' APIs (`models.resolve`)."""
         if "/" in prefix:
             raise PluginError(f"a model provider prefix has no '/': {prefix!r}")
         self._add("model", prefix, factory, help)

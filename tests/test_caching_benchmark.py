@@ -19,13 +19,14 @@ def bench(monkeypatch):
     return importlib.import_module("caching_benchmark")
 
 
-def test_caching_costs_less_by_the_price_arithmetic(bench):
-    m = bench.measure(10, tokens=1200)
+@pytest.mark.parametrize("client", ["auto", "litellm"])
+def test_caching_costs_less_by_the_price_arithmetic(bench, client):
+    m = bench.measure(10, tokens=1200, client=client)
     on, off = m["cached"], m["uncached"]
     assert on["rollouts"] == off["rollouts"] == on["requests"] == off["requests"] == 10
     assert on["served_from_store"] == off["served_from_store"] == 0
     assert on["mean"] == off["mean"] == 1.0
-    # litellm's costs are the price map's arithmetic over the usage the API reported
+    # the costs are the price map's arithmetic over the usage the API reported
     assert m["agrees"]
     assert on["cost"] == pytest.approx(on["priced"], rel=1e-9)
     assert off["cost"] == pytest.approx(off["priced"], rel=1e-9)

@@ -59,7 +59,7 @@ def plugins_cmd(
     # what any other name of a kind resolves to, listed after that kind's names
     fallback = {
         "optimizer": ("<model name>", "the LLM optimizer"),
-        "model": ("<other>/…", "litellm"),
+        "model": ("<other>/…", "openai/…, anthropic/…: their SDKs; the rest: litellm"),
     }
     for i, e in enumerate(found.entries):
         name = f"{e.name}/…" if e.kind == "model" else e.name

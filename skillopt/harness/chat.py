@@ -9,7 +9,7 @@ Invariants:
   the same text in every rollout of a skill, with everything that varies (the task)
   after it. Providers that cache a repeated prefix by themselves (OpenAI-style)
   then bill the skill at their cached-input price after the first rollout, and
-  the litellm model marks it for providers that cache only a marked prefix
+  the provider model marks it for providers that cache only a marked prefix
   (Anthropic). Nothing task-specific may ever be put before or into it.
 """
 

@@ -1,6 +1,7 @@
 """Model access: the `Model` contract (`base`), names resolved to models
-(`resolve`), the embedded model (`local`), litellm (`litellm_model`) and scripted
-stand-ins (`scripted`).
+(`resolve`), the embedded model (`local`), provider APIs through their SDKs
+(`direct`) or litellm (`litellm_model`), both on `remote`, litellm's price table
+read as data (`prices`), and scripted stand-ins (`scripted`).
 
 Importing this package is cheap: the contract types load at once, everything else
 (settings, the plugin registry, litellm) on first use.

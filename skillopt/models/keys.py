@@ -1,16 +1,18 @@
-"""Which environment variables a provider model reached through litellm needs, and
-which of them are missing, so a run can refuse to start without its key instead of
-failing task after task (and `skillopt models` can say what to set).
+"""Which environment variables a provider model needs, and which of them are
+missing, so a run can refuse to start without its key instead of failing task after
+task (and `skillopt models` can say what to set).
 
 Invariants: a variable's value is never read out, only whether it holds something
-(an empty variable is not set: litellm would send no key); a model configured
-with its own `api_key_env` needs that variable and no other; a model configured
-with an `api_base` (a local or OpenAI-compatible server) needs none, since it is
-sent a placeholder key. `PROVIDERS` mirrors what litellm's `validate_environment`
-asks for (a test holds the two together); providers it does not list are asked to
-litellm itself. Providers whose credentials may come from elsewhere than a
-variable (AWS profiles, Google application credentials, Azure AD) or that need
-none (ollama) are not checked up front: a failed call says what is wrong.
+(an empty variable is not set: no key would be sent); a model configured with its
+own `api_key_env` needs that variable and no other; a model configured with an
+`api_base` (a local or OpenAI-compatible server) needs none, since it is sent a
+placeholder key. `PROVIDERS` mirrors what litellm's `validate_environment` asks for
+(a test holds the two together), which is also what the OpenAI and Anthropic SDKs
+read; a name without a known prefix is looked up in litellm's price table (read as
+data: no litellm import); providers it does not list are asked to litellm itself.
+Providers whose credentials may come from elsewhere than a variable (AWS profiles,
+Google application credentials, Azure AD) or that need none (ollama) are not
+checked up front: a failed call says what is wrong.
 """
 
 from __future__ import annotations
@@ -82,18 +84,20 @@ def provider_of(name: str) -> str | None:
 def missing(
     name: str, settings: ModelSettings, env: Mapping[str, str] | None = None
 ) -> list[tuple[str, ...]]:
-    """The credentials `name` (configured by `settings`) lacks to be called through
-    litellm, each a tuple of variables any one of which would do; [] when nothing
-    is missing or nothing can be told. `env` defaults to the process environment (a provider absent from
-    `PROVIDERS` is asked to litellm, which reads the process environment)."""
+    """The credentials `name` (configured by `settings`) lacks to be called, each a
+    tuple of variables any one of which would do; [] when nothing is missing or
+    nothing can be told. `env` defaults to the process environment (a provider
+    absent from `PROVIDERS` is asked to litellm, which reads the process
+    environment)."""
     if settings.api_key_env:  # the key this model is configured to use, and no other
         return [] if is_set(settings.api_key_env, env) else [(settings.api_key_env,)]
     if settings.api_base or settings.params.get("api_base"):
-        return []  # a configured server: LiteLLMModel sends it a placeholder key
+        return []  # a configured server: the model sends it a placeholder key
     if settings.params.get("api_key"):
         return []
-    provider = provider_of(name) or _litellm_provider(name)  # a known prefix: no import
-    if provider is None or provider in NOT_CHECKED:
+    # a prefix of ours, else the table's provider, else the prefix (litellm's to judge)
+    provider = provider_of(name) or _table_provider(name) or name.partition("/")[0]
+    if not provider or provider == name or provider in NOT_CHECKED:
         return []
     known = _BY_NAME.get(provider)
     if known is not None:
@@ -107,15 +111,12 @@ def missing(
     return [(var,) for var in found.get("missing_keys") or [] if not is_set(var, env)]
 
 
-def _litellm_provider(name: str) -> str | None:
-    """litellm's provider for `name` (`gpt-4o` goes to openai), None if it has none."""
-    from skillopt.models.litellm_model import import_litellm
+def _table_provider(name: str) -> str | None:
+    """The provider litellm's price table files `name` under (`gpt-4o` goes to
+    openai), None if it does not know the name."""
+    from skillopt.models import prices
 
-    try:
-        provider = import_litellm().get_llm_provider(name)[1]
-    except Exception:  # an unknown name: resolving it says so
-        return None
-    return provider if isinstance(provider, str) else None
+    return prices.provider(name)
 
 
 def describe(group: tuple[str, ...]) -> str:

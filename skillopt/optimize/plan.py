@@ -5,7 +5,7 @@ incumbent on validation, unchanged skills on train tasks) are served from it. Th
 plan follows the optimizer it is given: epoch-end slow updates and notes only when
 the optimizer offers them (`SlowUpdater`, `NoteTaker`), model calls only when it
 has a model. A model that runs here or answers from a script costs $0; only a
-provider model whose price litellm does not know has an unknown cost.
+provider model whose price litellm's table does not know has an unknown cost.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ def price_known(model: object) -> bool:
     """Whether what `model` (a `Model`, or one wrapped in skillopt's metering) costs
     can be counted: it is free, or litellm's price table knows it, or it is a
     scripted model with a price, or it says so itself (`priced = True`)."""
-    from skillopt.models.litellm_model import LiteLLMModel
+    from skillopt.models.remote import RemoteModel
     from skillopt.models.scripted import ScriptedModel
 
     inner = model
@@ -262,7 +262,7 @@ def price_known(model: object) -> bool:
         return inner.cost is not None
     if free_model(name) is not None:
         return True
-    if isinstance(inner, LiteLLMModel):
+    if isinstance(inner, RemoteModel):
         return _estimate(name, 1000, 1000)[0] is not None
     return bool(getattr(inner, "priced", False))
 
@@ -313,16 +313,14 @@ def free_model(model: str) -> str | None:
 
 def _estimate(model: str, tokens_in: float, tokens_out: float) -> tuple[float | None, str]:
     """(the cost in USD, what it is in words): 0.0 for a free model ("local/x: free,
-    runs on this machine"), None when litellm knows no price for it."""
+    runs on this machine"), None when litellm's price table knows no price for it."""
     why = free_model(model)
     if why is not None:
         return 0.0, f"{model}: free, {why}"
-    from skillopt.models.litellm_model import import_litellm
+    from skillopt.models import prices
+    from skillopt.models.base import Usage
 
-    try:
-        cin, cout = import_litellm().cost_per_token(
-            model=model, prompt_tokens=int(tokens_in), completion_tokens=int(tokens_out)
-        )
-    except Exception:
+    cost = prices.cost(model, Usage(int(tokens_in), int(tokens_out)))
+    if cost is None:
         return None, f"{model}: no price known"
-    return float(cin + cout), f"{model}: ≈${float(cin + cout):.4f}"
+    return cost, f"{model}: ≈${cost:.4f}"

@@ -1,10 +1,12 @@
-"""`skillopt eval` through the real litellm path, against a loopback server
-configured in a project file (no internet, no key)."""
+"""`skillopt eval` over real HTTP, against a loopback server configured in a project
+file (no internet, no key), through each client: the provider's SDK (the default,
+`client: auto`) and litellm."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from fakes.anthropic_api import FakeAnthropic, Turn, prompt_text
 from fakes.openai_server import FakeOpenAI, Reply
 from helpers import write_skill, write_suite
@@ -19,7 +21,12 @@ def answer(body):
     return text.upper() if "capitals" in system else text
 
 
-def test_eval_over_http_with_a_rate_limit_on_the_way(isolated):
+@pytest.fixture(params=["auto", "litellm"])
+def client(request):
+    return request.param
+
+
+def test_eval_over_http_with_a_rate_limit_on_the_way(isolated, client):
     skill = write_skill(isolated / "skills", "shout", body="Reply in capitals, nothing else.\n")
     items = [
         {"id": f"s{i}", "input": f"go team {i}", "expected": f"GO TEAM {i}", "split": "test"}
@@ -30,7 +37,8 @@ def test_eval_over_http_with_a_rate_limit_on_the_way(isolated):
         server.script = [Reply(429, headers={"retry-after": "0"}, error="slow down")]
         (isolated / "skillopt.yaml").write_text(
             "target: openai/loopback\nconcurrency: 2\n"
-            f"models:\n  openai/loopback: {{api_base: '{server.base_url}', backoff: 0.01}}\n"
+            f"models:\n  openai/loopback: {{api_base: '{server.base_url}', backoff: 0.01, "
+            f"client: {client}}}\n"
         )
         res = CliRunner().invoke(
             app,
@@ -54,7 +62,7 @@ def test_eval_over_http_with_a_rate_limit_on_the_way(isolated):
         assert len(server.requests) == 11  # everything came from the store
 
 
-def test_eval_shows_the_tokens_read_from_anthropics_prompt_cache(isolated):
+def test_eval_shows_the_tokens_read_from_anthropics_prompt_cache(isolated, client):
     body = "Reply in capitals, nothing else.\n" * 150  # long enough to be cached
     skill = write_skill(isolated / "skills", "shout", body=body)
     items = [
@@ -68,7 +76,7 @@ def test_eval_shows_the_tokens_read_from_anthropics_prompt_cache(isolated):
     with FakeAnthropic(side_responder=shout, cache=True) as api:
         (isolated / "skillopt.yaml").write_text(
             "target: anthropic/claude-sonnet-4-5\nconcurrency: 1\n"
-            f"models:\n  anthropic/claude-sonnet-4-5: {{api_base: '{api.url}'}}\n"
+            f"models:\n  anthropic/claude-sonnet-4-5: {{api_base: '{api.url}', client: {client}}}\n"
         )
         res = CliRunner().invoke(
             app, ["eval", str(skill), "--tasks", str(suite), "--json", "r.json"]

@@ -2,7 +2,8 @@
 naming the variable and where the model came from, exit 2, nothing sent, nothing
 written. The dry run warns instead (and exits 2 too), `skillopt models` lists the
 variable of each provider, and a key refused while the run goes (401) stops it as
-an auth failure, never retried. Real litellm, real processes for the CLI."""
+an auth failure, never retried. Real provider clients (the OpenAI SDK by default),
+real processes for the CLI."""
 
 from __future__ import annotations
 

@@ -73,6 +73,7 @@ class Turn:
     headers: dict[str, str] = field(default_factory=dict)
     hangs: bool = False
     usage: dict[str, int] | None = None  # replaces the computed usage
+    body: dict | None = None  # a whole 200 response body sent as is (malformed replies)
 
     @staticmethod
     def text(text: str) -> Turn:
@@ -115,6 +116,11 @@ class Turn:
             message=message or default_message,
             headers=extra,
         )
+
+    @staticmethod
+    def raw(body: dict) -> Turn:
+        """A 200 whose body is `body` as it is (a reply that is no Message)."""
+        return Turn(body=body)
 
     @staticmethod
     def hang() -> Turn:
@@ -342,7 +348,10 @@ class FakeAnthropic:
         self._closed = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # a short poll: closing the stand-in (`shutdown`) waits for one poll at most
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     @property
@@ -468,6 +477,8 @@ class FakeAnthropic:
                 try:
                     if turn is None:
                         self._json(200, payload or {}, record)
+                    elif turn.body is not None:
+                        self._json(200, turn.body, record)
                     elif turn.hangs:
                         outer.hung.set()
                         outer._closed.wait()

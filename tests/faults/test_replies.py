@@ -1,5 +1,5 @@
-"""No reply can crash a run: replies a provider really sends (over HTTP, through
-litellm, on a loopback server) that once killed `eval` or `train` — a lone UTF-16
+"""No reply can crash a run: replies a provider really sends (over HTTP, through the
+OpenAI SDK and through litellm, on a loopback server) that once killed `eval` or `train` — a lone UTF-16
 surrogate, JSON nested 100,000 deep, a 200 with no choices — and what a run now
 makes of them. Plus: optimizer failures no retry can fix stop the run at once,
 every skipped optimizer call says why, and slow-update guidance cannot break out
@@ -32,8 +32,8 @@ def is_optimizer(body) -> bool:
     return "You are the optimizer" in body["messages"][0]["content"]
 
 
-@pytest.fixture
-def world(isolated):
+@pytest.fixture(params=["auto", "litellm"])
+def world(isolated, request):
     skill = write_skill(
         isolated / "skills",
         "words",
@@ -46,14 +46,14 @@ def world(isolated):
             {"id": f"keep-{i}", "input": f"keep-{i}", "expected": f"keep-{i}", "split": split},
         ]
     suite = write_suite(isolated / "tasks" / "words.yaml", items)
-    return {"root": isolated, "skill": skill, "suite": suite}
+    return {"root": isolated, "skill": skill, "suite": suite, "client": request.param}
 
 
 def configure(world, server) -> None:
+    """Both models on `server`, reached through the world's client."""
+    settings = f"{{api_base: '{server.base_url}', backoff: 0.001, client: {world['client']}}}"
     (world["root"] / "skillopt.yaml").write_text(
-        "models:\n"
-        f"  openai/target-m: {{api_base: '{server.base_url}', backoff: 0.001}}\n"
-        f"  openai/optimizer-m: {{api_base: '{server.base_url}', backoff: 0.001}}\n"
+        f"models:\n  openai/target-m: {settings}\n  openai/optimizer-m: {settings}\n"
     )
 
 

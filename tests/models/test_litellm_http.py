@@ -1,4 +1,5 @@
-"""The litellm path over real HTTP against a loopback OpenAI-compatible server."""
+"""An `openai/…` model over real HTTP against a loopback OpenAI-compatible server,
+through each client: litellm (`LiteLLMModel`) and the OpenAI SDK (`OpenAIModel`)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from fakes.openai_server import FakeOpenAI, Reply
 from skillopt.config import ModelSettings
 from skillopt.errors import InputError, ModelError
 from skillopt.models import resolve_model
+from skillopt.models.direct import OpenAIModel
 from skillopt.models.litellm_model import LiteLLMModel
 
 
-@pytest.fixture
-def server():
+@pytest.fixture(params=[LiteLLMModel, OpenAIModel], ids=["litellm", "sdk"])
+def server(request):
     with FakeOpenAI() as srv:
+        srv.client = request.param
         yield srv
 
 
@@ -24,7 +27,7 @@ def model(server, name="openai/fake-model", **kw):
     kw.setdefault("backoff", 0.01)
     kw.setdefault("retries", 3)
     kw.setdefault("timeout", 5)
-    return LiteLLMModel(name, api_base=server.base_url, **kw)
+    return server.client(name, api_base=server.base_url, **kw)
 
 
 def test_plain_call_returns_text_usage_and_unknown_cost(server):

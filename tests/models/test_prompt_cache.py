@@ -1,7 +1,8 @@
-"""Provider prompt caching of the skill, through real litellm against loopback fakes:
-Anthropic gets a long skill as a system block marked `cache_control`, OpenAI-style
-servers get the messages unchanged, cached tokens come back in the usage and are
-priced at the cache-read price, and none of it touches the fingerprint."""
+"""Provider prompt caching of the skill, through each client (the provider's SDK and
+litellm) against loopback fakes: Anthropic gets a long skill as a system block
+marked `cache_control`, OpenAI-style servers get the messages unchanged, cached
+tokens come back in the usage and are priced at the cache-read price (litellm's
+price map), and none of it touches the fingerprint."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from skillopt import evaluate
 from skillopt.config import ModelSettings, Settings
 from skillopt.harness.chat import ChatHarness
 from skillopt.models import resolve_model
+from skillopt.models.direct import AnthropicModel
 from skillopt.models.litellm_model import (
     LiteLLMModel,
     cache_marked,
@@ -30,6 +32,11 @@ SHORT = RULE * 20  # 1,620 characters: under 1,024 tokens by any estimate
 
 def shout(body: dict) -> Turn:
     return Turn.text(prompt_text(body).rsplit(" ", 1)[-1].upper())
+
+
+@pytest.fixture(params=["sdk", "litellm"])
+def client(request):
+    return request.param
 
 
 def run_eval(tmp_path, api_base: str, body: str, *, n: int = 4, name=SONNET, **model):
@@ -59,9 +66,9 @@ def price(usage: dict) -> float:
     )
 
 
-def test_a_long_skill_is_sent_marked_for_the_cache_and_billed_at_the_read_price(tmp_path):
+def test_a_long_skill_is_sent_marked_for_the_cache_and_billed_at_the_read_price(tmp_path, client):
     with FakeAnthropic(side_responder=shout, cache=True) as api:
-        result = run_eval(tmp_path, api.url, LONG)
+        result = run_eval(tmp_path, api.url, LONG, client=client)
         sent = api.api_requests()
     (r,) = result.results
     assert r.mean == 1.0 and r.n == 4
@@ -108,9 +115,9 @@ def test_a_long_skill_is_sent_marked_for_the_cache_and_billed_at_the_read_price(
     assert r.cost < uncached
 
 
-def test_a_short_skill_is_sent_as_it_is(tmp_path):
+def test_a_short_skill_is_sent_as_it_is(tmp_path, client):
     with FakeAnthropic(side_responder=shout, cache=True) as api:
-        result = run_eval(tmp_path, api.url, SHORT, n=2)
+        result = run_eval(tmp_path, api.url, SHORT, n=2, client=client)
         sent = api.api_requests()
     assert result.results[0].mean == 1.0
     for rec in sent:
@@ -119,31 +126,36 @@ def test_a_short_skill_is_sent_as_it_is(tmp_path):
     assert result.results[0].cached_tokens == 0
 
 
-def test_prompt_cache_off_sends_no_marker_and_keeps_the_fingerprint(tmp_path):
+def test_prompt_cache_off_sends_no_marker_and_keeps_the_fingerprint(tmp_path, client):
     with FakeAnthropic(side_responder=shout, cache=True) as api:
-        off = run_eval(tmp_path / "off", api.url, LONG, n=2, prompt_cache=False)
-        on = run_eval(tmp_path / "on", api.url, LONG, n=2)
+        off = run_eval(tmp_path / "off", api.url, LONG, n=2, prompt_cache=False, client=client)
+        on = run_eval(tmp_path / "on", api.url, LONG, n=2, client=client)
         sent = api.api_requests()
     assert ["cache_control" in str(rec["body"]) for rec in sent] == [False, False, True, True]
     assert off.results[0].cached_tokens == 0 and on.results[0].cached_tokens > 0
     # the same rollouts: a rollout stored with caching on is a hit with it off
     assert {r.key for r in off.results[0].rollouts} == {r.key for r in on.results[0].rollouts}
-    cached = LiteLLMModel(SONNET, api_base=api.url)
-    plain = LiteLLMModel(SONNET, api_base=api.url, prompt_cache=False)
-    assert cached.fingerprint() == plain.fingerprint()
-    assert ChatHarness(cached).fingerprint() == ChatHarness(plain).fingerprint()
+    for cls in (LiteLLMModel, AnthropicModel):
+        cached = cls(SONNET, api_base=api.url)
+        plain = cls(SONNET, api_base=api.url, prompt_cache=False)
+        assert cached.fingerprint() == plain.fingerprint()
+        assert ChatHarness(cached).fingerprint() == ChatHarness(plain).fingerprint()
 
 
-def test_the_setting_reaches_the_model():
-    on = resolve_model(SONNET, ModelSettings(api_base="http://127.0.0.1:9"))
-    off = resolve_model(SONNET, ModelSettings(api_base="http://127.0.0.1:9", prompt_cache=False))
-    assert isinstance(on, LiteLLMModel) and on.prompt_cache is True
-    assert isinstance(off, LiteLLMModel) and off.prompt_cache is False
+@pytest.mark.parametrize("client, cls", [("auto", AnthropicModel), ("litellm", LiteLLMModel)])
+def test_the_setting_reaches_the_model(client, cls):
+    base = "http://127.0.0.1:9"
+    on = resolve_model(SONNET, ModelSettings(api_base=base, client=client))
+    off = resolve_model(SONNET, ModelSettings(api_base=base, prompt_cache=False, client=client))
+    assert isinstance(on, cls) and on.prompt_cache is True
+    assert isinstance(off, cls) and off.prompt_cache is False
 
 
-def test_openai_style_requests_keep_the_skill_first_and_read_cached_tokens(tmp_path):
+def test_openai_style_requests_keep_the_skill_first_and_read_cached_tokens(tmp_path, client):
     with FakeOpenAI(cached_tokens=8) as server:
-        result = run_eval(tmp_path, server.base_url, LONG, n=2, name="openai/gpt-4o-mini")
+        result = run_eval(
+            tmp_path, server.base_url, LONG, n=2, name="openai/gpt-4o-mini", client=client
+        )
         sent = [r["body"]["messages"] for r in server.requests]
     for messages in sent:  # the skill is the stable prefix: first, a plain string
         assert messages[0] == {"role": "system", "content": LONG.strip()}

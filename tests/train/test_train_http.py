@@ -1,10 +1,11 @@
-"""Training with the target and the optimizer both reached over real HTTP (litellm)
-on a loopback OpenAI-compatible server."""
+"""Training with the target and the optimizer both reached over real HTTP on a
+loopback OpenAI-compatible server, through each client (the OpenAI SDK, litellm)."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from fakes.openai_server import FakeOpenAI, Reply
 from world import HELPFUL, follow_skill
 
@@ -36,13 +37,13 @@ def answer(body):
     return follow_skill(messages)
 
 
-def test_train_over_http(world):
+@pytest.mark.parametrize("client", ["auto", "litellm"])
+def test_train_over_http(world, client):
     with FakeOpenAI(answer) as server:
         server.script = [Reply(503, error="warming up")]  # the first call is retried
+        settings = f"{{api_base: '{server.base_url}', backoff: 0.01, client: {client}}}"
         (world["root"] / "skillopt.yaml").write_text(
-            "models:\n"
-            f"  openai/target-m: {{api_base: '{server.base_url}', backoff: 0.01}}\n"
-            f"  openai/optimizer-m: {{api_base: '{server.base_url}', backoff: 0.01}}\n"
+            f"models:\n  openai/target-m: {settings}\n  openai/optimizer-m: {settings}\n"
         )
         result = api.train(
             world["skill"],

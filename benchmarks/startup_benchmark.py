@@ -1,0 +1,238 @@
+"""What a command pays before its first model call, and per call after it, for
+provider models: through the providers' SDKs (the default for `openai/…` and
+`anthropic/…`) against the same models through litellm (`client: litellm`, the
+"before"), and a provider only litellm reaches.
+
+Each model runs against its loopback stand-in (tests/fakes: the OpenAI-compatible
+server, the Anthropic Messages API): `openai/gpt-4o-mini` and
+`anthropic/claude-sonnet-4-5` reach theirs through OPENAI_BASE_URL and
+ANTHROPIC_BASE_URL (no `api_base`, as a user of the real APIs runs them);
+`openai/local-model` (an OpenAI-compatible server) and `mistral/mistral-small-latest`
+(which litellm sends the OpenAI wire format) through an `api_base` in skillopt.yaml.
+
+- Time to the first call: from starting `python -m skillopt eval SKILL --tasks SUITE
+  --split test` (one task, a fresh child process and an empty store each time) to
+  the stand-in receiving the first request; the median of 5 runs.
+- CPU per call: the child's CPU time (user + system, `getrusage(RUSAGE_CHILDREN)`)
+  of an eval of 200 tasks at `--concurrency 1`, less that of the one-task eval (the
+  start-up and its one call; median of the 5), divided by the 199 further calls.
+  Everything a rollout costs skillopt is in it: the chat harness, the request and
+  reply, scoring, the store.
+
+Run: python benchmarks/startup_benchmark.py [--runs N] [--calls N]
+Prints each figure next to its target (first call within 1.5 s); exits 0 whatever
+the numbers (a measurement, not a test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fakes.anthropic_api import FakeAnthropic, Turn, prompt_text  # noqa: E402
+from fakes.openai_server import FakeOpenAI  # noqa: E402
+
+TARGET_S = 1.5  # seconds from the command's start to its first model call
+
+
+@dataclass(frozen=True)
+class Case:
+    target: str
+    fake: str  # openai | anthropic
+    client: str  # auto | litellm (skillopt.yaml's `client:`)
+    way: str  # how the requests go, as printed
+    via_env: bool = True  # the stand-in in the provider's variable, else an api_base
+
+
+CASES = (
+    Case("openai/gpt-4o-mini", "openai", "auto", "OpenAI SDK"),
+    Case("openai/local-model", "openai", "auto", "OpenAI SDK (api_base)", via_env=False),
+    Case("anthropic/claude-sonnet-4-5", "anthropic", "auto", "Anthropic SDK"),
+    Case("mistral/mistral-small-latest", "openai", "auto", "litellm (its only way)", False),
+    Case("openai/gpt-4o-mini", "openai", "litellm", "litellm (before)"),
+    Case("openai/local-model", "openai", "litellm", "litellm (before)", via_env=False),
+    Case("anthropic/claude-sonnet-4-5", "anthropic", "litellm", "litellm (before)"),
+)
+
+
+def write_fixture(root: Path, n: int) -> tuple[Path, Path]:
+    skill = root / "skills" / "caps"
+    skill.mkdir(parents=True, exist_ok=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: caps\ndescription: Shout the word. Use in the start-up benchmark.\n"
+        "---\n# Caps\n\nAnswer with the word in capital letters and nothing else.\n",
+        encoding="utf-8",
+    )
+    items = [
+        {"id": f"w{i:04d}", "input": f"word{i}", "expected": f"WORD{i}", "split": "test"}
+        for i in range(n)
+    ]
+    suite = root / f"words-{n}.yaml"
+    suite.write_text(yaml.safe_dump({"name": "words", "prompt": "Shout: {input}", "items": items}))
+    return skill, suite
+
+
+class Stand:
+    """A loopback stand-in that answers in capitals and notes when a request came."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.first: float | None = None
+        self.count = 0
+        if kind == "openai":
+            self.fake = FakeOpenAI(self._openai).__enter__()
+            self.url = self.fake.base_url
+        else:
+            self.fake = FakeAnthropic(side_responder=self._anthropic)
+            self.url = self.fake.url
+
+    def _seen(self) -> None:
+        if self.first is None:
+            self.first = time.perf_counter()
+        self.count += 1
+
+    def _openai(self, body: dict) -> str:
+        self._seen()
+        return str(body["messages"][-1]["content"]).removeprefix("Shout: ").upper()
+
+    def _anthropic(self, body: dict) -> Turn:
+        self._seen()
+        return Turn.text(prompt_text(body).removeprefix("Shout: ").upper())
+
+    def reset(self) -> None:
+        self.first, self.count = None, 0
+
+    def close(self) -> None:
+        self.fake.__exit__(None, None, None)
+
+
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_eval(case: Case, stand: Stand, work: Path, skill: Path, suite: Path, store: Path) -> dict:
+    """One `skillopt eval` in a fresh child: wall time to the first request, CPU."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),  # this checkout's skillopt
+        "HOME": str(work / "home"),
+        "XDG_CACHE_HOME": str(work / "cache"),
+        "OPENAI_API_KEY": "sk-benchmark-openai",
+        "ANTHROPIC_API_KEY": "sk-benchmark-anthropic",
+        "MISTRAL_API_KEY": "sk-benchmark-mistral",
+    }
+    if case.via_env:
+        env["OPENAI_BASE_URL" if case.fake == "openai" else "ANTHROPIC_BASE_URL"] = stand.url
+    for var in list(env):
+        if var.startswith("SKILLOPT_"):
+            del env[var]
+    stand.reset()
+    cpu = child_cpu()
+    start = time.perf_counter()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skillopt",
+            "eval",
+            str(skill),
+            "--tasks",
+            str(suite),
+            "--target",
+            case.target,
+            "--split",
+            "test",
+            "--concurrency",
+            "1",
+            "--store",
+            str(store),
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0 or stand.first is None:
+        raise RuntimeError(f"{case.target} ({case.way}) failed:\n{done.stdout}\n{done.stderr}")
+    return {
+        "first_s": stand.first - start,
+        "cpu_s": child_cpu() - cpu,
+        "calls": stand.count,
+    }
+
+
+def measure(case: Case, runs: int, calls: int, tmp: Path) -> dict:
+    work = tmp / f"{case.target.replace('/', '_')}-{case.client}"
+    (work / "home").mkdir(parents=True)
+    stand = Stand(case.fake)
+    try:
+        model = {"client": case.client}
+        if not case.via_env:
+            model["api_base"] = stand.url
+        (work / "skillopt.yaml").write_text(yaml.safe_dump({"models": {case.target: model}}))
+        skill, one = write_fixture(work, 1)
+        _, many = write_fixture(work, calls)
+        starts = [
+            run_eval(case, stand, work, skill, one, work / f"start-{i}.sqlite") for i in range(runs)
+        ]
+        long = run_eval(case, stand, work, skill, many, work / "calls.sqlite")
+    finally:
+        stand.close()
+    start_cpu = statistics.median(s["cpu_s"] for s in starts)
+    return {
+        "first_s": statistics.median(s["first_s"] for s in starts),
+        "first_all": [s["first_s"] for s in starts],
+        "start_cpu_s": start_cpu,
+        "cpu_per_call_ms": 1000 * (long["cpu_s"] - start_cpu) / (long["calls"] - 1),
+        "calls": long["calls"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="start-ups to time per model")
+    parser.add_argument("--calls", type=int, default=200, help="rollouts of the CPU run")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="startup-benchmark-") as tmp:
+        results = [(c, measure(c, args.runs, args.calls, Path(tmp))) for c in CASES]
+    print(
+        f"time from `skillopt eval` starting to the first model call (median of {args.runs}; "
+        f"target for openai/, anthropic/ and api_base models <= {TARGET_S} s), and CPU per "
+        f"call over {args.calls} calls at concurrency 1:"
+    )
+    for case, m in results:
+        verdict = "meets" if m["first_s"] <= TARGET_S else "misses"
+        print(
+            f"  {case.target:<29} {case.way:<23} first call {m['first_s']:.2f} s "
+            f"({verdict} <= {TARGET_S} s; runs {', '.join(f'{s:.2f}' for s in m['first_all'])}), "
+            f"start-up CPU {m['start_cpu_s']:.2f} s, CPU per call {m['cpu_per_call_ms']:.2f} ms"
+        )
+    before = {c.target: m for c, m in results if c.client == "litellm"}
+    for case, m in results:
+        b = before.get(case.target) if case.client == "auto" else None
+        if b is not None:
+            print(
+                f"  {case.target}: first call {b['first_s']:.2f} s -> {m['first_s']:.2f} s "
+                f"({b['first_s'] / m['first_s']:.1f}x sooner), CPU per call "
+                f"{b['cpu_per_call_ms']:.2f} ms -> {m['cpu_per_call_ms']:.2f} ms"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
