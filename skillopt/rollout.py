@@ -294,12 +294,12 @@ class RolloutEngine:
             """The race is decided: start nothing more, and give back the claims on
             what was not started."""
             nonlocal in_flight
-            unstarted = [args[3] for args in todo] + [args[3] for args in ready]
+            claimed_only = [args[3] for args in ready]  # `todo` holds no claim yet
             in_flight -= len(ready)
             todo.clear()
             ready.clear()
             waiting.clear()  # another process's: no need to wait for it any more
-            self.store.release(unstarted, self.owner)
+            self.store.release(claimed_only, self.owner)
 
         try:
             while todo or in_flight or waiting:

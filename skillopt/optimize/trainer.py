@@ -221,29 +221,31 @@ class Trainer:
         tasks = [by_id[t] for t in race.order]
         samples = self.s.samples
         prefix: list[Rollout] = []  # the rollouts of the complete tasks at the front
-        at: list[int] = []  # the prefix length, in tasks, once it settles
+        checked = -1  # the prefix length (in rollouts) last found unsettled
+        at: int | None = None  # the prefix length, in tasks, once it settles
 
         def settled(results: Sequence[Rollout | None]) -> bool:
-            if at:
-                return True
-            while True:
-                if race.settled(task_outcomes(prefix)):
-                    at.append(len(prefix) // samples)
-                    return True
-                start = len(prefix)
-                chunk = results[start : start + samples]
+            nonlocal checked, at
+            while at is None:
+                if len(prefix) != checked:  # each prefix is judged once
+                    checked = len(prefix)
+                    if race.settled(task_outcomes(prefix)):
+                        at = len(prefix) // samples
+                        break
+                chunk = results[len(prefix) : len(prefix) + samples]
                 if len(chunk) < samples or any(r is None for r in chunk):
                     return False
                 prefix.extend(r for r in chunk if r is not None)
+            return True
 
         rollouts = self.engine.run(skill, tasks, samples=samples, label=label, until=settled)
-        if not at:  # everything came at once (from the store): find the prefix now
+        if at is None:  # everything came at once (from the store): find the prefix now
             by_task: dict[str, list[Rollout]] = {}
             for r in rollouts:
                 by_task.setdefault(r.task_id, []).append(r)
             settled([r for t in race.order for r in by_task.get(t, [None] * samples)])
-        if at:  # the evidence is the settled prefix, whatever else finished
-            kept = set(race.order[: at[0]])
+        if at is not None:  # the evidence is the settled prefix, whatever else finished
+            kept = set(race.order[:at])
             rollouts = [r for r in rollouts if r.task_id in kept]
         return task_outcomes(rollouts), race
 
