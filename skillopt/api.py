@@ -493,6 +493,38 @@ def run_log_step(run: str | Path, step: int, *, run_dir: str | Path | None = Non
     return runs.find_step(run, step, run_dir)
 
 
+def run_report(
+    run: str | Path,
+    other: str | Path | None = None,
+    *,
+    out: str | Path | None = None,
+    run_dir: str | Path | None = None,
+) -> Path:
+    """Write a run's HTML report (`skillopt report`): `report.html` in the run's
+    directory unless `out` is given; with `other`, the page comparing the two runs
+    (`compare-<other>.html` in the first run's directory). Returns its path."""
+    from skillopt import htmlreport
+
+    if other is None:
+        return htmlreport.write_report(run, run_dir, out=out)
+    return htmlreport.write_comparison(run, other, run_dir, out=out)
+
+
+def run_blame(run: str | Path, *, run_dir: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every line of the run's best skill with the step and edit that introduced it
+    (`skillopt blame`): dicts with `line`, `text`, `step`, `decision`, `commit`,
+    `edit` (index among the step's applied edits, or None), `op`, `rationale`,
+    `evidence`."""
+    from skillopt.htmlreport.blame import blame_lines
+    from skillopt.optimize.state import TrainState
+    from skillopt.runs import open_run
+
+    found, audit = open_run(run, run_dir)
+    state = TrainState.load(found)
+    records = {rec["step"]: dict(rec) for rec in state.steps} if state is not None else {}
+    return blame_lines(audit, records)
+
+
 def prune_runs(
     *,
     run_dir: str | Path | None = None,

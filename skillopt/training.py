@@ -78,6 +78,9 @@ class TrainResult:
     summary: dict[str, Any]
     audit_repo: str
     branch: str
+    # report.html; None when it could not be written (`report_error` says why)
+    report_html: Path | None = None
+    report_error: str | None = None
 
 
 @dataclass
@@ -425,6 +428,7 @@ def _run(
         summ = summary(trainer.state, config)
         run.write_text("summary.json", json.dumps(summ, indent=2, ensure_ascii=False) + "\n")
         run.write_text("report.md", markdown(summ))
+        html, html_error = _html_report(ctx, run, audit)
     finally:
         engine.close()
         run.close()
@@ -438,7 +442,22 @@ def _run(
             where=stopped.where,
             detail=stopped.detail,
         )
-    return TrainResult(run.run_id, run.path, summ, audit.location, audit.branch)
+    return TrainResult(run.run_id, run.path, summ, audit.location, audit.branch, html, html_error)
+
+
+def _html_report(ctx: Context, run: RunDir, audit: Audit) -> tuple[Path | None, str | None]:
+    """Write report.html beside report.md: (its path, None), or (None, why) when it
+    could not be written. The run's results are already on disk either way, so a
+    report that fails never fails the run."""
+    from skillopt.htmlreport import REPORT_FILE, data, page
+
+    try:
+        ledger = ctx.store.spend_timeline(run.run_id)
+        html = page.render(data.collect(run, audit, ledger=ledger))
+        return run.write_text(REPORT_FILE, html), None
+    except Exception as exc:  # the run's results stand without their page
+        run.event("report_failed", error=f"{type(exc).__name__}: {exc}")
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 def _guard(ctx: Context, run: RunDir, state: TrainState, optimizer: Optimizer) -> Guard | None:

@@ -14,6 +14,7 @@ from skillopt import __version__
 from skillopt.cli import eval as eval_cli
 from skillopt.cli import lint as lint_cli
 from skillopt.cli import models as models_cli
+from skillopt.cli import report as report_cli
 from skillopt.cli import runs as runs_cli
 from skillopt.cli import ship as ship_cli
 from skillopt.cli import train as train_cli
@@ -55,6 +56,7 @@ train_cli.register(app)
 eval_cli.register(app)
 lint_cli.register(app)
 runs_cli.register(app)
+report_cli.register(app)
 models_cli.register(app)
 ship_cli.register(app)
 

@@ -510,7 +510,14 @@ def render_summary(result: api.TrainResult) -> None:
     if cached:  # only with a provider's prompt cache
         out.print(cached, soft_wrap=True)
     out.print(f"best skill: {escape(str(result.run_dir / 'best' / 'SKILL.md'))}", soft_wrap=True)
-    out.print(f"report: {escape(str(result.run_dir / 'report.md'))}", soft_wrap=True)
+    if result.report_html is not None:
+        out.print(f"report: {escape(str(result.report_html))} · report.md", soft_wrap=True)
+    else:
+        out.print(f"report: {escape(str(result.run_dir / 'report.md'))}", soft_wrap=True)
+        warn(
+            f"report.html could not be written ({result.report_error}); "
+            f"`skillopt report {result.run_id}` tries again"
+        )
     out.print(
         f"history: git log {escape(result.branch)}  (in {escape(result.audit_repo)})",
         soft_wrap=True,

@@ -167,6 +167,7 @@ class Trainer:
             total=event.total,
             task_id=r.task_id,
             score=r.score,
+            passed=r.passed if r.scored else None,
             cached=r.cached,
             scored=r.scored,
         )

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from skillopt.errors import InputError
 from skillopt.models.base import Usage
@@ -629,6 +630,21 @@ class RolloutStore:
             elif kind == "cached":  # replies served from the store
                 totals["cached"] += n
         return out
+
+    def spend_timeline(self, run_id: str) -> list[dict[str, Any]]:
+        """The ledger rows of `run_id` in the order they were written: `at` (Unix
+        seconds), `role`, `kind` (`rollout`, `cached`, or a call's kind), `rollouts`,
+        `scored`, `calls`, `input_tokens`, `output_tokens`, `cost` (None: unpriced)."""
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT at, role, kind, rollouts, scored, calls, input_tokens,
+                          output_tokens, cost
+                   FROM spend WHERE run_id = ? ORDER BY at, id""",
+                (run_id,),
+            ).fetchall()
+        names = ("at", "role", "kind", "rollouts", "scored", "calls")
+        names += ("input_tokens", "output_tokens", "cost")
+        return [dict(zip(names, row)) for row in rows]
 
 
 _SPEND_INSERT = (

@@ -119,9 +119,11 @@ class RunDir:
 
     # -- events ----------------------------------------------------------------------
     def event(self, kind: str, /, **data: Any) -> None:
+        # `t` to the microsecond: the HTML report places the store's ledger rows
+        # (time.time(), unrounded) before or after each step's decision by it
         line = safe(
             json.dumps(
-                {"t": round(time.time(), 3), "event": kind, **data}, ensure_ascii=False, default=str
+                {"t": round(time.time(), 6), "event": kind, **data}, ensure_ascii=False, default=str
             )
         )
         with self._events_lock:
