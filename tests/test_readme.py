@@ -17,7 +17,8 @@ agent CLI; the README's figures are what the commands print on the current code.
   example runs too.
 
 Placeholders are filled from the first run the walk trains: `<run-id>` and `RUN`
-its id, `<name>` its skill's name, `STEP` its step 1.
+its id, `<name>` its skill's name, `STEP` its step 1; `<other-run-id>` is the
+latest other run it trained.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ class Walk:
     def __init__(self, cwd: Path, server: FakeOpenAI, invoke):
         self.cwd, self.server, self.invoke = cwd, server, invoke
         self.run_id: str | None = None
+        self.other: str | None = None  # the latest run trained after the first
         self.stopped: str | None = None  # the run a budget stopped, to resume
         self.skill: str | None = None
         self.stdout: dict[Command, str] = {}
@@ -127,6 +129,8 @@ class Walk:
         return all(n in STAND_IN_ENV for n in cmd.needs)
 
     def can_run(self, cmd: Command) -> bool:
+        if "<other-run-id>" in cmd.placeholders and self.other is None:
+            return False
         return self.stood_in(cmd) and (self.run_id is not None or not cmd.needs_run)
 
     def argv(self, cmd: Command) -> list[str]:
@@ -135,6 +139,7 @@ class Walk:
             resumes = self.stopped is not None and cmd.option("--resume") == "RUN"
             for placeholder, value in {
                 "<run-id>": self.run_id,
+                "<other-run-id>": self.other,
                 "--resume RUN": f"--resume {self.stopped}" if resumes else "--resume RUN",
                 "RUN": self.run_id,
                 "STEP": "1",
@@ -153,8 +158,11 @@ class Walk:
         if code == 3 and stopped:
             self.stopped = stopped.group(1)
         match = re.search(r"^Run (\S+): ", out, re.MULTILINE)
-        if cmd.argv[1] == "train" and self.run_id is None and match:
-            self.run_id, self.skill = match.group(1), Path(cmd.argv[2]).name
+        if cmd.argv[1] == "train" and match:
+            if self.run_id is None:
+                self.run_id, self.skill = match.group(1), Path(cmd.argv[2]).name
+            elif match.group(1) != self.run_id:
+                self.other = match.group(1)
         return out
 
     def commit_baseline(self) -> None:
