@@ -84,7 +84,7 @@ def collect(
         "blame": blame_lines(audit, records),
         "best_text": state.incumbent.text,
         "settings": secrets.redact(config.get("settings") or {}),
-        "files": _files(run, audit),
+        "files": _files(run, audit, config),
         "notes": notes,
     }
 
@@ -359,8 +359,10 @@ def _test(state: TrainState) -> list[dict[str, Any]]:
     return out
 
 
-def _files(run: RunDir, audit: Audit) -> dict[str, str]:
+def _files(run: RunDir, audit: Audit, config: dict) -> dict[str, str]:
     return {
+        "skill": str(config.get("skill")),
+        "suite": str(config.get("suite")),
         "run directory": str(run.path.resolve()),
         "checkpoint": str((run.path / "state.json").resolve()),
         "best skill": str((run.path / "best" / "SKILL.md").resolve()),

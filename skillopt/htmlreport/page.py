@@ -29,6 +29,7 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
   background: var(--bg); margin: 0; }
 header { padding: 18px 28px 10px; border-bottom: 1px solid var(--line); }
 header h1 { font-size: 20px; margin: 0 0 6px; }
+header > * { max-width: 1180px; }
 nav { padding: 6px 28px; border-bottom: 1px solid var(--line); position: sticky; top: 0;
   background: #fafbfc; z-index: 2; }
 nav a { margin-right: 14px; color: var(--muted); text-decoration: none; }
@@ -145,6 +146,13 @@ def _fact(label: str, value: str) -> str:
     return f"<span>{escape(label)} <b>{value}</b></span>"
 
 
+def _path(value: object) -> str:
+    """A file's name, its whole path on hover (and under Settings & files)."""
+    text = str(value)
+    name = text.rstrip("/").rsplit("/", 1)[-1] or text
+    return f'<code title="{attr(text)}">{escape(name)}</code>'
+
+
 def _status(s: dict[str, Any]) -> str:
     status = str(s.get("status") or "")
     base = status.split(":")[0]
@@ -164,8 +172,8 @@ def render(d: dict[str, Any]) -> str:
     )
     facts = [
         _fact("status", _status(s)),
-        _fact("skill", f"<code>{escape(str(s.get('skill')))}</code>"),
-        _fact("suite", f"<code>{escape(str(s.get('suite')))}</code>"),
+        _fact("skill", _path(s.get("skill"))),
+        _fact("suite", _path(s.get("suite"))),
         _fact("target", f"<code>{escape(str(s.get('target')))}</code>"),
         _fact("optimizer", f"<code>{escape(str(s.get('optimizer')))}</code>"),
         _fact(

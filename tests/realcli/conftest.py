@@ -23,6 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(
     os.environ.get("SKILLOPT_REALCLI_DIR") or ROOT / ".ci" / "clis" / "node_modules" / ".bin"
 )
+# read at import: the `isolated` fixture clears every SKILLOPT_* variable before a
+# test (and so before `real_cli` runs)
+REQUIRE_REALCLI = os.environ.get("SKILLOPT_REQUIRE_REALCLI") == "1"
 
 # planted in the user's HOME: none may reach a request
 CLAUDE_MD_MARKER = "USER-CLAUDE-MD-MARKER-7431"
@@ -45,7 +48,7 @@ def real_cli(name: str) -> Path:
             f"the real `{name}` is not installed at {path}: run `npm install --prefix "
             ".ci/clis @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0`"
         )
-        if os.environ.get("SKILLOPT_REQUIRE_REALCLI") == "1":
+        if REQUIRE_REALCLI:
             pytest.fail(message)
         pytest.skip(message)
     return path
