@@ -74,6 +74,28 @@ class RunStep:
             happened = f"{what} {self.step}: {self.decision.replace('_', ' ')}"
         return f"{happened}: {self.reason}" if self.reason else happened
 
+    @property
+    def val(self) -> float | None:
+        """The mean validation score this step measured: the initial skill's at step
+        0, else its candidate's; None when it scored none (no candidate, a skipped
+        slow update, a raced rejection that scored the candidate on some tasks only)."""
+        rec = self.record
+        if rec:
+            if rec.get("kind") == "initial":
+                return rec.get("val")
+            gate = rec.get("gate") or {}
+            return None if not gate or gate.get("unrun") else gate.get("candidate_mean")
+        return self.commit.evidence.val if self.commit is not None else None
+
+
+def best_val(steps: Sequence[RunStep]) -> float | None:
+    """The best skill's validation score after `steps`: the last accepted candidate's
+    (the gate makes it the incumbent with that score), else the initial skill's."""
+    for s in reversed(steps):
+        if s.decision in ("accepted", "initial"):
+            return s.val
+    return None
+
 
 def _records(run: RunDir) -> list[dict[str, Any]]:
     """The step records of the run's checkpoint; none if it has none or cannot be

@@ -165,6 +165,8 @@ def _run_lines(r: RunInfo) -> list[str]:
 def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
     """The training story of a run: every step, its decision, reason and evidence."""
     steps = api.run_log(run, run_dir=run_dir)
+    if steps:
+        out.print(val_line(steps), highlight=False)
     rows = [_log_row(s) for s in steps]
     columns = ("step", "decision", "val", "Δ", "p", "n", "edits", "commit")
     table = _log_table(columns, [r[:-1] for r in rows])
@@ -181,6 +183,18 @@ def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
 
 
 _REASON_WIDTH = 30
+
+
+def val_line(steps: list[RunStep]) -> str:
+    """`val ▁▁█·  0.000 → 0.667 (best)`: each step's validation score (`·`: the step
+    scored none), then the initial and the best skill's."""
+    from skillopt.runs import best_val
+
+    initial = steps[0].val if steps[0].kind == "initial" else None
+    return (
+        f"val {display.sparkline([s.val for s in steps])}  "
+        f"{display.score(initial)} → {display.score(best_val(steps))} (best)"
+    )
 
 
 def _log_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:

@@ -1,6 +1,6 @@
 """`skillopt runs`: every run under the runs directory with its status, scores,
 rollouts and cost, from real runs (finished, stopped by a budget, interrupted,
-unreadable)."""
+unreadable); and the validation sparkline `skillopt log` prints above its table."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, train_args
 from skillopt import api
 from skillopt.cli.common import out
 from skillopt.cli.main import app
+from skillopt.cli.runs import val_line
 
 runner = CliRunner()
 
@@ -248,3 +249,44 @@ def test_no_runs_directory_lists_no_runs(world, tmp_path):
     assert res.stdout.strip() == f"no runs in {tmp_path / 'nowhere'}"
     res = runner.invoke(app, ["runs", "--json", "--run-dir", str(tmp_path / "nowhere")])
     assert json.loads(res.stdout) == []
+
+
+def test_log_draws_validation_per_step_above_the_table(world, models):
+    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
+    res = runner.invoke(app, train_args(world, "--epochs", "3"))
+    assert res.exit_code == 0, res.output
+    log = runner.invoke(app, ["log", run_id_of(res)])
+    assert log.exit_code == 0, log.output
+    # step 0: 0.500; step 1 a raced rejection (no val score); step 2 accepted at 1.000;
+    # step 3 made no candidate (nothing failed)
+    assert log.stdout.splitlines()[0] == "val ▅·█·  0.500 → 1.000 (best)"
+    assert log.stdout.splitlines()[1].split()[:2] == ["step", "decision"]
+
+
+def test_a_steps_val_is_its_candidates_and_none_where_it_scored_none():
+    from skillopt.runs import RunStep, best_val
+
+    def step(n: int, kind: str, decision: str, **rec) -> RunStep:
+        return RunStep(n, kind, 1, decision, "", None, {"step": n, "kind": kind, **rec})
+
+    steps = [
+        step(0, "initial", "initial", val=0.25),
+        step(1, "step", "rejected", gate={"candidate_mean": 0.0}),
+        step(2, "step", "rejected", gate={"candidate_mean": 0.5, "unrun": 2}),  # raced
+        step(3, "step", "accepted", gate={"candidate_mean": 0.75}),
+        step(4, "slow_update", "skipped"),
+        step(5, "step", "no_candidate"),
+        step(6, "step", "rejected", gate={"candidate_mean": 0.5}),
+    ]
+    assert [s.val for s in steps] == [0.25, 0.0, None, 0.75, None, None, 0.5]
+    assert best_val(steps) == 0.75  # the last accepted, not the last scored
+    assert best_val(steps[:3]) == 0.25 and best_val([]) is None
+    assert val_line(steps) == "val ▃▁·▆··▅  0.250 → 0.750 (best)"
+
+
+def test_log_draws_a_dot_for_every_step_of_a_run_that_made_no_candidate(world, models):
+    models["set"](ScriptedOptimizer([json.dumps({"edits": []})]))
+    res = runner.invoke(app, train_args(world, "--epochs", "2", "--stall-patience", "0"))
+    assert res.exit_code == 0, res.output
+    log = runner.invoke(app, ["log", run_id_of(res)])
+    assert log.stdout.splitlines()[0] == "val ▅··  0.500 → 0.500 (best)"
