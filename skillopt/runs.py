@@ -284,9 +284,8 @@ def list_runs(run_dir: str | Path | None = None) -> list[RunInfo]:
 
 def run_info(run: RunDir) -> RunInfo:
     """One run's `RunInfo`, from its `run.yaml` and checkpoint (the same figures as
-    its `summary.json`, which an interrupted run has not written)."""
-    from skillopt import report
-
+    its `summary.json`, which an interrupted run has not written); `unreadable`,
+    with the reason, when they cannot be read."""
     try:
         config = run.config()
         if not isinstance(config, dict):
@@ -298,6 +297,16 @@ def run_info(run: RunDir) -> RunInfo:
         return RunInfo(
             run.run_id, run.path, "unreadable", "no checkpoint (state.json): it never started"
         )
+    try:
+        return _info(run, config, state)
+    except Exception as exc:  # a run.yaml edited out of shape: listed, never raised
+        where = run.path / "run.yaml"
+        return RunInfo(run.run_id, run.path, "unreadable", f"{where}: {_one_line(exc)}")
+
+
+def _info(run: RunDir, config: dict[str, Any], state: TrainState) -> RunInfo:
+    from skillopt import report
+
     s = report.summary(state, config)
     acct = s["accounting"]
     stopped_by = (state.stop or {}).get("budget") if state.status == "stopped" else None

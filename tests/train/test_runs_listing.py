@@ -243,6 +243,20 @@ def test_an_interrupted_run_resumes_and_is_then_listed_as_finished(world, models
     assert listed[four_runs["interrupted"]].reason == ""
 
 
+def test_a_run_yaml_out_of_shape_is_listed_as_unreadable(world, models, four_runs):
+    run = world["root"] / "runs" / four_runs["finished"]
+    (run / "run.yaml").write_text("run_id: x\nsettings: [not, a, mapping]\n")
+    (world["root"] / "runs" / four_runs["stopped"] / "run.yaml").write_text("- a list\n")
+    listed = {r.id: r for r in api.list_runs()}
+    assert listed[four_runs["finished"]].status == "unreadable"
+    assert listed[four_runs["finished"]].reason.startswith(
+        f"runs/{four_runs['finished']}/run.yaml: "
+    )
+    assert listed[four_runs["stopped"]].status == "unreadable"
+    assert "run.yaml does not hold a mapping" in listed[four_runs["stopped"]].reason
+    assert listed[four_runs["interrupted"]].status == "interrupted"  # the others still read
+
+
 def test_no_runs_directory_lists_no_runs(world, tmp_path):
     res = runner.invoke(app, ["runs", "--run-dir", str(tmp_path / "nowhere")])
     assert res.exit_code == 0, res.output
