@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from skillopt.optimize.trainer import TrainObserver
     from skillopt.plugins import Listing
     from skillopt.recording import ReplayResult
-    from skillopt.runs import Pruned, RunStep
+    from skillopt.runs import Pruned, RunInfo, RunStep
     from skillopt.shipping import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
     from skillopt.training import TrainResult
@@ -457,6 +457,15 @@ def adopt(
 
 
 # ---------------------------------------------------------------------- reading runs
+def list_runs(*, run_dir: str | Path | None = None) -> list[RunInfo]:
+    """Every run under the runs directory, newest first (`skillopt runs`): its skill,
+    suite, models, status (finished, stopped, interrupted or unreadable), scores,
+    rollouts and cost. A run that cannot be read is listed as `unreadable`."""
+    from skillopt import runs
+
+    return runs.list_runs(run_dir)
+
+
 def run_history(run: str | Path, *, run_dir: str | Path | None = None) -> list[AuditCommit]:
     """The training story of a run (one commit per candidate), read back from git."""
     from skillopt import runs
@@ -570,6 +579,7 @@ __all__ = [
     "evaluate",
     "export",
     "lint",
+    "list_runs",
     "models",
     "plan",
     "plugins",

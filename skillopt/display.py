@@ -38,6 +38,23 @@ def clock(seconds: float | None, *, none: str = NONE) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
 
 
+BLOCKS = "▁▂▃▄▅▆▇█"
+MISSING = "·"  # a step that scored nothing
+
+
+def sparkline(values: Sequence[float | None], *, missing: str = MISSING) -> str:
+    """Scores in [0, 1] as one block character each, on an absolute scale (0 is `▁`,
+    1 is `█`, the six steps between are equal): `▁▄█`. A missing score (None, NaN)
+    is `missing`; a value outside [0, 1] is drawn at the nearer end."""
+    top = len(BLOCKS) - 1
+    return "".join(
+        missing
+        if v is None or v != v  # NaN is not equal to itself
+        else BLOCKS[min(top, max(0, round(v * top)))]
+        for v in values
+    )
+
+
 def pct(value: float | None, *, none: str = NONE) -> str:
     """A rate in [0, 1] as a percentage with one decimal: `0.5` → `50.0%`."""
     return none if value is None else f"{value * 100:.1f}%"

@@ -56,3 +56,15 @@ def test_spent_is_0_for_no_call_or_a_free_model_and_na_only_for_unpriced_calls()
 def test_ids():
     assert display.ids(["a", "b"]) == "a, b"
     assert display.ids([f"t{i}" for i in range(10)], 3) == "t0, t1, t2 … and 7 more"
+
+
+def test_sparkline_draws_scores_on_an_absolute_scale_and_a_dot_for_none():
+    assert display.sparkline([]) == ""
+    assert display.sparkline([0.0, 1.0]) == "▁█"  # the ends, whatever the other scores
+    assert display.sparkline([i / 7 for i in range(8)]) == display.BLOCKS == "▁▂▃▄▅▆▇█"
+    # not scaled to the run's own range: a run that stays at 0.5 is a flat middle line
+    assert display.sparkline([0.5, 0.5]) == "▅▅"
+    assert display.sparkline([0.0, 0.0, 2 / 3, None, None]) == "▁▁▆··"
+    assert display.sparkline([None, float("nan")]) == "··"
+    assert display.sparkline([None], missing=" ") == " "
+    assert display.sparkline([-0.5, 1.5]) == "▁█"  # outside [0, 1]: the nearer end

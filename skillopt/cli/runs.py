@@ -1,9 +1,11 @@
-"""`skillopt log`, `skillopt diff`, `skillopt show`: a run's story, read from its
-checkpoint and git; `skillopt prune`: tidy the git refs runs leave behind;
-`skillopt bundle`: pack a run to replay elsewhere."""
+"""`skillopt runs`: the runs under the runs directory; `skillopt log`, `skillopt
+diff`, `skillopt show`: a run's story, read from its checkpoint and git; `skillopt
+prune`: tidy the git refs runs leave behind; `skillopt bundle`: pack a run to
+replay elsewhere."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -17,7 +19,7 @@ from skillopt.cli.common import handle_errors, out
 from skillopt.skill.edits import Edit
 
 if TYPE_CHECKING:
-    from skillopt.runs import RunStep
+    from skillopt.runs import RunInfo, RunStep
 
 Run = Annotated[
     str, typer.Argument(help="Run id (under the runs directory) or run directory.", metavar="RUN")
@@ -28,10 +30,143 @@ RunDirOpt = Annotated[
 ]
 
 
+# the keys of each object `skillopt runs --json` prints (`RunInfo.to_dict`)
+RUN_KEYS = (
+    "id, path, status (finished, stopped, interrupted or unreadable), reason, skill, "
+    "suite, target, optimizer, started_at (seconds since the epoch), started (UTC), "
+    "stopped_by (the budget's flag), val_initial, val_best, test_best, test_no_skill "
+    "(null: no test split was run), target_rollouts, cached_rollouts, target_cost, "
+    "optimizer_cost, cost (USD), cost_complete (false: some calls had no known price)"
+)
+
+
+@handle_errors
+def runs_cmd(
+    run_dir: RunDirOpt = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help=f"Print the runs as a JSON list, for scripts; each has {RUN_KEYS}."
+        ),
+    ] = False,
+) -> None:
+    """List the runs, newest first: skill, suite, models, when each started (UTC), its
+    status, validation (initial → best), test (best vs no skill), target rollouts and
+    cost. A finished run is done; a run stopped by a budget, or interrupted (killed,
+    Ctrl-C), continues with `skillopt train --resume RUN`; an unreadable run says why."""
+    found = api.list_runs(run_dir=run_dir)
+    if as_json:
+        out.print_json(json.dumps([r.to_dict() for r in found], ensure_ascii=False))
+        return
+    if not found:
+        from skillopt.runs import runs_dir
+
+        out.print(f"no runs in {escape(str(runs_dir(run_dir)))}", soft_wrap=True)
+        return
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+        caption="val: initial → best · test: best vs no skill · rollouts: run by the "
+        "target +served from the store · cost: target + optimizer",
+        caption_justify="left",
+    )
+    for col in _RUN_COLUMNS:
+        right = col in ("rollouts", "cost")
+        table.add_column(col, justify="right" if right else "left", no_wrap=True)
+    for r in found:
+        table.add_row(*_run_row(r))
+    if out.measure(table, options=out.options.update(max_width=10_000)).maximum > out.width:
+        # a terminal too narrow for the table: a few lines per run, the same figures
+        for i, r in enumerate(found):
+            if i:
+                out.print()
+            for line in _run_lines(r):
+                out.print(line, highlight=False)
+        return
+    out.print(table)
+    notes = [r for r in found if r.reason]
+    if notes:
+        out.print()
+    for r in notes:
+        out.print(f"{escape(r.id)}: {_status(r)}: {escape(r.reason)}", soft_wrap=True)
+
+
+_RUN_COLUMNS = (
+    "run",
+    "skill",
+    "suite",
+    "target",
+    "optimizer",
+    "started",
+    "status",
+    "val",
+    "test",
+    "rollouts",
+    "cost",
+)
+_STATUS_STYLE = {"stopped": "yellow", "interrupted": "yellow", "unreadable": "red"}
+
+
+def _status(r: RunInfo) -> str:
+    """`finished`, `stopped: budget`, `interrupted`, `unreadable` (markup)."""
+    text = "stopped: budget" if r.status == "stopped" and r.stopped_by else r.status
+    style = _STATUS_STYLE.get(r.status)
+    return f"[{style}]{text}[/]" if style else text
+
+
+def _run_row(r: RunInfo) -> tuple[str, ...]:
+    """A run's cells (markup), in `_RUN_COLUMNS` order; blank where unknown."""
+    if r.status == "unreadable":
+        return (escape(r.id), "", "", "", "", r.started, _status(r), "", "", "", "")
+    test = (
+        ""
+        if r.test_best is None and r.test_no_skill is None
+        else f"{display.score(r.test_best)} vs {display.score(r.test_no_skill)}"
+    )
+    return (
+        escape(r.id),
+        escape(r.skill or ""),
+        escape(r.suite or ""),
+        escape(r.target or ""),
+        escape(r.optimizer or ""),
+        r.started,
+        _status(r),
+        f"{display.score(r.val_initial)} → {display.score(r.val_best)}",
+        test,
+        f"{r.target_rollouts or 0:,} +{r.cached_rollouts or 0:,}",
+        display.money(r.cost, r.cost_complete),
+    )
+
+
+def _run_lines(r: RunInfo) -> list[str]:
+    """A run as a few lines (markup), for a terminal too narrow for the table."""
+    head = f"{escape(r.id)}  {_status(r)}" + (f" · {r.started} UTC" if r.started else "")
+    if r.status == "unreadable":
+        return [head, f"  {escape(r.reason)}"]
+    row = dict(zip(_RUN_COLUMNS, _run_row(r)))
+    lines = [
+        head,
+        f"  skill {row['skill']} · suite {row['suite']}",
+        f"  target {row['target']} · optimizer {row['optimizer']}",
+        f"  val {row['val']}"
+        + (f" · test {row['test']} (best vs no skill)" if row["test"] else ""),
+        f"  rollouts {r.target_rollouts or 0:,} run, {r.cached_rollouts or 0:,} from the store"
+        f" · cost {row['cost']}",
+    ]
+    if r.reason:
+        lines.append(f"  {escape(r.reason)}")
+    return lines
+
+
 @handle_errors
 def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
     """The training story of a run: every step, its decision, reason and evidence."""
     steps = api.run_log(run, run_dir=run_dir)
+    if steps:
+        out.print(val_line(steps), highlight=False)
     rows = [_log_row(s) for s in steps]
     columns = ("step", "decision", "val", "Δ", "p", "n", "edits", "commit")
     table = _log_table(columns, [r[:-1] for r in rows])
@@ -48,6 +183,18 @@ def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
 
 
 _REASON_WIDTH = 30
+
+
+def val_line(steps: list[RunStep]) -> str:
+    """`val ▁▁█·  0.000 → 0.667 (best)`: each step's validation score (`·`: the step
+    scored none), then the initial and the best skill's."""
+    from skillopt.runs import best_val
+
+    initial = steps[0].val if steps[0].kind == "initial" else None
+    return (
+        f"val {display.sparkline([s.val for s in steps])}  "
+        f"{display.score(initial)} → {display.score(best_val(steps))} (best)"
+    )
 
 
 def _log_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
@@ -260,6 +407,7 @@ def bundle_cmd(
 
 
 def register(app: typer.Typer) -> None:
+    app.command("runs")(runs_cmd)
     app.command("bundle")(bundle_cmd)
     app.command("log")(log_cmd)
     app.command("diff")(diff_cmd)

@@ -30,7 +30,7 @@ from skillopt.cli.common import (
     warn,
 )
 from skillopt.cli.models import refuse_missing_keys
-from skillopt.cli.progress import Display, open_display
+from skillopt.cli.progress import Display, RunEta, open_display
 from skillopt.errors import InputError
 from skillopt.optimize.trainer import TrainEvent
 
@@ -38,18 +38,24 @@ from skillopt.optimize.trainer import TrainEvent
 class TrainProgress:
     """The live view of a run: each batch of rollouts and each stage without rollouts
     (reflection, notes) is a stage of the display with its own count and clock; each
-    decision is a line printed through the display, never over the bar."""
+    decision is a line printed through the display, never over the bar. A live bar
+    also says when the run should be done (`run ETA 3m 05s`), once a step has
+    finished; a log does not."""
 
     def __init__(self, progress: Display):
         self.progress = progress
         self.epochs: int | None = None
         self.epoch = ""
         self.best: float | None = None
+        self.eta = RunEta(progress.clock)
 
     def _describe(self, what: str) -> str:
-        """What runs first (it survives a narrow terminal), then the best validation
-        score and the epoch."""
+        """What runs first (it survives a narrow terminal), then the time the run has
+        left (live only), the best validation score and the epoch."""
         parts = [what.replace("no_skill", "no skill").replace("_", " ")]
+        left = self.eta.left() if self.progress.live else None
+        if left is not None:
+            parts.append(f"run ETA {eta_text(left)}")
         if self.best is not None:
             parts.append(f"best val {display.score(self.best)}")
         if self.epoch:
@@ -60,16 +66,19 @@ class TrainProgress:
         d = ev.data
         if ev.kind == "run_started":
             self.epochs = d.get("epochs")
+            self.eta.started(d.get("steps") or 0, d.get("splits"))
             if d.get("splits") and not d.get("resumed"):
                 self.progress.print(display.split_sizes(d["splits"]))
         elif ev.kind == "stage":
             if "epoch" in d:
                 self.epoch = f"epoch {d['epoch']}" + (f"/{self.epochs}" if self.epochs else "")
+            self.eta.stage(d)
             what = f"step {d['step']} · {d['stage']}" if "step" in d else d["stage"]
             self.progress.stage(self._describe(what))
         elif ev.kind == "rollout":
             self.progress.count(d["label"], d["done"], d["total"], self._describe(d["label"]))
         elif ev.kind == "decision":
+            self.eta.decision(d)
             self.best = d.get("best")
             self.progress.print(decision_line(d))
         elif ev.kind == "stopped":
@@ -83,6 +92,13 @@ class TrainProgress:
             self.progress.print(
                 f"step {d['step']:<3} [yellow]skipped[/] {what} — {escape(d['skipped'])}"
             )
+
+
+def eta_text(seconds: float) -> str:
+    """`7s`, `42s`, `3m 05s`, `1h 02m`: whole seconds (an estimate has no tenths)."""
+    from skillopt.report import duration
+
+    return f"{round(seconds)}s" if seconds < 10 else duration(seconds)
 
 
 def stopped_line(stop: dict) -> str:

@@ -16,6 +16,7 @@ COMMANDS = [
     "train",
     "eval",
     "lint",
+    "runs",
     "log",
     "diff",
     "show",
@@ -89,7 +90,7 @@ def test_target_help_names_the_embedded_and_scripted_models(command):
     assert "openai/gpt-4o-mini" in text
 
 
-@pytest.mark.parametrize("command", ["export", "adopt", "log", "show", "diff", "train"])
+@pytest.mark.parametrize("command", ["export", "adopt", "runs", "log", "show", "diff", "train"])
 def test_every_command_taking_a_run_has_run_dir(command):
     assert re.search(r"--run-dir (DIR|PATH)\b", help_of(command))
 

@@ -14,12 +14,15 @@ from skillopt.cli.progress import (
     INTERVAL_ENV,
     LiveDisplay,
     PlainDisplay,
+    RunEta,
+    expected_test_time,
     interval_from_env,
     numbers,
     remaining,
+    run_eta,
     status,
 )
-from skillopt.cli.train import TrainProgress
+from skillopt.cli.train import TrainProgress, eta_text
 from skillopt.errors import InputError
 from skillopt.optimize.trainer import TrainEvent
 
@@ -257,3 +260,91 @@ def test_decision_line_shows_the_p_value_only_where_it_decides_and_the_delta_onc
     assert " p=0.031 · best" in paired and paired.endswith("p=0.031 <= 0.05")
     # a checkpoint written before the gate was in the event: the p-value still shows
     assert "p=0.500" in decision_line({**step, "p_value": 0.5, "best": 0.75, "reason": "x"})
+
+
+def test_run_eta_is_the_mean_step_times_the_steps_left_plus_the_test_split():
+    assert run_eta(60, 0, 5) is None  # no step timed yet: no estimate
+    assert run_eta(60, 2, 4) == 120  # 30 s a step, 4 steps left
+    assert run_eta(60, 2, 4, test=45) == 165
+    assert run_eta(60, 2, 0, test=45) == 45  # the steps are done: the test split is left
+    assert run_eta(60, 2, -1) == 0  # more steps than planned (a resumed plan) count none
+    # the test split scores three skills (no skill, initial, best): as many passes as
+    # the baseline's validation pass, per task; a resumed run takes a step for a pass
+    assert expected_test_time(n_val=4, n_test=8, val_pass=10, step=99) == 3 * 10 * 8 / 4
+    assert expected_test_time(n_val=4, n_test=4, val_pass=None, step=20) == 60
+    assert expected_test_time(n_val=4, n_test=0, val_pass=10, step=20) == 0
+    assert [eta_text(s) for s in (0.4, 7.6, 42, 185, 3720)] == [
+        "0s",
+        "8s",
+        "42s",
+        "3m 05s",
+        "1h 02m",
+    ]
+
+
+def test_run_eta_counts_steps_over_the_plan_from_a_resumed_step():
+    clock = Clock()
+    eta = RunEta(clock)
+    eta.started(10, {"train": 8, "val": 4, "test": 4})
+    # resumed at step 7 of 10 (epoch 2 of 5 steps, k 2): no baseline was timed here
+    eta.stage({"stage": "rollout", "step": 8, "epoch": 2, "k": 2, "per_epoch": 5})
+    clock.now += 30
+    assert eta.left() is None
+    eta.decision({"step": 8, "kind": "step"})
+    # 3 steps left at 30 s, and one pass (a step's time, 30 s) per test skill
+    assert eta.left() == 3 * 30 + 3 * 30
+    clock.now += 100
+    assert eta.left() == 80  # counts down between steps
+    clock.now += 1000
+    assert eta.left() == 0
+
+
+def test_the_live_bar_shows_the_runs_eta_once_a_step_is_done_and_a_log_never_does():
+    def feed(view: TrainProgress, clock: Clock) -> None:
+        view(TrainEvent("run_started", {"epochs": 2, "steps": 4, "splits": {"val": 4, "test": 4}}))
+        view(TrainEvent("stage", {"stage": "baseline"}))
+        clock.now += 10  # the baseline validation pass: 10 s for 4 tasks
+        view(TrainEvent("rollout", {"label": "baseline · val", "done": 4, "total": 4}))
+        view(TrainEvent("decision", {"step": 0, "kind": "initial", "val": 0.5, "best": 0.5}))
+        view(
+            TrainEvent("stage", {"stage": "rollout", "step": 1, "epoch": 1, "k": 1, "per_epoch": 2})
+        )
+        view(TrainEvent("rollout", {"label": "step 1 · train", "done": 1, "total": 8}))
+        clock.now += 60
+        view(
+            TrainEvent(
+                "decision",
+                {
+                    "step": 1,
+                    "kind": "step",
+                    "decision": "accepted",
+                    "accepted": True,
+                    "val": 0.75,
+                    "best": 0.75,
+                    "reason": "better",
+                },
+            )
+        )
+        view(
+            TrainEvent("stage", {"stage": "rollout", "step": 2, "epoch": 1, "k": 2, "per_epoch": 2})
+        )
+        clock.now += 5
+        view(TrainEvent("rollout", {"label": "step 2 · train", "done": 1, "total": 8}))
+
+    clock = Clock()
+    live = LiveDisplay(terminal(), clock=clock)
+    view = TrainProgress(live)
+    feed(view, clock)
+    # 3 steps left at 60 s, the test split 3 × 10 s, 5 s ago: 205 s
+    assert live.progress.tasks[0].description == (
+        "step 2 · train · run ETA 3m 25s · best val 0.750 · epoch 1/2"
+    )
+    assert "run ETA 3m 25s" in shown(live, 80)
+
+    clock = Clock()
+    console = log()
+    plain = PlainDisplay(0, clock=clock, console=console, heartbeat=False)
+    view = TrainProgress(plain)
+    feed(view, clock)
+    assert plain.description == "step 2 · train · best val 0.750 · epoch 1/2"
+    assert not any("ETA" in line for line in lines(console))
