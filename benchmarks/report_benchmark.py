@@ -94,7 +94,12 @@ def large() -> None:
             split = "val" if i % 3 == 0 else "train" if i % 3 == 1 else "test"
             g = i % groups
             items.append(
-                {"id": f"t{i:04d}", "input": f"item {g} n{i}", "expected": f"ok {g}", "split": split}
+                {
+                    "id": f"t{i:04d}",
+                    "input": f"item {g} n{i}",
+                    "expected": f"ok {g}",
+                    "split": split,
+                }
             )
         suite = cwd / "big.yaml"
         suite.write_text(yaml.safe_dump({"name": "big", "items": items}))
