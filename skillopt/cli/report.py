@@ -15,6 +15,7 @@ from rich.table import Table
 from skillopt import api
 from skillopt.cli.common import handle_errors, out, warn
 from skillopt.cli.runs import Run, RunDirOpt
+from skillopt.runs import find_run
 
 
 @handle_errors
@@ -47,6 +48,13 @@ def report_cmd(
     the best skill, the settings), or with RUN_B the page comparing two runs."""
     path = api.run_report(run, other, out=html, run_dir=run_dir)
     out.print(f"report: {escape(str(path))}", soft_wrap=True)
+    if other is not None:
+        suites = [find_run(r, run_dir).config().get("suite") for r in (run, other)]
+        if suites[0] != suites[1]:
+            warn(
+                f"the two runs were trained on different suites ({suites[0]} and "
+                f"{suites[1]}): their scores are not on the same tasks"
+            )
     if open_it and not webbrowser.open(path.resolve().as_uri()):
         warn(f"no web browser could be started: open {path} yourself")
 

@@ -31,11 +31,11 @@ def blame_lines(audit: Audit, records: dict[int, dict[str, Any]]) -> list[dict[s
     by_sha: dict[str, AuditCommit] = {c.sha: c for c in accepted}
     path = f"{audit.skill_path}/{SKILL_FILE}"
     try:
-        pieces = audit.repo.blame(tip.sha, path) or []
+        pieces: list[Any] = list(audit.repo.blame(tip.sha, path) or [])
     except git.GitCommandError:
         return []
     out: list[dict[str, Any]] = []
-    for commit, lines in pieces:
+    for commit, lines in pieces:  # (commit, its lines) in file order
         sha = getattr(commit, "hexsha", str(commit))
         c = by_sha.get(sha)
         step = c.step if c is not None else 0

@@ -167,9 +167,9 @@ def _points(steps: list[dict[str, Any]], f: Frame, series: int) -> list[str]:
     out = []
     for s in steps:
         kind, colour = MARKS.get(s["decision"], ("ring", "#8a8a8a"))
-        value = s.get("val")
-        if value is None:
-            kind, value = "ring", s.get("best") if s.get("best") is not None else 0.0
+        value: float = s["val"] if s.get("val") is not None else s.get("best") or 0.0
+        if s.get("val") is None:
+            kind = "ring"
         tip = step_tip(s)
         out.append(
             f'<g class="point" data-series="{series}" data-step="{s["step"]}" '
@@ -183,8 +183,9 @@ def spend_chart(steps: list[dict[str, Any]], spend: list[dict[str, Any]]) -> str
     """Best validation score so far against the target rollouts paid for so far:
     what each rollout bought."""
     best = {f"step {s['step']}": s.get("best") for s in steps}
-    pts = [(p, best.get(p["at"])) for p in spend if p["at"] in best]
-    pts = [(p, b) for p, b in pts if b is not None]
+    pts: list[tuple[dict[str, Any], float]] = [
+        (p, b) for p in spend if (b := best.get(p["at"])) is not None
+    ]
     if not pts:
         return '<p class="empty">No spend recorded per step.</p>'
     top = max(p["rollouts"] for p, _ in pts) or 1
@@ -249,7 +250,7 @@ def compare_chart(runs: Sequence[tuple[str, list[dict[str, Any]]]]) -> str:
         colour = SERIES[i % len(SERIES)]
         body.append(_best_line(steps, f, colour))
         for s in steps:
-            value = s.get("val") if s.get("val") is not None else s.get("best")
+            value: float | None = s["val"] if s.get("val") is not None else s.get("best")
             if value is None:
                 continue
             kind = "circle" if s.get("val") is not None else "ring"

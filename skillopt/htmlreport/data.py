@@ -97,7 +97,7 @@ def _events(run: RunDir, notes: list[str]) -> list[dict[str, Any]]:
         return []
 
 
-def _ledger(run: RunDir, config: dict, notes: list[str]) -> list[dict[str, Any]]:
+def _ledger(run: RunDir, config: dict[str, Any], notes: list[str]) -> list[dict[str, Any]]:
     """The run's spend rows from the store it recorded, found as given (relative to
     the current directory) or beside the runs directory; [] when it is gone."""
     store = (config.get("settings") or {}).get("store")
@@ -125,11 +125,13 @@ def _ledger(run: RunDir, config: dict, notes: list[str]) -> list[dict[str, Any]]
     return []
 
 
-def _applied(rec: dict) -> list[dict]:
+def _applied(rec: Any) -> list[dict[str, Any]]:
     return [a for a in rec.get("apply") or [] if isinstance(a, dict)]
 
 
-def _steps(state: TrainState, records: dict[int, dict], audit: Audit, notes: list[str]) -> list:
+def _steps(
+    state: TrainState, records: dict[int, dict[str, Any]], audit: Audit, notes: list[str]
+) -> list[dict[str, Any]]:
     commits = {c.step: c for c in audit.history()}
     best = None
     out = []
@@ -149,7 +151,7 @@ def _steps(state: TrainState, records: dict[int, dict], audit: Audit, notes: lis
                 diff = audit.diff(commit.parent if step > 0 else None, commit.sha)
             except Exception as exc:  # a repository pruned under us: the rest still shows
                 notes.append(f"step {step}: its diff could not be read ({exc})")
-        edits = []
+        edits: list[dict[str, Any]] = []
         if rec["kind"] == "slow_update":
             if rec.get("guidance"):
                 status = "applied" if _applied(rec) else "not applied"
@@ -216,7 +218,7 @@ def grid(state: TrainState, events: list[dict[str, Any]]) -> dict[str, Any]:
     incumbents = {
         rec["step"]: rec["incumbent_hash"] for rec in state.steps if rec.get("incumbent_hash")
     }
-    seen: dict[int, dict[str, list[dict]]] = {}
+    seen: dict[int, dict[str, list[dict[str, Any]]]] = {}
     # the verdicts each skill (by hash) got on each task, to find the flaky ones
     verdicts: dict[tuple[str, str], set[bool]] = {}
     skill_at = {0: state.initial.hash}
@@ -262,7 +264,9 @@ def grid(state: TrainState, events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"tasks": tasks, "columns": columns, "flaky": flaky}
 
 
-def _cell(rec: dict, task: str, pair: Any, evs: list[dict], gate: dict) -> dict[str, Any]:
+def _cell(
+    rec: Any, task: str, pair: Any, evs: list[dict[str, Any]], gate: dict[str, Any]
+) -> dict[str, Any]:
     if rec["kind"] != "initial" and not gate:
         return {"state": NO_CANDIDATE, "score": None}
     score = None
@@ -276,7 +280,7 @@ def _cell(rec: dict, task: str, pair: Any, evs: list[dict], gate: dict) -> dict[
         if evs:
             return {"state": UNSCORED, "score": None}
         return {"state": NOT_RUN, "score": None}
-    verdicts = [e.get("passed") for e in scored if isinstance(e.get("passed"), bool)]
+    verdicts = [e["passed"] for e in scored if isinstance(e.get("passed"), bool)]
     if verdicts:  # as the gate counts a task over samples: passed by at least half
         passed = sum(verdicts) * 2 >= len(verdicts)
     elif task in (gate.get("fail_to_pass") or []):
@@ -359,7 +363,7 @@ def _test(state: TrainState) -> list[dict[str, Any]]:
     return out
 
 
-def _files(run: RunDir, audit: Audit, config: dict) -> dict[str, str]:
+def _files(run: RunDir, audit: Audit, config: dict[str, Any]) -> dict[str, str]:
     return {
         "skill": str(config.get("skill")),
         "suite": str(config.get("suite")),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 import time
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
@@ -96,9 +97,25 @@ code { font: 12px ui-monospace, Menlo, Consolas, monospace; background: #f1f3f6;
 _SCRIPT = """
 (function () {
   var tip = document.getElementById("tip");
+  var STATES = ["pass", "fail", "unscored", "not-run", "none"];
+  function cellTip(el) {
+    var state = "";
+    for (var i = 0; i < STATES.length; i++) {
+      if (el.classList.contains(STATES[i])) state = STATES[i].replace("-", " ");
+    }
+    if (state === "none") state = "no candidate";
+    var text = el.parentNode.getAttribute("data-task") + " · step " +
+      el.getAttribute("data-step") + ": " + state;
+    if (el.getAttribute("data-score")) text += " (" + el.getAttribute("data-score") + ")";
+    if (el.getAttribute("data-flip")) {
+      text += " · " + el.getAttribute("data-flip") + " against the incumbent";
+    }
+    return text;
+  }
   function find(el) {
     while (el && el !== document) {
       if (el.getAttribute && el.getAttribute("data-tip")) return el;
+      if (el.classList && el.classList.contains("cell")) return el;
       el = el.parentNode;
     }
     return null;
@@ -106,7 +123,7 @@ _SCRIPT = """
   document.addEventListener("mouseover", function (ev) {
     var el = find(ev.target);
     if (!el) { tip.style.display = "none"; return; }
-    tip.textContent = el.getAttribute("data-tip");
+    tip.textContent = el.getAttribute("data-tip") || cellTip(el);
     tip.style.display = "block";
   });
   document.addEventListener("mousemove", function (ev) {
@@ -289,17 +306,15 @@ def _grid_section(d: dict[str, Any]) -> str:
         cells = []
         for c in g["columns"]:
             cell = c["cells"].get(t) or {"state": NOT_RUN}
-            state = cell["state"]
-            tip = f"{t} · step {c['step']}: {state}"
-            if cell.get("score") is not None:
-                tip += f" ({display.score(cell['score'])})"
+            css = cell["state"].replace(" ", "-") + (" flip" if cell.get("flip") else "")
+            # the tooltip is put together by the page's script from the row's task,
+            # the column's step, the class and these: a long run has many cells
+            extra = ""
+            if cell.get("score") is not None and cell["score"] not in (0.0, 1.0):
+                extra += f' data-score="{display.score(cell["score"])}"'
             if cell.get("flip"):
-                tip += f" · {cell['flip']} against the incumbent"
-            css = state.replace(" ", "-") + (" flip" if cell.get("flip") else "")
-            cells.append(
-                f'<td class="cell {css}" data-task="{attr(t)}" data-step="{c["step"]}" '
-                f'data-state="{attr(state)}" data-tip="{attr(tip)}"></td>'
-            )
+                extra += f' data-flip="{attr(cell["flip"])}"'
+            cells.append(f'<td class="cell {css}" data-step="{c["step"]}"{extra}></td>')
         flaky = t in g.get("flaky", [])
         rows.append(
             f'<tr class="task-row{" flaky" if flaky else ""}" data-task="{attr(t)}">'
@@ -492,11 +507,16 @@ def render_compare(a: dict[str, Any], b: dict[str, Any]) -> str:
     runs = [a, b]
     header = (
         f"<h1>Comparison · {escape(a['run_id'])} vs {escape(b['run_id'])}</h1>"
-        f'<p class="muted">suites: <code>{escape(str(a["summary"].get("suite")))}</code>'
-        f" · <code>{escape(str(b['summary'].get('suite')))}</code></p>"
+        f'<p class="muted">suites: {_path(a["summary"].get("suite"))}'
+        f" · {_path(b['summary'].get('suite'))}</p>"
     )
+    if not same_suite(a, b):
+        header += (
+            '<p class="status-stopped">The two runs were trained on different suites: '
+            "their scores are not on the same tasks.</p>"
+        )
     rows = []
-    fields = [
+    fields: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("target", lambda d: str(d["summary"].get("target"))),
         ("optimizer", lambda d: str(d["summary"].get("optimizer"))),
         ("status", lambda d: str(d["summary"].get("status"))),
@@ -567,7 +587,12 @@ def render_compare(a: dict[str, Any], b: dict[str, Any]) -> str:
     )
 
 
-def _test_cell(name: str):
+def same_suite(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two runs' reports are of the same suite (by its file)."""
+    return bool(a["summary"].get("suite") == b["summary"].get("suite"))
+
+
+def _test_cell(name: str) -> Callable[[dict[str, Any]], str]:
     def get(d: dict[str, Any]) -> str:
         for t in d["test"]:
             if t["name"] == name:

@@ -213,6 +213,27 @@ def test_report_command_rewrites_the_page_and_compares_two_runs(world, models):
     d = embedded(text)
     assert [r["run_id"] for r in d["runs"]] == [first, second]
     assert [r["summary"]["best_val"] for r in d["runs"]] == [1.0, 0.5]
+    assert "different suites" not in text and "different suites" not in res.stderr
+
+
+def test_comparing_runs_of_different_suites_says_so(world, models):
+    models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
+    _, first, _ = train(world)
+    other = world["root"] / "tasks" / "other.yaml"
+    other.write_text(world["suite"].read_text())
+    res = runner.invoke(
+        app,
+        ["train", str(world["skill"]), "--tasks", str(other)]
+        + train_args(world)[4:]
+        + ["--store", "runs/other.sqlite"],
+    )
+    assert res.exit_code == 0, res.output
+    second = res.stdout.split("history: git log skillopt/")[1].split()[0]
+    res = runner.invoke(app, ["report", first, second])
+    assert res.exit_code == 0, res.output
+    assert "trained on different suites" in res.stderr
+    page_path = world["root"] / "runs" / first / f"compare-{second}.html"
+    assert "trained on different suites" in page_path.read_text()
 
 
 def test_an_unknown_run_is_one_line_and_exit_2(world):

@@ -91,6 +91,18 @@ def test_scripted_run_report_in_the_browser(browser, world, models, tmp_path):  
     assert tip.is_displayed()
     assert "step 3 · accepted" in tip.text and "fail→pass 2: word-3, word-4" in tip.text
 
+    # a grid cell's tooltip: task, step, outcome and flip
+    cell = browser.find_element(
+        By.CSS_SELECTOR, 'tr.task-row[data-task="word-3"] td.cell[data-step="3"]'
+    )
+    ActionChains(browser).move_to_element(cell).perform()
+    assert tip.text == "word-3 · step 3: pass · fail→pass against the incumbent"
+    cell = browser.find_element(
+        By.CSS_SELECTOR, 'tr.task-row[data-task="keep-3"] td.cell[data-step="0"]'
+    )
+    ActionChains(browser).move_to_element(cell).perform()
+    assert tip.text == "keep-3 · step 0: pass"
+
     # the blame row of the learned line links to its step's evidence
     link = browser.find_element(By.CSS_SELECTOR, 'tr.blame-line[data-step="3"] a')
     link.click()
