@@ -311,3 +311,60 @@ def test_files_named_on_the_page_exist(three_steps):
     for name, where in d["files"].items():
         if name != "branch":
             assert Path(where).exists(), name
+
+
+def test_a_run_a_budget_stopped_has_its_page_and_says_how_to_go_on(world, models):
+    models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
+    res = runner.invoke(app, train_args(world, "--epochs", "3", "--max-target-rollouts", "6"))
+    assert res.exit_code == 3, res.output
+    run_id = res.stderr.split("`skillopt train --resume ")[1].split()[0]
+    text = (world["root"] / "runs" / run_id / "report.html").read_text()
+    assert "Stopped by the budget --max-target-rollouts" in text
+    assert f"skillopt train --resume {run_id}" in text
+    assert 'class="test-chart' not in text and "The test split was not run." in text
+
+
+def test_an_interrupted_run_is_reported_from_its_checkpoint(world, models):
+    """Ctrl-C inside step 1: no page is written at the end, `skillopt report` draws
+    what the checkpoint holds (the initial skill, no test split)."""
+    models["set"](ScriptedOptimizer([edits_reply(HARMFUL)], crash_at=1, crash=KeyboardInterrupt))
+    res = runner.invoke(app, train_args(world, "--epochs", "2"))
+    assert res.exit_code == 130, res.output
+    run_id = res.stderr.split("`skillopt train --resume ")[1].split("`")[0]
+    run = world["root"] / "runs" / run_id
+    assert not (run / "report.html").exists()
+    res = runner.invoke(app, ["report", run_id])
+    assert res.exit_code == 0, res.output
+    text = (run / "report.html").read_text()
+    p = Page(text)
+    assert len(p.classes["point"]) == 1  # step 0
+    assert 'class="status-running"' in text
+    assert len(p.classes["blame-line"]) == len(
+        (world["skill"] / "SKILL.md").read_text().splitlines()
+    )
+
+
+def test_open_hands_the_page_to_the_users_browser(world, models, tmp_path):
+    """`--open` starts the browser `$BROWSER` names (Python's webbrowser) on the
+    page's file:// URL; a real process, its argument recorded."""
+    import os
+    import subprocess
+    import sys
+
+    models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
+    _, run_id, run = train(world)
+    seen = tmp_path / "seen.txt"
+    opener = tmp_path / "opener.sh"
+    opener.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {seen}\n')
+    opener.chmod(0o755)
+    env = {**os.environ, "BROWSER": str(opener)}
+    done = subprocess.run(
+        [sys.executable, "-m", "skillopt", "report", run_id, "--open"],
+        cwd=world["root"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert seen.read_text() == (run / "report.html").resolve().as_uri()
