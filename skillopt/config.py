@@ -127,6 +127,29 @@ class CommandSettings(BaseModel):
     )
 
 
+class RaySettings(BaseModel):
+    """`ray:` — the cluster `executor: ray` runs rollouts on."""
+
+    model_config = ConfigDict(extra="forbid")
+    address: str = Field(
+        "auto",
+        description="'auto' (the cluster `ray start` made on this machine), "
+        "'ray://host:10001' (a remote cluster's client server), 'local' (start a private "
+        "cluster in this process for the run)",
+    )
+    num_cpus_per_rollout: float = Field(1.0, ge=0, description="CPUs each rollout reserves")
+    runtime_env: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Ray's runtime_env for the workers (env_vars, pip, working_dir, …)",
+    )
+    max_retries: int = Field(
+        3,
+        ge=0,
+        description="times Ray runs a rollout again whose worker or node died; after "
+        "that it is unscored",
+    )
+
+
 class Settings(BaseModel):
     """Everything a command needs besides its positional arguments."""
 
@@ -136,6 +159,10 @@ class Settings(BaseModel):
     judge: str | None = None
     concurrency: int = Field(8, ge=1, le=1024)
     samples: int = Field(1, ge=1)
+    executor: Literal["local", "ray"] = Field(
+        "local", description="where rollouts run: this machine's threads, or a Ray cluster"
+    )
+    ray: RaySettings = Field(default_factory=RaySettings)
     store: str = "runs/rollouts.sqlite"
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     # training (skillopt train)
@@ -253,6 +280,7 @@ _ENV = {
     "SKILLOPT_JUDGE": "judge",
     "SKILLOPT_CONCURRENCY": "concurrency",
     "SKILLOPT_SAMPLES": "samples",
+    "SKILLOPT_EXECUTOR": "executor",
     "SKILLOPT_STORE": "store",
     "SKILLOPT_OPTIMIZER": "optimizer",
     "SKILLOPT_RUN_DIR": "run_dir",

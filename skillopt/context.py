@@ -135,6 +135,11 @@ class Context:
         """An engine over this context; with `run_id`, what it pays is written to the
         store's spend ledger under that run; with `guard`, each batch it pays for is
         checked against the budget first."""
+        remote = None
+        if self.settings.executor == "ray":
+            from skillopt.executor import RayExecutor
+
+            remote = RayExecutor(self.settings.ray, self.harness, self.judge)
         return RolloutEngine(
             self.harness,
             self.store,
@@ -143,6 +148,7 @@ class Context:
             observers=observers,
             run_id=run_id,
             guard=guard,
+            remote=remote,
         )
 
 

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillopt.budget import Guard
 from skillopt.errors import ScorerError, SystemicFailure
@@ -39,6 +39,9 @@ from skillopt.skill.document import Skill
 from skillopt.suite.scorers import ScoreContext
 from skillopt.suite.task import Task
 from skillopt.text import replaced_note
+
+if TYPE_CHECKING:
+    from skillopt.executor import RayExecutor
 
 log = logging.getLogger("skillopt")
 
@@ -132,8 +135,11 @@ class RolloutEngine:
         observers: Sequence[Observer] = (),
         run_id: str | None = None,
         guard: Guard | None = None,
+        remote: RayExecutor | None = None,
     ):
         self.harness = harness
+        # rollouts run as Ray tasks (`executor: ray`); None: in this process's threads
+        self.remote = remote
         self.guard = guard  # checks the run's budget before each batch it pays for
         # a replay: every rollout must come from the store (a miss raises ReplayMiss)
         self.offline = False
@@ -239,7 +245,8 @@ class RolloutEngine:
         transactions). A private store needs no claims: everything is taken at once.
         A race (`until`) starts no more than `concurrency` at a time, topping up as
         each ends, so that stopping leaves nothing queued."""
-        serial = self.concurrency == 1 or len(pending) == 1
+        remote = self.remote
+        serial = (self.concurrency == 1 or len(pending) == 1) and remote is None
         if until is not None:
             limit = 1 if serial else self.concurrency
         elif not self.store.shared:
@@ -257,7 +264,7 @@ class RolloutEngine:
         # Workers hand results back through a queue: O(1) per rollout, unlike
         # waiting on the set of pending futures, which is O(n) per wake-up.
         finished: queue.SimpleQueue = queue.SimpleQueue()
-        pool = None if serial else self._executor()
+        pool = None if serial or remote is not None else self._executor()
 
         def job(i: int, task: Task, sample: int, key: str, fp: dict) -> None:
             try:
@@ -265,10 +272,25 @@ class RolloutEngine:
             except BaseException as exc:  # re-raised in the caller's thread
                 finished.put((i, None, exc))
 
+        def arrived(i: int, fp: dict, rollout: Rollout | None, exc: BaseException | None) -> None:
+            """A Ray task's result, in the executor's thread: stored here (the driver
+            is the store's one writer), then handed to the loop."""
+            if rollout is not None:
+                try:
+                    self.store.put(rollout, fp, run_id=self.run_id)
+                except BaseException as failed:
+                    rollout, exc = None, failed
+            finished.put((i, rollout, exc))
+
         def start(args: tuple) -> None:
             nonlocal in_flight
             in_flight += 1
-            if pool is None:
+            if remote is not None:
+                i, task, sample, key, fp = args
+                remote.submit(
+                    skill, task, sample, key, lambda r, e, i=i, fp=fp: arrived(i, fp, r, e)
+                )
+            elif pool is None:
                 ready.append(args)
             else:
                 pool.submit(job, *args)
@@ -337,6 +359,8 @@ class RolloutEngine:
                             for args in waiting.pop(key):
                                 claimed(args)
         except BaseException:
+            if remote is not None:
+                remote.cancel()
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
@@ -369,6 +393,8 @@ class RolloutEngine:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self.remote is not None:
+            self.remote.close()
 
     def _cancel(self) -> bool:
         """The run is stopping: agent processes still running are killed. Whether the
@@ -404,63 +430,9 @@ class RolloutEngine:
             )
 
     def _one(self, skill: Skill, task: Task, sample: int, key: str, fp: dict) -> Rollout:
-        traj = self.harness.run(skill, task)
-        harness = self._releases
-        try:
-            rollout = self._score(skill, task, sample, key, traj)
-        except BaseException:
-            if harness is not None:
-                harness.release(traj, failed=True)
-            raise
-        if harness is not None:
-            kept = harness.release(traj, failed=not (rollout.scored and rollout.passed))
-            if kept is not None:
-                rollout = replace(
-                    rollout, trajectory={**rollout.trajectory, "workspace": str(kept)}
-                )
+        rollout = run_one(self.harness, self._releases, self.judge, skill, task, sample, key)
         self.store.put(rollout, fp, run_id=self.run_id)
         return rollout
-
-    def _score(self, skill: Skill, task: Task, sample: int, key: str, traj: Trajectory) -> Rollout:
-        base = dict(
-            key=key,
-            task_id=task.id,
-            split=task.split,
-            sample=sample,
-            skill_hash=skill.hash,
-            answer=traj.answer,
-            usage=traj.usage,
-            cost=traj.cost,
-            latency_s=traj.latency_s,
-            model_calls=traj.model_calls,
-            trajectory=_trajectory_record(traj),
-        )
-        if not traj.ok:
-            return Rollout(
-                scored=False,
-                error=traj.error or "the harness returned no answer",
-                error_kind=traj.error_kind or "harness",
-                **base,
-            )
-        try:
-            score = task.scorer(
-                task, traj.answer, ScoreContext(workspace=traj.workspace, judge=self.judge)
-            )
-        except ScorerError as exc:
-            return Rollout(scored=False, error=str(exc), error_kind="scorer", **base)
-        except Exception as exc:  # a scorer bug: say so, don't score 0
-            return Rollout(
-                scored=False,
-                error=f"scorer crashed: {type(exc).__name__}: {exc}",
-                error_kind="scorer",
-                **base,
-            )
-        feedback = score.feedback
-        if traj.replaced:  # say so: the scorer saw U+FFFD where the agent sent something else
-            feedback = f"{feedback} ({replaced_note(traj.replaced, 'the answer')})".lstrip()
-        return Rollout(
-            scored=True, score=score.value, passed=score.passed, feedback=feedback, **base
-        )
 
     def _emit(self, event: RolloutEvent) -> None:
         for observer in self.observers:
@@ -468,6 +440,80 @@ class RolloutEngine:
                 observer(event)
             except Exception:  # an observer must never break the run
                 log.exception("observer %r failed; ignored", observer)
+
+
+def run_one(
+    harness: Harness,
+    releases: ReleasesWorkspaces | None,
+    judge: Any,
+    skill: Skill,
+    task: Task,
+    sample: int,
+    key: str,
+) -> Rollout:
+    """One rollout, start to end: the harness runs the task, the answer is scored
+    (in the agent's workspace, before it is put away) and the workspace released.
+    Where it runs (a thread here, a Ray worker) does not change what it returns;
+    the caller stores it."""
+    traj = harness.run(skill, task)
+    try:
+        rollout = score_trajectory(judge, skill, task, sample, key, traj)
+    except BaseException:
+        if releases is not None:
+            releases.release(traj, failed=True)
+        raise
+    if releases is not None:
+        kept = releases.release(traj, failed=not (rollout.scored and rollout.passed))
+        if kept is not None:
+            rollout = replace(rollout, trajectory={**rollout.trajectory, "workspace": str(kept)})
+    return rollout
+
+
+def score_trajectory(
+    judge: Any, skill: Skill, task: Task, sample: int, key: str, traj: Trajectory
+) -> Rollout:
+    """The rollout of a finished trajectory: scored, or unscored when the harness or
+    the scorer failed."""
+
+    base = dict(
+        key=key,
+        task_id=task.id,
+        split=task.split,
+        sample=sample,
+        skill_hash=skill.hash,
+        answer=traj.answer,
+        usage=traj.usage,
+        cost=traj.cost,
+        latency_s=traj.latency_s,
+        model_calls=traj.model_calls,
+        trajectory=_trajectory_record(traj),
+    )
+    if not traj.ok:
+        return Rollout(
+            scored=False,
+            error=traj.error or "the harness returned no answer",
+            error_kind=traj.error_kind or "harness",
+            **base,
+        )
+    try:
+        verdict = task.scorer(
+            task, traj.answer, ScoreContext(workspace=traj.workspace, judge=judge)
+        )
+    except ScorerError as exc:
+        return Rollout(scored=False, error=str(exc), error_kind="scorer", **base)
+    except Exception as exc:  # a scorer bug: say so, don't score 0
+        return Rollout(
+            scored=False,
+            error=f"scorer crashed: {type(exc).__name__}: {exc}",
+            error_kind="scorer",
+            **base,
+        )
+    feedback = verdict.feedback
+    if traj.replaced:  # say so: the scorer saw U+FFFD where the agent sent something else
+        feedback = f"{feedback} ({replaced_note(traj.replaced, 'the answer')})".lstrip()
+    return Rollout(
+        scored=True, score=verdict.value, passed=verdict.passed, feedback=feedback, **base
+    )
 
 
 def _trajectory_record(traj: Trajectory) -> dict:

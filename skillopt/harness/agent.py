@@ -171,6 +171,19 @@ class AgentHarness:
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
 
+    def __getstate__(self) -> dict:
+        """Picklable (a Ray worker gets a copy): no open workspaces, a fresh lock
+        and cancel flag there."""
+        state = self.__dict__.copy()
+        state["_open"] = {}
+        del state["_lock"], state["_cancelled"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+
     @classmethod
     def build(
         cls, settings: Settings, target: object = None, keep_dir: Path | None = None

@@ -132,6 +132,18 @@ class _SDKModel(RemoteModel):
         self._client: Any = None
         self._client_lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a Ray worker gets a copy): the SDK client and its lock are made
+        anew there."""
+        state = self.__dict__.copy()
+        state["_client"] = None
+        del state["_client_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._client_lock = threading.Lock()
+
     def _sdk(self) -> Any:
         """The SDK's client. Made inside the retry loop: one that cannot be made (no
         key) is a failed call, classified like any other."""

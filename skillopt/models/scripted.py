@@ -62,6 +62,16 @@ class ScriptedModel:
         elif answers is not None:
             self._queue = deque(answers if isinstance(answers, Iterable) else [answers])
 
+    def __getstate__(self) -> dict:
+        """Picklable (a Ray worker gets a copy): the lock is made anew there."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def fingerprint(self) -> dict:
         return {"name": self.name, **self.params}
 

@@ -1,0 +1,295 @@
+"""Rollouts on a Ray cluster (`executor: ray`): each rollout a Ray task, its result
+streamed back to the driver as it finishes.
+
+Invariants:
+- The driver alone writes the store and git: a worker runs the harness and the
+  scorer (`rollout.run_one`, the same function the local executor runs) and
+  returns the `Rollout`; the engine stores it. Nothing on a worker needs the
+  suite file, the store or the repository: the skill's text and supporting files,
+  the task (its input and files) and the harness travel with the task.
+- A worker that dies mid-rollout (killed, out of memory, its node gone) is Ray's
+  to retry (`ray.max_retries`); when the retries are spent the rollout is
+  *unscored* (`error_kind` "executor"), never a score of 0. An exception raised by
+  the harness or the scorer on a worker is raised in the driver, as it would be
+  locally.
+- Cancelling (Ctrl-C, a settled race is not a cancel) stops the tasks this
+  executor started: asked nicely first (KeyboardInterrupt on the worker, so an
+  agent's process group is killed as locally), then by force.
+- `ray` is imported only here, and only when a Ray executor is made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillopt.config import RaySettings
+from skillopt.errors import InputError
+from skillopt.harness.base import Harness, ReleasesWorkspaces
+from skillopt.record import Rollout
+from skillopt.skill.document import Skill
+from skillopt.suite.task import Task
+
+log = logging.getLogger("skillopt")
+
+# seconds the collector waits on the cluster before looking at its queue again
+_WAIT_S = 0.05
+# seconds a nicely cancelled task is given before it is killed
+_GRACE_S = 5.0
+
+Done = Callable[[Rollout | None, BaseException | None], None]
+
+
+@dataclass(frozen=True)
+class ShippedSkill:
+    """A skill as it travels to a worker: its text, and its supporting files' bytes
+    (a worker has no access to the skill directory)."""
+
+    text: str
+    support: tuple[tuple[str, str], ...]
+    files: tuple[tuple[str, bytes], ...]
+    hash: str
+
+    @classmethod
+    def of(cls, skill: Skill) -> ShippedSkill:
+        files = []
+        if skill.root is not None:
+            files = [(rel, (skill.root / rel).read_bytes()) for rel, _ in skill.support]
+        return cls(skill.text, skill.support, tuple(files), skill.hash)
+
+    def unpack(self) -> Skill:
+        """The skill on this machine: with supporting files, in a directory of its own
+        under the temporary directory (one per skill, written once per worker)."""
+        if not self.files:
+            return Skill.parse(self.text, support=self.support)
+        digest = hashlib.sha256(self.hash.encode()).hexdigest()[:16]
+        root = Path(tempfile.gettempdir()) / f"skillopt-skill-{digest}"
+        if not (root / ".complete").is_file():
+            staging = Path(tempfile.mkdtemp(prefix="skillopt-skill-"))
+            for rel, data in self.files:
+                dest = staging / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(data)
+            (staging / ".complete").write_text("")
+            try:
+                staging.rename(root)
+            except OSError:  # another task of this worker got there first
+                import shutil
+
+                shutil.rmtree(staging, ignore_errors=True)
+        return Skill.parse(self.text, root=root, support=self.support)
+
+
+# -- the worker's side ---------------------------------------------------------------
+# what a worker process has unpacked: per engine, its harness and judge (a harness may
+# hold what is slow to make, such as the embedded model's weights)
+_components: dict[str, tuple[Harness, Any]] = {}
+_components_lock = threading.Lock()
+
+
+def _worker_rollout(
+    token: str, boxed: list[Any], shipped: ShippedSkill, task: Task, sample: int, key: str
+) -> Rollout:
+    """A rollout on a worker. `boxed` holds the object refs of the engine's harness
+    and judge (in a list, so Ray does not fetch them for every task): fetched once
+    per worker process."""
+    from skillopt.rollout import run_one
+
+    with _components_lock:
+        found = _components.get(token)
+        if found is None:
+            import ray
+
+            harness, judge = ray.get(boxed)
+            found = _components[token] = (harness, judge)
+    harness, judge = found
+    releases = harness if isinstance(harness, ReleasesWorkspaces) else None
+    return run_one(harness, releases, judge, shipped.unpack(), task, sample, key)
+
+
+# -- the driver's side ---------------------------------------------------------------
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise InputError(
+            'executor: ray needs Ray: pip install -e ".[ray]" (on the workers too)',
+            field="executor",
+        ) from None
+    return ray
+
+
+def connect(settings: RaySettings) -> Any:
+    """Ray, connected to the cluster `settings.address` names (once per process)."""
+    ray = _ray()
+    if not ray.is_initialized():
+        address = None if settings.address == "local" else settings.address
+        try:
+            ray.init(
+                address=address,
+                runtime_env=settings.runtime_env or None,
+                ignore_reinit_error=True,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                configure_logging=False,
+            )
+        except ConnectionError as exc:
+            raise InputError(
+                f"no Ray cluster at {settings.address!r}: {exc}. Start one with `ray start "
+                "--head`, or set ray.address (ray://host:10001, or 'local' for a private one)",
+                field="ray.address",
+            ) from None
+    return ray
+
+
+def cluster_nodes(settings: RaySettings) -> list[dict[str, Any]]:
+    """The cluster's live nodes: address and resources."""
+    ray = connect(settings)
+    return [
+        {"address": n.get("NodeManagerAddress"), "resources": n.get("Resources", {})}
+        for n in ray.nodes()
+        if n.get("Alive")
+    ]
+
+
+def on_each_node(settings: RaySettings, fn: Callable[[], Any]) -> list[tuple[str, Any]]:
+    """`fn()` run once on every live node of the cluster: (node address, result).
+    A node where it raises gives the exception as its result."""
+    ray = connect(settings)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    remote = ray.remote(fn)
+    refs = []
+    for node in ray.nodes():
+        if not node.get("Alive"):
+            continue
+        strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+        refs.append(
+            (
+                node.get("NodeManagerAddress"),
+                remote.options(scheduling_strategy=strategy, num_cpus=0).remote(),
+            )
+        )
+    out: list[tuple[str, Any]] = []
+    for address, ref in refs:
+        try:
+            out.append((address, ray.get(ref)))
+        except Exception as exc:  # that node's answer: the check reports it
+            out.append((address, exc))
+    return out
+
+
+class RayExecutor:
+    """Starts rollouts as Ray tasks and hands each result to its `done` callback, in
+    a thread of its own, as it finishes. One per engine."""
+
+    def __init__(self, settings: RaySettings, harness: Harness, judge: Any):
+        self.settings = settings
+        self.ray = connect(settings)
+        self._token = uuid.uuid4().hex
+        self._boxed = [self.ray.put(harness), self.ray.put(judge)]
+        self._remote = self.ray.remote(_worker_rollout).options(
+            num_cpus=settings.num_cpus_per_rollout,
+            max_retries=settings.max_retries,
+            retry_exceptions=False,
+        )
+        self._shipped: dict[str, ShippedSkill] = {}
+        self._running: dict[Any, tuple[Done, Task, int, str, str]] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._collect, name="skillopt-ray", daemon=True)
+        self._thread.start()
+
+    def submit(self, skill: Skill, task: Task, sample: int, key: str, done: Done) -> None:
+        shipped = self._shipped.get(skill.hash)
+        if shipped is None:
+            shipped = self._shipped[skill.hash] = ShippedSkill.of(skill)
+        ref = self._remote.remote(self._token, self._boxed, shipped, task, sample, key)
+        with self._lock:
+            self._running[ref] = (done, task, sample, key, skill.hash)
+        self._wake.set()
+
+    def _collect(self) -> None:
+        ray = self.ray
+        while not self._closed:
+            with self._lock:
+                refs = list(self._running)
+            if not refs:
+                self._wake.wait(0.2)
+                self._wake.clear()
+                continue
+            ready, _ = ray.wait(refs, num_returns=1, timeout=_WAIT_S)
+            for ref in ready:
+                with self._lock:
+                    entry = self._running.pop(ref, None)
+                if entry is None:
+                    continue
+                done, task, sample, key, skill_hash = entry
+                rollout, error = self._result(ref, task, sample, key, skill_hash)
+                try:
+                    done(rollout, error)
+                except Exception:  # the engine's callback: never kill the collector
+                    log.exception("a rollout's result could not be handed over")
+
+    def _result(
+        self, ref: Any, task: Task, sample: int, key: str, skill_hash: str
+    ) -> tuple[Rollout | None, BaseException | None]:
+        from ray import exceptions as rex
+
+        try:
+            return self.ray.get(ref), None
+        except rex.TaskCancelledError as exc:
+            return None, KeyboardInterrupt(str(exc))
+        except rex.RayTaskError as exc:  # raised by our code on the worker
+            cause: Any = exc.as_instanceof_cause()  # type: ignore[no-untyped-call]
+            if isinstance(cause, KeyboardInterrupt):
+                return None, cause
+            return None, cause if isinstance(cause, BaseException) else exc
+        except rex.RayError as exc:  # the worker or its node died, retries spent
+            lost = Rollout(
+                key=key,
+                task_id=task.id,
+                split=task.split,
+                sample=sample,
+                skill_hash=skill_hash,
+                scored=False,
+                error=f"the Ray worker running it was lost ({type(exc).__name__}): "
+                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
+                error_kind="executor",
+            )
+            return lost, None
+
+    def cancel(self) -> None:
+        """Stop every task this executor started: nicely, then by force."""
+        with self._lock:
+            refs = list(self._running)
+        for ref in refs:
+            try:
+                self.ray.cancel(ref, force=False)
+            except Exception:
+                log.debug("cancel failed", exc_info=True)
+        if refs:
+            _, left = self.ray.wait(refs, num_returns=len(refs), timeout=_GRACE_S)
+            for ref in left:
+                try:
+                    self.ray.cancel(ref, force=True)
+                except Exception:
+                    log.debug("forced cancel failed", exc_info=True)
+        with self._lock:
+            self._running.clear()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        self._thread.join(timeout=2)
+
+
+__all__ = ["RayExecutor", "ShippedSkill", "cluster_nodes", "connect", "on_each_node"]
