@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import write_skill, write_suite
+from helpers import write_suite
 from ray_cluster import ray_cluster  # noqa: F401  (fixture)
 from typer.testing import CliRunner
 from world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, train_args
 
-from skillopt import api
 from skillopt.cli.main import app
 
 pytestmark = pytest.mark.ray
@@ -78,4 +77,194 @@ def test_eval_on_the_cluster_equals_the_local_executor(ray_cluster, world, model
     # the same table but for the wall time
     assert [line.split()[:-1] for line in remote.stdout.splitlines()[-4:]] == [
         line.split()[:-1] for line in local.stdout.splitlines()[-4:]
+    ]
+
+
+def marked_suite(root: Path, words: list[str], where: Path) -> Path:
+    """A suite whose items are `<word> <where>`, each expecting the word in capitals."""
+    items = [
+        {"id": f"t-{w}", "input": f"{w} {where}", "expected": w.upper(), "split": "test"}
+        for w in words
+    ]
+    return write_suite(root / "tasks" / "marked.yaml", items)
+
+
+def eval_args(world, suite: Path, target: str, *extra: str) -> list[str]:
+    return [
+        "eval",
+        str(world["skill"]),
+        "--tasks",
+        str(suite),
+        "--target",
+        f"scripted/ray_targets:{target}",
+        *extra,
+    ]
+
+
+def test_rollouts_run_on_both_nodes_of_the_cluster(ray_cluster, world, tmp_path):  # noqa: F811
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    words = [f"w{i}" for i in range(9)]
+    suite = marked_suite(world["root"], words, marks)
+    use_ray(world["root"], ray_cluster)
+    res = runner.invoke(app, eval_args(world, suite, "where_it_ran", "--concurrency", "3"))
+    assert res.exit_code == 0, res.output
+    ran = [p.name.split("-") for p in marks.iterdir()]
+    assert sorted(w for _, _, w in ran) == sorted(words)
+    assert len({node for node, _, _ in ran}) == 2  # the head and the second node
+    assert os.getpid() not in {int(pid) for _, pid, _ in ran}  # none ran in this process
+
+
+def wait_for(path: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def kill_the_worker_when_it_starts(marks: Path) -> int:
+    wait_for(marks / "pid")
+    pid = int((marks / "pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def test_a_worker_killed_mid_rollout_is_retried(ray_cluster, world, tmp_path):  # noqa: F811
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    suite = marked_suite(world["root"], ["die", "ok"], marks)
+    use_ray(world["root"], ray_cluster, max_retries=2)
+    result: dict = {}
+    thread = threading.Thread(
+        target=lambda: result.update(res=runner.invoke(app, eval_args(world, suite, "dies_once")))
+    )
+    thread.start()
+    killed = kill_the_worker_when_it_starts(marks)
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    res = result["res"]
+    assert res.exit_code == 0, res.output
+    assert not alive(killed)
+    rows_ = {r["task_id"]: r for r in rows(world["root"] / "runs" / "rollouts.sqlite")}
+    # the killed attempt was run again, on another worker, and scored
+    assert rows_["t-die"]["status"] == "scored" and rows_["t-die"]["score"] == 1.0
+    assert rows_["t-ok"]["score"] == 1.0
+
+
+def test_with_no_retries_a_lost_worker_leaves_the_rollout_unscored(
+    ray_cluster,
+    world,
+    tmp_path,  # noqa: F811
+):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    suite = marked_suite(world["root"], ["die", "ok"], marks)
+    use_ray(world["root"], ray_cluster, max_retries=0)
+    result: dict = {}
+    thread = threading.Thread(
+        target=lambda: result.update(
+            res=runner.invoke(app, eval_args(world, suite, "dies_once", "--json", "out.json"))
+        )
+    )
+    thread.start()
+    kill_the_worker_when_it_starts(marks)
+    thread.join(timeout=120)
+    res = result["res"]
+    assert res.exit_code == 0, res.output
+    rows_ = {r["task_id"]: r for r in rows(world["root"] / "runs" / "rollouts.sqlite")}
+    lost = rows_["t-die"]
+    assert lost["status"] == "unscored" and lost["score"] is None
+    assert lost["error_kind"] == "executor" and "worker" in lost["error"]
+    # unscored is not a zero: the mean is over the scored task alone
+    (result_,) = json.loads((world["root"] / "out.json").read_text())["results"]
+    assert (result_["mean"], result_["n"], result_["unscored"]) == (1.0, 1, 1)
+
+
+def test_ctrl_c_stops_the_remote_tasks(ray_cluster, world, tmp_path):  # noqa: F811
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    suite = marked_suite(world["root"], ["a", "b"], marks)
+    use_ray(world["root"], ray_cluster)
+    # the driver resolves the target by name too: it imports tests/ray_targets.py
+    env = {**os.environ, **ray_cluster.settings()["runtime_env"]["env_vars"]}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillopt", *eval_args(world, suite, "waits_for_ctrl_c", "-j", "2")],
+        cwd=world["root"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(marks.glob("started-*"))) < 2:
+            assert time.monotonic() < deadline, "the remote tasks never started"
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert time.monotonic() - started < 20
+    # each task was interrupted on its worker (or its worker killed), not left to sleep
+    pids = [int(p.name.split("-")[1]) for p in marks.glob("started-*")]
+    for pid in pids:
+        assert (marks / f"interrupted-{pid}").exists() or not alive(pid), pid
+
+
+def test_a_run_of_failures_stops_as_it_does_locally(ray_cluster, world, tmp_path):  # noqa: F811
+    items = [{"id": f"t{i}", "input": f"x{i}", "expected": "X", "split": "test"} for i in range(8)]
+    suite = write_suite(world["root"] / "tasks" / "down.yaml", items)
+    args = eval_args(world, suite, "x")[:-2] + ["--target", "scripted/scripted_targets:always_down"]
+    local = runner.invoke(app, [*args, "--store", "local.sqlite", "-j", "1"])
+    use_ray(world["root"], ray_cluster)
+    remote = runner.invoke(app, [*args, "--store", "ray.sqlite", "-j", "1"])
+    assert remote.exit_code == local.exit_code != 0
+    assert remote.stderr == local.stderr
+    assert "unscored, not zeros" in remote.stderr
+
+
+def train_run(world, models, store: str) -> tuple[dict, list[dict]]:
+    models["set"](ScriptedOptimizer([edits_reply(NEUTRAL), edits_reply(HELPFUL)]))
+    res = runner.invoke(app, train_args(world, "--epochs", "3", "--store", store))
+    assert res.exit_code == 0, res.output
+    run_id = res.stdout.split("history: git log skillopt/")[1].split()[0]
+    state = json.loads((world["root"] / "runs" / run_id / "state.json").read_text())
+    steps = [
+        {k: v for k, v in rec.items() if k not in ("wall_s", "commit")} for rec in state["steps"]
+    ]
+    return {"steps": steps, "test": state["test"], "best": state["incumbent"]}, rows(
+        world["root"] / store
+    )
+
+
+def test_train_on_the_cluster_decides_as_the_local_executor(
+    ray_cluster,
+    world,
+    models,  # noqa: F811
+):
+    local_state, local_rows = train_run(world, models, "local.sqlite")
+    use_ray(world["root"], ray_cluster)
+    remote_state, remote_rows = train_run(world, models, "ray.sqlite")
+    for name in local_state["test"]:
+        for score in (local_state["test"][name], remote_state["test"][name]):
+            score.pop("wall_s", None)
+    assert remote_state == local_state
+    assert remote_rows == local_rows
+    assert [s["decision"] for s in local_state["steps"]] == [
+        "initial",
+        "rejected",
+        "accepted",
+        "no_candidate",
     ]
