@@ -65,14 +65,16 @@ class ShippedSkill:
         return cls(skill.text, skill.support, tuple(files), skill.hash)
 
     def unpack(self) -> Skill:
-        """The skill on this machine: with supporting files, in a directory of its own
-        under the temporary directory (one per skill, written once per worker)."""
+        """The skill on this machine: with supporting files, rooted in a directory
+        holding them under the temporary directory. The directory is named by the
+        files' hashes, so the candidates of a run (which differ in SKILL.md alone:
+        a harness writes it from the text) share one, written once per machine."""
         if not self.files:
             return Skill.parse(self.text, support=self.support)
-        digest = hashlib.sha256(self.hash.encode()).hexdigest()[:16]
-        root = Path(tempfile.gettempdir()) / f"skillopt-skill-{digest}"
+        digest = hashlib.sha256(repr(self.support).encode()).hexdigest()[:16]
+        root = Path(tempfile.gettempdir()) / f"skillopt-support-{digest}"
         if not (root / ".complete").is_file():
-            staging = Path(tempfile.mkdtemp(prefix="skillopt-skill-"))
+            staging = Path(tempfile.mkdtemp(prefix="skillopt-support-"))
             for rel, data in self.files:
                 dest = staging / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)

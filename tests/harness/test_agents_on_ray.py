@@ -80,3 +80,45 @@ def test_an_agent_harness_trains_on_the_cluster_as_locally(
     if harness != "command":  # the stand-in saw the candidate skill on a worker
         calls = agents.calls("claude" if harness == "claude-code" else "codex")
         assert any(HELPFUL in c["skills"].get("words", "") for c in calls)
+
+
+def eval_on_cluster(root: Path, skill: Path, suite: Path, section: dict, cluster) -> dict:
+    (root / "skillopt.yaml").write_text(
+        yaml.safe_dump({**section, "executor": "ray", "ray": cluster.settings()})
+    )
+    result = api.evaluate(skill, suite, harness="command", split="test")
+    (only,) = result.all_rollouts
+    return only.to_dict()
+
+
+def test_supporting_files_travel_with_the_skill(ray_cluster, isolated, tmp_path):  # noqa: F811
+    """The agent answers with a supporting file of the skill, read from where the
+    worker installed it: the file came with the task, from bytes the driver read."""
+    from helpers import write_skill, write_suite
+
+    skill = write_skill(isolated / "skills", "notes")
+    (skill / "reference").mkdir()
+    (skill / "reference" / "answer.txt").write_text("FROM-THE-SUPPORT-FILE\n")
+    suite = write_suite(
+        isolated / "tasks" / "notes.yaml",
+        [{"id": "t1", "input": "read it", "expected": "FROM-THE-SUPPORT-FILE", "split": "test"}],
+    )
+    argv = ["sh", "-c", 'cat "$0/reference/answer.txt"', "{skill_dir}"]
+    rollout = eval_on_cluster(isolated, skill, suite, {"command": {"argv": argv}}, ray_cluster)
+    assert rollout["scored"] and rollout["score"] == 1.0, rollout
+
+
+def test_an_agent_timeout_on_a_worker_is_unscored_as_locally(ray_cluster, isolated):  # noqa: F811
+    from helpers import write_skill, write_suite
+
+    skill = write_skill(isolated / "skills", "slow")
+    suite = write_suite(
+        isolated / "tasks" / "slow.yaml",
+        [{"id": "t1", "input": "wait", "expected": "done", "split": "test"}],
+    )
+    section = {"command": {"argv": ["sleep", "30"]}, "agent": {"timeout": 1}}
+    (isolated / "skillopt.yaml").write_text(yaml.safe_dump(section))
+    local = api.evaluate(skill, suite, harness="command", split="test").all_rollouts[0].to_dict()
+    remote = eval_on_cluster(isolated, skill, suite, section, ray_cluster)
+    assert not remote["scored"] and remote["error_kind"] == local["error_kind"] == "timeout"
+    assert remote["error"] == local["error"]
