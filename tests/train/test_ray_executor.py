@@ -7,23 +7,14 @@ remote tasks; a run of failures stops the run as locally."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import write_skill, write_suite
 from ray_cluster import ray_cluster  # noqa: F401  (fixture)
 from typer.testing import CliRunner
-from world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, train_args
 
-from skillopt import api
 from skillopt.cli.main import app
 
 pytestmark = pytest.mark.ray
