@@ -105,6 +105,7 @@ def evaluate(
     judge: str | Model | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     store: str | Path | RolloutStore | None = None,
     agent: Section | None = None,
     claude_code: Section | None = None,
@@ -134,6 +135,7 @@ def evaluate(
         **names,
         samples=samples,
         concurrency=concurrency,
+        executor=executor,
         store=None if store is None or isinstance(store, RolloutStore) else str(store),
         agent=agent,
         claude_code=claude_code,
@@ -184,6 +186,7 @@ def train(
     seed: int | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     store: str | Path | None = None,
     run_dir: str | Path | None = None,
     agent: Section | None = None,
@@ -244,6 +247,7 @@ def plan(
     seed: int | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     store: str | Path | None = None,
     run_dir: str | Path | None = None,
     agent: Section | None = None,
@@ -271,6 +275,7 @@ def resume(
     *,
     run_dir: str | Path | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     budget_usd: float | None = None,
     max_target_rollouts: int | None = None,
     max_optimizer_calls: int | None = None,
@@ -285,8 +290,8 @@ def resume(
     warn: Warn | None = None,
 ) -> TrainResult:
     """Continue a checkpointed run (by id under `run_dir`, or its directory) with its
-    recorded skill, suite and settings; only `concurrency` and the budget may change
-    (a run a budget stopped continues with a larger one). A run trained with objects
+    recorded skill, suite and settings; only `concurrency`, `executor` and the budget
+    may change (a run a budget stopped continues with a larger one). A run trained with objects
     passed in code needs the same kinds of objects again."""
     from skillopt import training
 
@@ -302,6 +307,7 @@ def resume(
         run,
         run_dir=run_dir,
         concurrency=concurrency,
+        executor=executor,
         budget=budget,
         components=components,
         observers=observers,
@@ -356,6 +362,7 @@ def _train_inputs(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
                 "seed",
                 "samples",
                 "concurrency",
+                "executor",
                 "agent",
                 "claude_code",
                 "codex",
@@ -387,6 +394,7 @@ def validate(
     judge: str | Model | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     store: str | Path | None = None,
     budget_usd: float | None = None,
     max_target_rollouts: int | None = None,
@@ -406,6 +414,7 @@ def validate(
         **names,
         samples=samples,
         concurrency=concurrency,
+        executor=executor,
         store=None if store is None else str(store),
         budget_usd=budget_usd,
         max_target_rollouts=max_target_rollouts,
