@@ -32,6 +32,7 @@ from skillopt.suite.task import Suite
 
 if TYPE_CHECKING:
     from skillopt.ci import ValidateResult
+    from skillopt.cluster import NodeReport
     from skillopt.models.inventory import ModelInfo
     from skillopt.optimize.plan import Plan
     from skillopt.optimize.trainer import TrainObserver
@@ -583,8 +584,30 @@ def models(env: Mapping[str, str] | None = None) -> list[ModelInfo]:
     return inventory(None if env is None else dict(env))
 
 
+def cluster_report(
+    *,
+    executor: Literal["local", "ray"] | None = None,
+    ray: Section | None = None,
+    settings: Settings | None = None,
+) -> list[NodeReport] | None:
+    """What every live node of the Ray cluster has for running rollouts (`skillopt
+    models --executor ray`): Python, skillopt, Ray, the agent CLIs, the embedded
+    model; each node's checks say what is missing, they never raise. None when the
+    executor (settings resolved as for a run) is local; `InputError` naming
+    ray.address when the cluster cannot be reached."""
+    from skillopt.cluster import cluster_report as check_nodes
+    from skillopt.config import resolve_settings
+
+    if settings is None:
+        settings = resolve_settings(_overrides(executor=executor, ray=ray))
+    if settings.executor != "ray":
+        return None
+    return check_nodes(settings)
+
+
 __all__ = [
     "adopt",
+    "cluster_report",
     "evaluate",
     "export",
     "lint",

@@ -1,4 +1,4 @@
-"""`--executor local|ray` on eval, train and validate: the flag wins over
+"""`--executor local|ray` on eval, train, validate and models: the flag wins over
 skillopt.yaml (`ray:` stays there); an unreachable cluster is one line naming
 ray.address and exit 2, at once (Ray alone would retry for minutes); eval with
 `--executor ray` on the tests' real cluster gives the local executor's rows."""
@@ -84,7 +84,7 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("command", ["eval", "validate", "train"])
+@pytest.mark.parametrize("command", ["eval", "validate", "train", "models"])
 def test_executor_ray_without_a_cluster_is_one_line_and_exit_2(command, isolated):
     require_ray()
     port = closed_port()
@@ -110,6 +110,7 @@ def test_executor_ray_without_a_cluster_is_one_line_and_exit_2(command, isolated
             "--optimizer",
             "exemplars",
         ],
+        "models": ["models"],
     }[command]
     started = time.monotonic()
     done = run_cli(*args, "--executor", "ray", cwd=isolated)
