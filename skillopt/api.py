@@ -32,6 +32,7 @@ from skillopt.suite.task import Suite
 
 if TYPE_CHECKING:
     from skillopt.ci import ValidateResult
+    from skillopt.cluster import NodeReport
     from skillopt.models.inventory import ModelInfo
     from skillopt.optimize.plan import Plan
     from skillopt.optimize.trainer import TrainObserver
@@ -105,6 +106,7 @@ def evaluate(
     judge: str | Model | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     store: str | Path | RolloutStore | None = None,
     agent: Section | None = None,
     claude_code: Section | None = None,
@@ -134,6 +136,7 @@ def evaluate(
         **names,
         samples=samples,
         concurrency=concurrency,
+        executor=executor,
         store=None if store is None or isinstance(store, RolloutStore) else str(store),
         agent=agent,
         claude_code=claude_code,
@@ -184,6 +187,7 @@ def train(
     seed: int | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     store: str | Path | None = None,
     run_dir: str | Path | None = None,
     agent: Section | None = None,
@@ -244,6 +248,7 @@ def plan(
     seed: int | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     store: str | Path | None = None,
     run_dir: str | Path | None = None,
     agent: Section | None = None,
@@ -271,6 +276,7 @@ def resume(
     *,
     run_dir: str | Path | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     budget_usd: float | None = None,
     max_target_rollouts: int | None = None,
     max_optimizer_calls: int | None = None,
@@ -285,8 +291,8 @@ def resume(
     warn: Warn | None = None,
 ) -> TrainResult:
     """Continue a checkpointed run (by id under `run_dir`, or its directory) with its
-    recorded skill, suite and settings; only `concurrency` and the budget may change
-    (a run a budget stopped continues with a larger one). A run trained with objects
+    recorded skill, suite and settings; only `concurrency`, `executor` and the budget
+    may change (a run a budget stopped continues with a larger one). A run trained with objects
     passed in code needs the same kinds of objects again."""
     from skillopt import training
 
@@ -302,6 +308,7 @@ def resume(
         run,
         run_dir=run_dir,
         concurrency=concurrency,
+        executor=executor,
         budget=budget,
         components=components,
         observers=observers,
@@ -356,6 +363,7 @@ def _train_inputs(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
                 "seed",
                 "samples",
                 "concurrency",
+                "executor",
                 "agent",
                 "claude_code",
                 "codex",
@@ -387,6 +395,7 @@ def validate(
     judge: str | Model | None = None,
     samples: int | None = None,
     concurrency: int | None = None,
+    executor: Literal["local", "ray"] | None = None,
     store: str | Path | None = None,
     budget_usd: float | None = None,
     max_target_rollouts: int | None = None,
@@ -406,6 +415,7 @@ def validate(
         **names,
         samples=samples,
         concurrency=concurrency,
+        executor=executor,
         store=None if store is None else str(store),
         budget_usd=budget_usd,
         max_target_rollouts=max_target_rollouts,
@@ -574,8 +584,30 @@ def models(env: Mapping[str, str] | None = None) -> list[ModelInfo]:
     return inventory(None if env is None else dict(env))
 
 
+def cluster_report(
+    *,
+    executor: Literal["local", "ray"] | None = None,
+    ray: Section | None = None,
+    settings: Settings | None = None,
+) -> list[NodeReport] | None:
+    """What every live node of the Ray cluster has for running rollouts (`skillopt
+    models --executor ray`): Python, skillopt, Ray, the agent CLIs, the embedded
+    model; each node's checks say what is missing, they never raise. None when the
+    executor (settings resolved as for a run) is local; `InputError` naming
+    ray.address when the cluster cannot be reached."""
+    from skillopt.cluster import cluster_report as check_nodes
+    from skillopt.config import resolve_settings
+
+    if settings is None:
+        settings = resolve_settings(_overrides(executor=executor, ray=ray))
+    if settings.executor != "ray":
+        return None
+    return check_nodes(settings)
+
+
 __all__ = [
     "adopt",
+    "cluster_report",
     "evaluate",
     "export",
     "lint",

@@ -165,7 +165,8 @@ def prepare(
     check: bool = True,
 ) -> Context:
     """Resolve the models, build the harness (unless given) and check it can run
-    `skills` (unless `check` is false: a replay runs nothing), open the store
+    `skills` and connect to the Ray cluster of `executor: ray` (unless `check` is
+    false: a replay runs nothing), open the store
     (unless given). `keep_dir` is where the harness keeps workspaces (a training
     run keeps them in its own directory)."""
     if harness is None:
@@ -174,6 +175,11 @@ def prepare(
         harness = build_harness(settings, target, keep_dir=keep_dir)
     if check:
         harness.check(skills)
+        if settings.executor == "ray":
+            # an unreachable cluster stops the command here, before a store or a run is made
+            from skillopt.executor import connect
+
+            connect(settings.ray)
     if judge is None:
         judge = resolve_judge(suite, settings)
     if store is None:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import socket
 import tempfile
 import threading
 import uuid
@@ -43,6 +45,8 @@ log = logging.getLogger("skillopt")
 _WAIT_S = 0.05
 # seconds a nicely cancelled task is given before it is killed
 _GRACE_S = 5.0
+# seconds the cluster's address is given to accept a connection before ray.init
+_PROBE_S = 5.0
 
 Done = Callable[[Rollout | None, BaseException | None], None]
 
@@ -129,10 +133,13 @@ def _ray() -> Any:
 
 
 def connect(settings: RaySettings) -> Any:
-    """Ray, connected to the cluster `settings.address` names (once per process)."""
+    """Ray, connected to the cluster `settings.address` names (once per process).
+    An address where nothing answers is refused at once (`InputError` naming
+    ray.address): Ray itself would keep trying for minutes."""
     ray = _ray()
     if not ray.is_initialized():
         address = None if settings.address == "local" else settings.address
+        _probe(settings.address)
         try:
             ray.init(
                 address=address,
@@ -143,12 +150,71 @@ def connect(settings: RaySettings) -> Any:
                 configure_logging=False,
             )
         except ConnectionError as exc:
-            raise InputError(
-                f"no Ray cluster at {settings.address!r}: {exc}. Start one with `ray start "
-                "--head`, or set ray.address (ray://host:10001, or 'local' for a private one)",
-                field="ray.address",
-            ) from None
+            raise _unreachable(settings.address, str(exc)) from None
     return ray
+
+
+def _unreachable(address: str, reason: str) -> InputError:
+    return InputError(
+        f"no Ray cluster at {address!r} ({reason}); start one with `ray start --head`, or "
+        "set ray.address in skillopt.yaml (host:6379, ray://host:10001, or 'local' for a "
+        "private one)",
+        field="ray.address",
+    )
+
+
+def _probe(address: str) -> None:
+    """Raise when the host and port Ray would connect to refuse a TCP connection,
+    do not answer, or do not resolve. 'local' starts a cluster and is not probed;
+    'auto' is probed where Ray finds an address for it."""
+    target = _host_port(address)
+    if target is None:
+        return
+    host, port = target
+    try:
+        with socket.create_connection((host, port), timeout=_PROBE_S):
+            return
+    except ConnectionRefusedError:
+        reason = f"{host}:{port} refused the connection"
+    except TimeoutError:
+        reason = f"{host}:{port} did not answer within {_PROBE_S:g}s"
+    except socket.gaierror:
+        reason = f"cannot resolve the host {host!r}"
+    except OSError as exc:
+        reason = f"{host}:{port}: {exc.strerror or exc}"
+    raise _unreachable(address, reason)
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """The (host, port) `ray.init(address)` would connect to first, or None where
+    that is not known before Ray looks (a private cluster, an address Ray parses
+    otherwise)."""
+    if not address.startswith("ray://"):
+        # Ray lets RAY_ADDRESS win over the address it is given
+        address = os.environ.get("RAY_ADDRESS") or address
+    if address == "local":
+        return None
+    if address == "auto":
+        try:
+            from ray._private.services import get_ray_address_from_environment
+
+            found = get_ray_address_from_environment("auto", None)
+        except ConnectionError as exc:  # no cluster started on this machine
+            raise _unreachable("auto", str(exc).split(". ")[0]) from None
+        except Exception:  # Ray's own lookup changed: let ray.init decide
+            return None
+        if not isinstance(found, str) or found in ("auto", "local"):
+            return None
+        address = found
+    client = address.startswith("ray://")
+    rest = address.removeprefix("ray://").split("/", 1)[0]
+    host, sep, port = rest.rpartition(":")
+    if not sep:
+        host, port = rest, "10001" if client else ""
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        return None
+    return host, int(port)
 
 
 def cluster_nodes(settings: RaySettings) -> list[dict[str, Any]]:
@@ -161,8 +227,10 @@ def cluster_nodes(settings: RaySettings) -> list[dict[str, Any]]:
     ]
 
 
-def on_each_node(settings: RaySettings, fn: Callable[[], Any]) -> list[tuple[str, Any]]:
-    """`fn()` run once on every live node of the cluster: (node address, result).
+def on_each_node(
+    settings: RaySettings, fn: Callable[..., Any], *args: Any
+) -> list[tuple[str, Any]]:
+    """`fn(*args)` run once on every live node of the cluster: (node address, result).
     A node where it raises gives the exception as its result."""
     ray = connect(settings)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -176,7 +244,7 @@ def on_each_node(settings: RaySettings, fn: Callable[[], Any]) -> list[tuple[str
         refs.append(
             (
                 node.get("NodeManagerAddress"),
-                remote.options(scheduling_strategy=strategy, num_cpus=0).remote(),
+                remote.options(scheduling_strategy=strategy, num_cpus=0).remote(*args),
             )
         )
     out: list[tuple[str, Any]] = []

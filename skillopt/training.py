@@ -308,13 +308,15 @@ def resume(
     *,
     run_dir: str | Path | None = None,
     concurrency: int | None = None,
+    executor: str | None = None,
     budget: Mapping[str, Any] | None = None,
     components: Components | None = None,
     observers: Sequence[TrainObserver] = (),
     warn: Warn | None = None,
 ) -> TrainResult:
     """Continue a checkpointed run with its recorded skill, suite and settings (only
-    `concurrency` and the budget may change: `budget` holds `budget_usd`,
+    `concurrency`, `executor` and the budget may change, none of which changes a
+    rollout's result: `budget` holds `budget_usd`,
     `max_target_rollouts`, `max_optimizer_calls`, `time_limit`, `allow_unpriced`);
     finished steps are not redone."""
     parts = components or Components()
@@ -338,6 +340,8 @@ def resume(
     recorded = dict(config["settings"])
     if concurrency:
         recorded["concurrency"] = concurrency
+    if executor:
+        recorded["executor"] = executor
     changed = {k: v for k, v in (budget or {}).items() if v is not None}
     unknown = set(changed) - set(BUDGET_KEYS)
     if unknown:

@@ -89,8 +89,11 @@ class Cluster:
 
 
 def _import_path() -> list[str]:
-    """Where workers find the tests' modules (world, helpers, scripted_targets)."""
-    return [str(TESTS), str(TESTS / "train")]
+    """Where workers find the skillopt under test (first: an editable install may name
+    another checkout) and the tests' modules (world, helpers, scripted_targets)."""
+    import skillopt
+
+    return [str(Path(skillopt.__file__).resolve().parent.parent), str(TESTS), str(TESTS / "train")]
 
 
 @pytest.fixture(scope="session")

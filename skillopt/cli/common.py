@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 from rich.console import Console
@@ -96,6 +96,17 @@ Concurrency = Annotated[
         callback=at_least(1),
         help="Rollouts run at once [default: 8].",
         metavar="N",
+        show_default=False,
+    ),
+]
+ExecutorName = Literal["local", "ray"]
+Executor = Annotated[
+    Optional[ExecutorName],
+    typer.Option(
+        "--executor",
+        help="Where rollouts run: this machine (local) or the Ray cluster `ray:` in "
+        "skillopt.yaml names (ray) [default: local].",
+        metavar="local|ray",
         show_default=False,
     ),
 ]

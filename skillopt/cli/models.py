@@ -11,14 +11,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from skillopt import api
-from skillopt.cli.common import err, handle_errors, out, warn
+from skillopt.cli.common import Executor, err, handle_errors, out, warn
+from skillopt.cluster import NodeReport
 from skillopt.plugins import BUILTIN
 
 
 @handle_errors
-def models_cmd() -> None:
+def models_cmd(executor: Executor = None) -> None:
     """List what can be used: the embedded model, each provider with the variable its
-    key goes in (and whether it is set), configured models, agent CLIs."""
+    key goes in (and whether it is set), configured models, agent CLIs; with
+    --executor ray, also what each node of the Ray cluster has."""
+    nodes = api.cluster_report(executor=executor)  # first: an unreachable cluster stops here
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for col in ("model", "kind", "usable", "detail"):
         table.add_column(col, no_wrap=col != "detail", overflow="fold")
@@ -26,6 +29,28 @@ def models_cmd() -> None:
         table.add_row(
             escape(m.name), m.kind, "[green]yes[/]" if m.usable else "[red]no[/]", escape(m.detail)
         )
+    out.print(table)
+    if nodes is not None:
+        render_nodes(nodes)
+
+
+def render_nodes(nodes: list[NodeReport]) -> None:
+    """One table: a row per check of every node of the cluster."""
+    out.print()
+    out.print(f"[bold]Ray cluster[/]: {len(nodes)} live node(s)")
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for col in ("node", "check", "ok", "detail"):
+        table.add_column(col, no_wrap=col != "detail", overflow="fold")
+    for i, node in enumerate(nodes):
+        label = node.node + (f" ({node.node_id[:8]})" if node.node_id else "")
+        for j, c in enumerate(node.checks):
+            table.add_row(
+                escape(label) if j == 0 else "",
+                escape(c.name),
+                "[green]ok[/]" if c.ok else "[red]no[/]",
+                escape(c.detail),
+                end_section=j == len(node.checks) - 1 and i < len(nodes) - 1,
+            )
     out.print(table)
 
 

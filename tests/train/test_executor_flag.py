@@ -1,0 +1,167 @@
+"""`--executor local|ray` on eval, train, validate and models: the flag wins over
+skillopt.yaml (`ray:` stays there); an unreachable cluster is one line naming
+ray.address and exit 2, at once (Ray alone would retry for minutes); eval with
+`--executor ray` on the tests' real cluster gives the local executor's rows."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import write_skill, write_suite
+from ray_cluster import ray_cluster, require_ray  # noqa: F401  (fixture)
+from test_ray_executor import rows
+from typer.testing import CliRunner
+
+from skillopt import executor
+from skillopt.cli.main import app
+from skillopt.errors import InputError
+
+ROOT = Path(executor.__file__).resolve().parent.parent
+runner = CliRunner()
+
+
+def closed_port() -> int:
+    """A port of 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("127.0.0.1:6379", ("127.0.0.1", 6379)),
+        ("ray://head.example:10002", ("head.example", 10002)),
+        ("ray://head.example", ("head.example", 10001)),
+        ("[::1]:6379", ("::1", 6379)),
+        ("local", None),
+        ("head.example", None),  # no port: Ray's to interpret
+    ],
+)
+def test_the_address_probed_is_the_one_ray_would_use(address, expected, monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert executor._host_port(address) == expected
+
+
+def test_ray_address_in_the_environment_wins_as_in_ray(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "10.1.2.3:6380")
+    assert executor._host_port("127.0.0.1:6379") == ("10.1.2.3", 6380)
+    assert executor._host_port("ray://h:10001") == ("h", 10001)
+
+
+def test_a_refused_address_is_one_input_error_naming_ray_address(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    port = closed_port()
+    with pytest.raises(InputError) as caught:
+        executor._probe(f"127.0.0.1:{port}")
+    assert caught.value.field == "ray.address"
+    assert str(caught.value).startswith(
+        f"ray.address: no Ray cluster at '127.0.0.1:{port}' (127.0.0.1:{port} refused the "
+        "connection)"
+    )
+    executor._probe("local")  # a private cluster is started, not probed
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """skillopt in a process of its own: Ray connects once per process, and this one
+    may already be connected to the tests' cluster."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "RAY_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "skillopt", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("command", ["eval", "validate", "train", "models"])
+def test_executor_ray_without_a_cluster_is_one_line_and_exit_2(command, isolated):
+    require_ray()
+    port = closed_port()
+    (isolated / "skillopt.yaml").write_text(
+        yaml.safe_dump({"ray": {"address": f"127.0.0.1:{port}"}})
+    )
+    skill = write_skill(isolated / "skills", "words", body="# Words\n\nRepeat the item.\n")
+    items = [
+        {"id": f"t{i}", "input": f"w{i}", "expected": f"w{i}", "split": split}
+        for i, split in enumerate(["train", "train", "val", "val", "test", "test"])
+    ]
+    suite = write_suite(isolated / "words.yaml", items)
+    args = {
+        "eval": ["eval", str(skill), "--tasks", str(suite), "--target", "scripted/echo"],
+        "validate": ["validate", str(skill), "--tasks", str(suite), "--target", "scripted/echo"],
+        "train": [
+            "train",
+            str(skill),
+            "--tasks",
+            str(suite),
+            "--target",
+            "scripted/echo",
+            "--optimizer",
+            "exemplars",
+        ],
+        "models": ["models"],
+    }[command]
+    started = time.monotonic()
+    done = run_cli(*args, "--executor", "ray", cwd=isolated)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("warning:")]  # a small suite's
+    assert lines == [
+        f"error: ray.address: no Ray cluster at '127.0.0.1:{port}' (127.0.0.1:{port} refused "
+        "the connection); start one with `ray start --head`, or set ray.address in "
+        "skillopt.yaml (host:6379, ray://host:10001, or 'local' for a private one)"
+    ]
+    assert time.monotonic() - started < 60
+    assert not (isolated / "runs").exists()  # no store, no run was made
+
+
+def test_executor_local_overrides_executor_ray_in_the_file(world, models):
+    """With `executor: ray` and an unreachable cluster in skillopt.yaml, `--executor
+    local` runs here."""
+    (world["root"] / "skillopt.yaml").write_text(
+        yaml.safe_dump({"executor": "ray", "ray": {"address": f"127.0.0.1:{closed_port()}"}})
+    )
+    args = [str(world["skill"]), "--tasks", str(world["suite"]), "--target", "scripted/test-target"]
+    res = runner.invoke(app, ["eval", *args, "--executor", "local"])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.ray
+def test_eval_executor_ray_flag_equals_the_local_executor(
+    ray_cluster,  # noqa: F811
+    world,
+    models,
+    monkeypatch,
+):
+    root = world["root"]
+    (root / "skillopt.yaml").write_text(yaml.safe_dump({"ray": ray_cluster.settings()}))
+    made = []
+    real_init = executor.RayExecutor.__init__
+
+    def counting_init(self, *args, **kwargs):
+        made.append(self)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(executor.RayExecutor, "__init__", counting_init)
+    args = [str(world["skill"]), "--tasks", str(world["suite"]), "--target", "scripted/test-target"]
+    local = runner.invoke(app, ["eval", *args, "--split", "all", "--store", "local.sqlite"])
+    assert local.exit_code == 0, local.output
+    assert made == []  # the file's `ray:` alone does not choose the cluster
+    remote = runner.invoke(
+        app, ["eval", *args, "--split", "all", "--store", "ray.sqlite", "--executor", "ray"]
+    )
+    assert remote.exit_code == 0, remote.output
+    assert len(made) == 1
+    assert rows(root / "ray.sqlite") == rows(root / "local.sqlite")
+    assert len(rows(root / "ray.sqlite")) == 16
