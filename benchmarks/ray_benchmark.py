@@ -134,6 +134,13 @@ def cluster_pids(temp_dir: str) -> set[int]:
     return pids
 
 
+def other_raylets() -> int:
+    """How many Ray nodes (raylets) of other clusters run on this machine."""
+    if not Path("/proc").is_dir():
+        return 0
+    return sum(1 for _, cmd in _processes().values() if "/raylet/raylet " in cmd)
+
+
 def stop_cluster(temp_dir: str) -> None:
     """Kill the processes of the cluster in `temp_dir`: SIGTERM, then SIGKILL."""
     try:
@@ -249,6 +256,13 @@ def main() -> int:
         sleepy = write_fixture(root / "sleepy", THROUGHPUT_N)
         many = write_fixture(root / "many", OVERHEAD_N)
         try:
+            others = other_raylets()
+            if others:
+                print(
+                    f"(note: {others} other Ray node(s) run on this machine: the figures share "
+                    "its cores, and a `ray stop` elsewhere kills this cluster too)",
+                    flush=True,
+                )
             start = time.perf_counter()
             address = start_cluster(temp_dir)
             print(
@@ -316,6 +330,12 @@ def main() -> int:
             stop_cluster(temp_dir)
             shutil.rmtree(temp_dir, ignore_errors=True)
 
+    if hasattr(os, "getloadavg"):
+        load = os.getloadavg()[0]
+        print(
+            f"(load average at the end: {load:.2f} on {os.cpu_count()} cores; well above "
+            "the cores means other work shared them)"
+        )
     print("\n--- for the README ---")
     print("\n".join(lines))
     return 0
