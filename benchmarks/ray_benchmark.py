@@ -15,10 +15,8 @@ Workers import skillopt from the checkout the driver imported it from.
 - throughput: 256 rollouts of a scripted target that sleeps 200 ms, at N = 1, 2, 4,
   8, 16 workers, each from a fresh store, so nothing is served from it: wall time
   against the ideal 256 × 0.2 s / N, and ideal / actual. N workers are
-  `concurrency: N` with `ray.num_cpus_per_rollout: 16 / N`, so Ray runs at most N
-  rollouts at once: the engine submits up to 2 × concurrency tasks ahead (it claims
-  rollouts in the store a batch ahead of the workers), so `concurrency` alone lets up
-  to 2N run on a cluster with room for them. Before these, the cluster is warmed up
+  `concurrency: N`: on a cluster, as locally, it caps the rollouts running at once
+  (the cluster has room for 16, one CPU each). Before these, the cluster is warmed up
   until 16 rollouts run at once (Ray starts its worker processes as tasks need them,
   a few at a time): the time that takes is printed with the start-up figures.
 - overhead: 512 rollouts of a zero-latency target at concurrency 8, through the
@@ -36,10 +34,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,6 +48,10 @@ from skillopt.config import RaySettings, Settings
 from skillopt.models import ScriptedModel, register_model
 from skillopt.store.rollouts import RolloutStore
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from ray_cluster import other_raylets, start_head, stop_cluster  # noqa: E402
+
 CLUSTER_CPUS = 16
 SLEEP_S = 0.2
 THROUGHPUT_N = 256
@@ -64,115 +63,13 @@ RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 
 # -- the cluster -----------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def ray_cli(*args: str, env: dict[str, str], timeout: float = 120) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "ray.scripts.scripts", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"ray {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
-
-
 def start_cluster(temp_dir: str) -> str:
     """A head node on 127.0.0.1 with CLUSTER_CPUS logical CPUs; its address."""
-    port = free_port()
     # the workers import the skillopt the driver runs, not another installed copy
     code = str(Path(skillopt.__file__).resolve().parents[1])
     path = os.pathsep.join(p for p in (code, os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, **RAY_ENV, "PYTHONPATH": path}
-    ray_cli(
-        "start",
-        "--head",
-        "--node-ip-address=127.0.0.1",
-        f"--port={port}",
-        f"--num-cpus={CLUSTER_CPUS}",
-        "--include-dashboard=false",
-        f"--dashboard-agent-listen-port={free_port()}",
-        "--disable-usage-stats",
-        f"--temp-dir={temp_dir}",
-        env=env,
-    )
+    port = start_head(temp_dir, {**os.environ, **RAY_ENV, "PYTHONPATH": path}, CLUSTER_CPUS)
     return f"127.0.0.1:{port}"
-
-
-def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command line), from /proc."""
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        out[int(entry.name)] = (ppid, cmdline)
-    return out
-
-
-def cluster_pids(temp_dir: str) -> set[int]:
-    """The processes of the cluster in `temp_dir`: those whose command line names it
-    (GCS, raylet, agents, …), and their descendants (the workers)."""
-    procs = _processes()
-    pids = {pid for pid, (_, cmd) in procs.items() if temp_dir in cmd and pid != os.getpid()}
-    grew = True
-    while grew:
-        children = {pid for pid, (ppid, _) in procs.items() if ppid in pids} - pids
-        grew = bool(children)
-        pids |= children
-    return pids
-
-
-def other_raylets() -> int:
-    """How many Ray nodes (raylets) of other clusters run on this machine."""
-    if not Path("/proc").is_dir():
-        return 0
-    return sum(1 for _, cmd in _processes().values() if "/raylet/raylet " in cmd)
-
-
-def stop_cluster(temp_dir: str) -> None:
-    """Kill the processes of the cluster in `temp_dir`: SIGTERM, then SIGKILL."""
-    try:
-        import ray
-
-        if ray.is_initialized():
-            ray.shutdown()
-    except ImportError:
-        pass
-    if not Path("/proc").is_dir():  # no way to tell this cluster's processes apart
-        ray_cli("stop", "--force", env={**os.environ, **RAY_ENV}, timeout=60)
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = cluster_pids(temp_dir)
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 10
-        while pids and time.monotonic() < deadline:
-            time.sleep(0.2)
-            pids = {p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)}
-        if not pids:
-            return
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 # -- the evaluations -------------------------------------------------------------------
@@ -199,13 +96,12 @@ class Bench:
         self.stores = 0
 
     def settings(self, target: str, concurrency: int, executor: str) -> Settings:
-        # at most `concurrency` rollouts at once on the cluster
-        cpus = CLUSTER_CPUS / concurrency
+        # at most `concurrency` rollouts at once on the cluster, a CPU each
         return Settings(
             target=target,
             concurrency=concurrency,
             executor=executor,
-            ray=RaySettings(address=self.address, num_cpus_per_rollout=cpus),
+            ray=RaySettings(address=self.address, num_cpus_per_rollout=1),
         )
 
     def run(self, skill: Path, suite: Path, target: str, concurrency: int, executor: str):
@@ -256,7 +152,7 @@ def main() -> int:
         sleepy = write_fixture(root / "sleepy", THROUGHPUT_N)
         many = write_fixture(root / "many", OVERHEAD_N)
         try:
-            others = other_raylets()
+            others = other_raylets(temp_dir)
             if others:
                 print(
                     f"(note: {others} other Ray node(s) run on this machine: the figures share "
@@ -327,7 +223,7 @@ def main() -> int:
         except Exception as exc:  # a measurement: say what failed, exit 0
             print(f"benchmark failed: {type(exc).__name__}: {exc}", flush=True)
         finally:
-            stop_cluster(temp_dir)
+            stop_cluster(temp_dir, {**os.environ, **RAY_ENV})
             shutil.rmtree(temp_dir, ignore_errors=True)
 
     if hasattr(os, "getloadavg"):

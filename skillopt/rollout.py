@@ -244,16 +244,20 @@ class RolloutEngine:
         makes other processes wait for nothing), a batch at a time (fewer write
         transactions). A private store needs no claims: everything is taken at once.
         A race (`until`) starts no more than `concurrency` at a time, topping up as
-        each ends, so that stopping leaves nothing queued."""
+        each ends, so that stopping leaves nothing queued. On a cluster a task
+        submitted is a task running, so there `concurrency` bounds what is submitted,
+        topped up one by one: it is the cap on rollouts at once, as the thread pool's
+        size is locally (a provider's rate limit does not grow with the cluster)."""
         remote = self.remote
         serial = (self.concurrency == 1 or len(pending) == 1) and remote is None
-        if until is not None:
+        if until is not None or remote is not None:
             limit = 1 if serial else self.concurrency
         elif not self.store.shared:
             limit = len(pending)
         else:
             limit = 1 if serial else 2 * self.concurrency
-        step = 1 if until is not None else max(1, limit // 2)  # claim again once this many are free
+        # claim again once this many are free
+        step = 1 if until is not None or remote is not None else max(1, limit // 2)
         todo = deque(pending)
         ready: deque = deque()  # serial: claimed, to run in this thread
         waiting: dict[str, list] = {}  # held by another live process: key -> its jobs

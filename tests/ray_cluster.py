@@ -1,6 +1,8 @@
 """A real Ray cluster on 127.0.0.1 for the tests of `executor: ray`: a head node and a
 second worker node, each its own raylet with its own processes, made with `ray
-start` as a user would, and stopped at the end of the session.
+start` as a user would, and stopped at the end of the session (its own processes,
+by pid: other Ray clusters on the machine are left alone). benchmarks/ray_benchmark.py
+starts and stops its cluster with the same functions.
 
 `ray_cluster` (session fixture) yields a `Cluster`: its `address` for `ray.address`,
 and `settings(**extra)`, the `ray:` section a test passes (with a runtime_env whose
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -96,24 +99,105 @@ def _import_path() -> list[str]:
     return [str(Path(skillopt.__file__).resolve().parent.parent), str(TESTS), str(TESTS / "train")]
 
 
+def start_head(temp_dir: str, env: dict[str, str], num_cpus: int) -> int:
+    """`ray start --head` on 127.0.0.1 with its state in `temp_dir`; its port."""
+    port = free_port()
+    ray_cli(
+        "start",
+        "--head",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        f"--num-cpus={num_cpus}",
+        "--include-dashboard=false",
+        f"--dashboard-agent-listen-port={free_port()}",
+        "--disable-usage-stats",
+        f"--temp-dir={temp_dir}",
+        env=env,
+    )
+    return port
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line), from /proc."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        out[int(entry.name)] = (ppid, cmdline)
+    return out
+
+
+def cluster_pids(temp_dir: str) -> set[int]:
+    """The processes of the cluster in `temp_dir`: those whose command line names it
+    (GCS, raylet, agents, …), and their descendants (the workers)."""
+    procs = _processes()
+    pids = {pid for pid, (_, cmd) in procs.items() if temp_dir in cmd and pid != os.getpid()}
+    grew = True
+    while grew:
+        children = {pid for pid, (ppid, _) in procs.items() if ppid in pids} - pids
+        grew = bool(children)
+        pids |= children
+    return pids
+
+
+def other_raylets(temp_dir: str) -> int:
+    """How many Ray nodes (raylets) of other clusters run on this machine."""
+    if not Path("/proc").is_dir():
+        return 0
+    return sum(
+        1 for _, cmd in _processes().values() if "/raylet/raylet " in cmd and temp_dir not in cmd
+    )
+
+
+def stop_cluster(temp_dir: str, env: dict[str, str]) -> None:
+    """Kill the processes of the cluster in `temp_dir` (SIGTERM, then SIGKILL), and
+    only those: `ray stop` would end every Ray cluster on the machine."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+    except ImportError:
+        pass
+    if not Path("/proc").is_dir():  # no way to tell this cluster's processes apart
+        ray_cli("stop", "--force", env=env, timeout=60)
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = cluster_pids(temp_dir)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        while pids and time.monotonic() < deadline:
+            time.sleep(0.2)
+            pids = {p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)}
+        if not pids:
+            return
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Cluster]:
     require_ray()
     temp_dir = tempfile.mkdtemp(prefix="skillopt-ray-")
-    port = free_port()
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
     common = ("--disable-usage-stats", f"--temp-dir={temp_dir}")
     try:
-        ray_cli(
-            "start",
-            "--head",
-            "--node-ip-address=127.0.0.1",
-            f"--port={port}",
-            "--num-cpus=2",
-            "--include-dashboard=false",
-            *common,
-            env=env,
-        )
+        port = start_head(temp_dir, env, num_cpus=2)
         # a second node: its own raylet and workers, with one CPU
         ray_cli(
             "start",
@@ -129,14 +213,7 @@ def ray_cluster() -> Iterator[Cluster]:
         yield Cluster(f"127.0.0.1:{port}", env, temp_dir)
     finally:
         try:
-            import ray
-
-            if ray.is_initialized():
-                ray.shutdown()
-        except ImportError:
-            pass
-        try:
-            ray_cli("stop", "--force", env=env, timeout=60)
+            stop_cluster(temp_dir, env)
         finally:
             shutil.rmtree(temp_dir, ignore_errors=True)
 

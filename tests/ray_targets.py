@@ -52,3 +52,14 @@ def where_it_ran(messages):
         node = ray.get_runtime_context().get_node_id()
         (where / f"{node}-{os.getpid()}-{word}").write_text("")
     return word.upper()
+
+
+def notes_when(messages):
+    """Leaves `<dir>/<word>` holding when it started and ended (time.time(), on the
+    one machine the test cluster runs on), around a 0.4 s nap."""
+    word, where = _task(messages)
+    start = time.time()
+    time.sleep(0.4)
+    if where is not None:
+        (where / word).write_text(f"{start} {time.time()}")
+    return word.upper()

@@ -115,6 +115,33 @@ def test_rollouts_run_on_both_nodes_of_the_cluster(ray_cluster, world, tmp_path)
     assert os.getpid() not in {int(pid) for _, pid, _ in ran}  # none ran in this process
 
 
+def most_at_once(marks: Path) -> int:
+    """The most rollouts that were running at one moment, from their marks."""
+    edges = []
+    for mark in marks.iterdir():
+        start, end = map(float, mark.read_text().split())
+        edges += [(start, 1), (end, -1)]
+    running = most = 0
+    for _, step in sorted(edges):  # at a tie an end sorts first
+        running += step
+        most = max(most, running)
+    return most
+
+
+def test_concurrency_caps_the_rollouts_running_on_the_cluster(ray_cluster, world, tmp_path):  # noqa: F811
+    """The cluster has room for 12 rollouts at once (3 CPUs, a quarter each); with
+    --concurrency 2 no more than 2 run at a time, as locally, and 2 do."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    words = [f"w{i}" for i in range(10)]
+    suite = marked_suite(world["root"], words, marks)
+    use_ray(world["root"], ray_cluster, num_cpus_per_rollout=0.25)
+    res = runner.invoke(app, eval_args(world, suite, "notes_when", "--concurrency", "2"))
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in marks.iterdir()) == sorted(words)
+    assert most_at_once(marks) == 2
+
+
 def wait_for(path: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
