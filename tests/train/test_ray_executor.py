@@ -21,9 +21,10 @@ import yaml
 from helpers import have_local, write_suite
 from ray_cluster import ray_cluster  # noqa: F401  (fixture)
 from typer.testing import CliRunner
-from world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, train_args
+from world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, follow_skill, train_args
 
 from skillopt.cli.main import app
+from skillopt.models import ScriptedModel, register_model, unregister_model
 
 pytestmark = pytest.mark.ray
 runner = CliRunner()
@@ -295,6 +296,61 @@ def test_train_on_the_cluster_decides_as_the_local_executor(
         "accepted",
         "no_candidate",
     ]
+
+
+def test_a_run_stopped_locally_resumes_on_the_cluster(ray_cluster, world, models, tmp_path):  # noqa: F811
+    """train --resume --executor ray: the rest of a run a budget stopped runs on the
+    cluster (the `ray:` section it recorded) and ends where the run that never
+    stopped did."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def marking(messages, marks=marks):  # pickled by value: a closure
+        (marks / str(os.getpid())).touch()
+        return follow_skill(messages)
+
+    register_model("scripted/marking-target", ScriptedModel(marking, name="marking"))
+    try:
+        plan = [edits_reply(NEUTRAL), edits_reply(HELPFUL)]
+        args = train_args(world, "--epochs", "3", target="scripted/marking-target")
+        models["set"](ScriptedOptimizer(plan))
+        whole = runner.invoke(app, [*args, "--store", "whole.sqlite"])
+        assert whole.exit_code == 0, whole.output
+        (world["root"] / "skillopt.yaml").write_text(
+            yaml.safe_dump({"executor": "local", "ray": ray_cluster.settings()})
+        )
+        models["set"](ScriptedOptimizer(plan))
+        cut = runner.invoke(
+            app, [*args, "--store", "cut.sqlite", "--max-optimizer-calls", "1"], terminal_width=400
+        )
+        assert cut.exit_code == 3, cut.output
+        assert {p.name for p in marks.iterdir()} == {str(os.getpid())}  # all ran here
+        for mark in marks.iterdir():
+            mark.unlink()
+        run_id = cut.output.split("--resume ")[1].split()[0]
+        resumed = runner.invoke(
+            app,
+            ["train", "--resume", run_id, "--executor", "ray", "--max-optimizer-calls", "100"],
+        )
+        assert resumed.exit_code == 0, resumed.output
+    finally:
+        unregister_model("scripted/marking-target")
+    ran = {int(p.name) for p in marks.iterdir()}
+    assert ran and os.getpid() not in ran  # the rest ran on the cluster's workers
+
+    def outcome(run: str) -> dict:
+        state = json.loads((world["root"] / "runs" / run / "state.json").read_text())
+        for score in state["test"].values():
+            score.pop("wall_s", None)
+        return {
+            "decisions": [s["decision"] for s in state["steps"]],
+            "test": state["test"],
+            "best": state["incumbent"],
+        }
+
+    whole_id = whole.stdout.split("history: git log skillopt/")[1].split()[0]
+    assert outcome(run_id) == outcome(whole_id)
+    assert outcome(run_id)["decisions"] == ["initial", "rejected", "accepted", "no_candidate"]
 
 
 @pytest.mark.slow  # the embedded model, loaded by each worker that runs a rollout
