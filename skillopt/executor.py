@@ -23,7 +23,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import secrets
 import socket
+import sys
 import tempfile
 import threading
 import uuid
@@ -136,6 +138,10 @@ def connect(settings: RaySettings) -> Any:
     """Ray, connected to the cluster `settings.address` names (once per process).
     An address where nothing answers is refused at once (`InputError` naming
     ray.address): Ray itself would keep trying for minutes."""
+    loaded = sys.modules.get("ray")
+    if settings.address == "local" and not os.environ.get("RAY_ADDRESS"):
+        if loaded is None or not loaded.is_initialized():
+            _private_token(refresh=loaded is not None)
     ray = _ray()
     if not ray.is_initialized():
         address = None if settings.address == "local" else settings.address
@@ -152,6 +158,25 @@ def connect(settings: RaySettings) -> Any:
         except ConnectionError as exc:
             raise _unreachable(settings.address, str(exc)) from None
     return ray
+
+
+def _private_token(refresh: bool) -> None:
+    """Token authentication for a private cluster, with a token of its own that lives
+    in this process's environment (the cluster's processes inherit it). Left to
+    itself, Ray would write a token to ~/.ray/auth_token, in the user's home, and
+    say so on stderr. A choice of the user's (RAY_AUTH_MODE, a token or its file) is
+    kept."""
+    if any(os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
+        return
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    os.environ["RAY_AUTH_MODE"] = "token"
+    if refresh:  # Ray read its settings when it was imported: have it read them again
+        try:
+            from ray._raylet import Config
+
+            Config.initialize("")
+        except Exception:  # Ray's internals moved: it will make a token of its own
+            log.debug("could not refresh Ray's settings", exc_info=True)
 
 
 def _unreachable(address: str, reason: str) -> InputError:

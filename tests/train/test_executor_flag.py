@@ -126,6 +126,45 @@ def test_executor_ray_without_a_cluster_is_one_line_and_exit_2(command, isolated
     assert not (isolated / "runs").exists()  # no store, no run was made
 
 
+def test_a_private_cluster_runs_with_a_token_and_leaves_the_home_alone(isolated):
+    """`ray.address: local` starts a cluster for the run with token authentication,
+    its token in the environment: Ray alone would write ~/.ray/auth_token into the
+    user's home and print a warning about it."""
+    require_ray()
+    home = Path(os.environ["HOME"])
+    (isolated / "skillopt.yaml").write_text(
+        yaml.safe_dump({"executor": "ray", "ray": {"address": "local"}})
+    )
+    skill = write_skill(isolated / "skills", "words", body="# Words\n\nRepeat the item.\n")
+    items = [
+        {"id": f"t{i}", "input": f"w{i}", "expected": f"w{i}", "split": "test"} for i in range(4)
+    ]
+    suite = write_suite(isolated / "words.yaml", items)
+    probe = isolated / "probe.py"  # prints what a task on the cluster sees
+    probe.write_text(
+        "import os, ray, sys\n"
+        "from skillopt import api\n"
+        "result = api.evaluate(sys.argv[1], sys.argv[2], split='test', target='scripted/echo')\n"
+        "print('scores', sorted(r.score for r in result.all_rollouts))\n"
+        "seen = ray.get(ray.remote(lambda: os.environ.get('RAY_AUTH_MODE')).remote())\n"
+        "print('auth', seen)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "RAY_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, str(probe), str(skill), str(suite)],
+        cwd=isolated,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "scores [1.0, 1.0, 1.0, 1.0]" in done.stdout and "auth token" in done.stdout
+    assert "Token authentication" not in done.stdout + done.stderr
+    assert not (home / ".ray").exists()
+
+
 def test_executor_local_overrides_executor_ray_in_the_file(world, models):
     """With `executor: ray` and an unreachable cluster in skillopt.yaml, `--executor
     local` runs here."""
