@@ -172,7 +172,7 @@ def _private_token(refresh: bool) -> None:
     os.environ["RAY_AUTH_MODE"] = "token"
     if refresh:  # Ray read its settings when it was imported: have it read them again
         try:
-            from ray._raylet import Config
+            from ray._raylet import Config  # type: ignore[attr-defined]
 
             Config.initialize("")
         except Exception:  # Ray's internals moved: it will make a token of its own
