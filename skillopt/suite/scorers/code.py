@@ -152,7 +152,9 @@ class Command(Scorer):
     blanked.
 
     A verifier that cannot start (exit 126/127) is unscored; one that times out
-    fails the task (the agent's output is what made it hang)."""
+    fails the task (the agent's output is what made it hang). Unscored too: one that
+    fails where the suite's directory does not exist (a Ray worker without the
+    suite's files), since what it missed may be a file beside the suite."""
 
     type = "command"
     version = 2  # 2: the verifier gets a scrubbed environment, not skillopt's own
@@ -203,6 +205,14 @@ class Command(Scorer):
         output = tail(stdout + stderr, OUTPUT_TAIL)
         if returncode in (126, 127):
             raise ScorerError(f"verifier could not run (exit {returncode}): {output}")
+        if returncode != 0 and not self.base_dir.is_dir():
+            # it may have failed for want of a file beside the suite: on a Ray worker
+            # the suite's directory is where the driver has it, or nowhere
+            raise ScorerError(
+                f"verifier exited {returncode} where the suite's directory {self.base_dir} "
+                "(its $SKILLOPT_SUITE_DIR) does not exist: on a cluster, files the "
+                f"verifier reads beside the suite must be on every worker at that path: {output}"
+            )
         last = stdout.strip().splitlines()[-1] if stdout.strip() else ""
         if last.startswith("{"):
             try:
