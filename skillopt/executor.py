@@ -146,6 +146,7 @@ def connect(settings: RaySettings) -> Any:
     if not ray.is_initialized():
         address = None if settings.address == "local" else settings.address
         _probe(settings.address)
+        _errors_to_log()
         try:
             ray.init(
                 address=address,
@@ -158,6 +159,24 @@ def connect(settings: RaySettings) -> Any:
         except ConnectionError as exc:
             raise _unreachable(settings.address, str(exc)) from None
     return ray
+
+
+def _errors_to_log() -> None:
+    """Ray's driver prints the cluster's error messages ("A worker died or was killed
+    while executing a task…") to this process's stdout, from a thread of its own:
+    into the live display, or into JSON a command writes to stdout. What they say
+    reaches the run anyway, as the error of the rollout that was lost; here they go
+    to skillopt's log."""
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:  # Ray's internals moved: it prints them, as it did
+        return
+
+    def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        for line in data.get("lines", ()):
+            log.info("ray (%s): %s", data.get("pid", "?"), line)
+
+    ray_worker.print_to_stdstream = to_log
 
 
 def _private_token(refresh: bool) -> None:

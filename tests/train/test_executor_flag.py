@@ -5,6 +5,7 @@ ray.address and exit 2, at once (Ray alone would retry for minutes); eval with
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -163,6 +164,53 @@ def test_a_private_cluster_runs_with_a_token_and_leaves_the_home_alone(isolated)
     assert "scores [1.0, 1.0, 1.0, 1.0]" in done.stdout and "auth token" in done.stdout
     assert "Token authentication" not in done.stdout + done.stderr
     assert not (home / ".ray").exists()
+
+
+def test_a_worker_dying_prints_nothing_of_ray_on_stdout(ray_cluster, isolated):  # noqa: F811
+    """Ray's driver prints "(raylet) A worker died…" to stdout from a thread of its
+    own; with executor: ray that goes to skillopt's log, and stdout holds only what
+    skillopt writes there (here, the evaluation's JSON)."""
+    skill = write_skill(isolated / "skills", "words", body="# Words\n\nRepeat the item.\n")
+    items = [{"id": "t0", "input": "w0", "expected": "w0", "split": "test"}]
+    suite = write_suite(isolated / "words.yaml", items)
+    ray_section = ray_cluster.settings(max_retries=0)
+    script = isolated / "dies.py"
+    script.write_text(
+        "import json, logging, os, sys, threading\n"
+        "from skillopt import api\n"
+        "from skillopt.config import RaySettings, Settings\n"
+        "from skillopt.models import ScriptedModel, register_model\n"
+        "heard = threading.Event()\n"
+        "class Ear(logging.Handler):\n"
+        "    def emit(self, record):\n"
+        "        if 'worker died' in record.getMessage():\n"
+        "            heard.set()\n"
+        "logging.getLogger('skillopt').addHandler(Ear())\n"
+        "logging.getLogger('skillopt').setLevel(logging.INFO)\n"
+        "register_model('scripted/dies', ScriptedModel(lambda m: os._exit(1), name='dies'))\n"
+        "settings = Settings(target='scripted/dies', executor='ray',\n"
+        f"                    ray=RaySettings(**{ray_section!r}))\n"
+        "result = api.evaluate(sys.argv[1], sys.argv[2], split='test', settings=settings)\n"
+        "(lost,) = result.all_rollouts\n"
+        "print(json.dumps({'scored': lost.scored, 'kind': lost.error_kind}))\n"
+        "sys.stdout.flush()\n"
+        "print(json.dumps({'heard': heard.wait(120)}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "RAY_"))}
+    env.update(ray_cluster.env)
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, str(script), str(skill), str(suite)],
+        cwd=isolated,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]  # only our JSON
+    assert lines == [{"scored": False, "kind": "executor"}, {"heard": True}]
+    assert "worker died" not in done.stderr.lower()
 
 
 def test_executor_local_overrides_executor_ray_in_the_file(world, models):
