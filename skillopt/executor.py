@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import secrets
@@ -134,10 +135,27 @@ def _ray() -> Any:
     return ray
 
 
+# the cluster and runtime_env this process connected Ray with, once it has
+_connected: tuple[str, str] | None = None
+
+
 def connect(settings: RaySettings) -> Any:
-    """Ray, connected to the cluster `settings.address` names (once per process).
-    An address where nothing answers is refused at once (`InputError` naming
-    ray.address): Ray itself would keep trying for minutes."""
+    """Ray, connected to the cluster `settings.address` names (once per process:
+    Ray connects a process to one cluster, with one runtime_env, so a later call
+    that names another is refused rather than run on the first). An address where
+    nothing answers is refused at once (`InputError` naming ray.address): Ray itself
+    would keep trying for minutes. A process whose own code connected Ray keeps that
+    connection."""
+    global _connected
+    wanted = (settings.address, json.dumps(settings.runtime_env, sort_keys=True, default=str))
+    if _connected is not None and _connected != wanted and _ray().is_initialized():
+        field = "ray.address" if _connected[0] != wanted[0] else "ray.runtime_env"
+        raise InputError(
+            f"this process already runs rollouts on the Ray cluster {_connected[0]!r} with "
+            f"runtime_env {_connected[1]}; Ray connects a process to one cluster with one "
+            "runtime_env: use a new process for another",
+            field=field,
+        )
     loaded = sys.modules.get("ray")
     if settings.address == "local" and not os.environ.get("RAY_ADDRESS"):
         if loaded is None or not loaded.is_initialized():
@@ -158,6 +176,7 @@ def connect(settings: RaySettings) -> Any:
             )
         except ConnectionError as exc:
             raise _unreachable(settings.address, str(exc)) from None
+        _connected = wanted
     return ray
 
 

@@ -15,6 +15,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+# one Ray cluster for the whole session: a session fixture imported into several
+# test modules would be one fixture per module, each starting a cluster of its own
+from ray_cluster import ray_cluster  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def session_cache(tmp_path_factory):

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ray_cluster import ray_cluster  # noqa: F401  (fixture)
 from typer.testing import CliRunner
 
 import skillopt
@@ -94,7 +93,7 @@ def test_no_cluster_report_when_rollouts_run_locally():
 
 
 @pytest.mark.ray
-def test_the_report_covers_every_node_of_the_cluster(ray_cluster):  # noqa: F811
+def test_the_report_covers_every_node_of_the_cluster(ray_cluster):
     nodes = api.cluster_report(executor="ray", ray=ray_cluster.settings())
     assert nodes is not None and len(nodes) == 2
     assert len({n.node_id for n in nodes}) == 2  # two nodes, one address
@@ -117,7 +116,7 @@ def test_the_report_covers_every_node_of_the_cluster(ray_cluster):  # noqa: F811
 
 
 @pytest.mark.ray
-def test_models_executor_ray_prints_the_nodes_table(ray_cluster, isolated):  # noqa: F811
+def test_models_executor_ray_prints_the_nodes_table(ray_cluster, isolated):
     (isolated / "skillopt.yaml").write_text(yaml.safe_dump({"ray": ray_cluster.settings()}))
     plain = CliRunner().invoke(app, ["models"])
     assert plain.exit_code == 0, plain.output

@@ -14,7 +14,6 @@ import pytest
 import yaml
 from fakes.agent_cli import HELPFUL
 from harness.test_train_agents import COMMAND_AGENT
-from ray_cluster import ray_cluster  # noqa: F401  (fixture)
 from train.world import ScriptedOptimizer, edits_reply, flags, models, world  # noqa: F401
 
 from skillopt import api
@@ -51,7 +50,7 @@ def test_an_agent_harness_trains_on_the_cluster_as_locally(
     world,
     models,
     agents,
-    harness,  # noqa: F811
+    harness,
 ):
     root = world["root"]
     base = settings_for(root, harness, agents)
@@ -91,7 +90,7 @@ def eval_on_cluster(root: Path, skill: Path, suite: Path, section: dict, cluster
     return only.to_dict()
 
 
-def test_supporting_files_travel_with_the_skill(ray_cluster, isolated, tmp_path):  # noqa: F811
+def test_supporting_files_travel_with_the_skill(ray_cluster, isolated, tmp_path):
     """The agent answers with a supporting file of the skill, read from where the
     worker installed it: the file came with the task, from bytes the driver read."""
     from helpers import write_skill, write_suite
@@ -108,7 +107,7 @@ def test_supporting_files_travel_with_the_skill(ray_cluster, isolated, tmp_path)
     assert rollout["scored"] and rollout["score"] == 1.0, rollout
 
 
-def test_an_agent_timeout_on_a_worker_is_unscored_as_locally(ray_cluster, isolated):  # noqa: F811
+def test_an_agent_timeout_on_a_worker_is_unscored_as_locally(ray_cluster, isolated):
     from helpers import write_skill, write_suite
 
     skill = write_skill(isolated / "skills", "slow")

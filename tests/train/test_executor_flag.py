@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import write_skill, write_suite
-from ray_cluster import ray_cluster, require_ray  # noqa: F401  (fixture)
+from ray_cluster import require_ray
 from test_ray_executor import rows
 from typer.testing import CliRunner
 
@@ -166,7 +166,7 @@ def test_a_private_cluster_runs_with_a_token_and_leaves_the_home_alone(isolated)
     assert not (home / ".ray").exists()
 
 
-def test_a_worker_dying_prints_nothing_of_ray_on_stdout(ray_cluster, isolated):  # noqa: F811
+def test_a_worker_dying_prints_nothing_of_ray_on_stdout(ray_cluster, isolated):
     """Ray's driver prints "(raylet) A worker died…" to stdout from a thread of its
     own; with executor: ray that goes to skillopt's log, and stdout holds only what
     skillopt writes there (here, the evaluation's JSON)."""
@@ -213,6 +213,24 @@ def test_a_worker_dying_prints_nothing_of_ray_on_stdout(ray_cluster, isolated): 
     assert "worker died" not in done.stderr.lower()
 
 
+def test_a_second_cluster_in_one_process_is_refused(ray_cluster):
+    """Ray connects a process to one cluster with one runtime_env: an evaluation that
+    names another is refused in one line, not run on the first cluster."""
+    from skillopt.config import RaySettings
+
+    same = RaySettings(**ray_cluster.settings())
+    assert executor.connect(same).is_initialized()
+    assert executor.connect(RaySettings(**ray_cluster.settings())).is_initialized()  # again: fine
+    with pytest.raises(InputError) as other:
+        executor.connect(RaySettings(address="127.0.0.1:1"))
+    assert other.value.field == "ray.address"
+    assert f"already runs rollouts on the Ray cluster '{ray_cluster.address}'" in str(other.value)
+    changed = {**ray_cluster.settings(), "runtime_env": {"env_vars": {"X": "1"}}}
+    with pytest.raises(InputError) as env:
+        executor.connect(RaySettings(**changed))
+    assert env.value.field == "ray.runtime_env"
+
+
 def test_executor_local_overrides_executor_ray_in_the_file(world, models):
     """With `executor: ray` and an unreachable cluster in skillopt.yaml, `--executor
     local` runs here."""
@@ -226,7 +244,7 @@ def test_executor_local_overrides_executor_ray_in_the_file(world, models):
 
 @pytest.mark.ray
 def test_eval_executor_ray_flag_equals_the_local_executor(
-    ray_cluster,  # noqa: F811
+    ray_cluster,
     world,
     models,
     monkeypatch,

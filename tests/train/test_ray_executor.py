@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import have_local, write_suite
-from ray_cluster import ray_cluster  # noqa: F401  (fixture)
 from typer.testing import CliRunner
 from world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, follow_skill, train_args
 
@@ -69,7 +68,7 @@ def rows(store: Path, table: str = "rollouts") -> list[dict]:
     return sorted(out, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
-def test_eval_on_the_cluster_equals_the_local_executor(ray_cluster, world, models):  # noqa: F811
+def test_eval_on_the_cluster_equals_the_local_executor(ray_cluster, world, models):
     root = world["root"]
     args = [str(world["skill"]), "--tasks", str(world["suite"]), "--target", "scripted/test-target"]
     local = runner.invoke(app, ["eval", *args, "--split", "all", "--store", "local.sqlite"])
@@ -106,7 +105,7 @@ def eval_args(world, suite: Path, target: str, *extra: str) -> list[str]:
     ]
 
 
-def test_rollouts_run_on_both_nodes_of_the_cluster(ray_cluster, world, tmp_path):  # noqa: F811
+def test_rollouts_run_on_both_nodes_of_the_cluster(ray_cluster, world, tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
     words = [f"w{i}" for i in range(9)]
@@ -133,7 +132,7 @@ def most_at_once(marks: Path) -> int:
     return most
 
 
-def test_concurrency_caps_the_rollouts_running_on_the_cluster(ray_cluster, world, tmp_path):  # noqa: F811
+def test_concurrency_caps_the_rollouts_running_on_the_cluster(ray_cluster, world, tmp_path):
     """The cluster has room for 12 rollouts at once (3 CPUs, a quarter each); with
     --concurrency 2 no more than 2 run at a time, as locally, and 2 do."""
     marks = tmp_path / "marks"
@@ -169,7 +168,7 @@ def kill_the_worker_when_it_starts(marks: Path) -> int:
     return pid
 
 
-def test_a_worker_killed_mid_rollout_is_retried(ray_cluster, world, tmp_path):  # noqa: F811
+def test_a_worker_killed_mid_rollout_is_retried(ray_cluster, world, tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
     suite = marked_suite(world["root"], ["die", "ok"], marks)
@@ -194,7 +193,7 @@ def test_a_worker_killed_mid_rollout_is_retried(ray_cluster, world, tmp_path):  
 def test_with_no_retries_a_lost_worker_leaves_the_rollout_unscored(
     ray_cluster,
     world,
-    tmp_path,  # noqa: F811
+    tmp_path,
 ):
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -220,7 +219,7 @@ def test_with_no_retries_a_lost_worker_leaves_the_rollout_unscored(
     assert (result_["mean"], result_["n"], result_["unscored"]) == (1.0, 1, 1)
 
 
-def test_ctrl_c_stops_the_remote_tasks(ray_cluster, world, tmp_path):  # noqa: F811
+def test_ctrl_c_stops_the_remote_tasks(ray_cluster, world, tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
     suite = marked_suite(world["root"], ["a", "b"], marks)
@@ -255,7 +254,7 @@ def test_ctrl_c_stops_the_remote_tasks(ray_cluster, world, tmp_path):  # noqa: F
         assert (marks / f"interrupted-{pid}").exists() or not alive(pid), pid
 
 
-def test_a_run_of_failures_stops_as_it_does_locally(ray_cluster, world, tmp_path):  # noqa: F811
+def test_a_run_of_failures_stops_as_it_does_locally(ray_cluster, world, tmp_path):
     items = [{"id": f"t{i}", "input": f"x{i}", "expected": "X", "split": "test"} for i in range(8)]
     suite = write_suite(world["root"] / "tasks" / "down.yaml", items)
     args = eval_args(world, suite, "x")[:-2] + ["--target", "scripted/scripted_targets:always_down"]
@@ -284,7 +283,7 @@ def train_run(world, models, store: str) -> tuple[dict, list[dict]]:
 def test_train_on_the_cluster_decides_as_the_local_executor(
     ray_cluster,
     world,
-    models,  # noqa: F811
+    models,
 ):
     local_state, local_rows = train_run(world, models, "local.sqlite")
     use_ray(world["root"], ray_cluster)
@@ -303,7 +302,7 @@ def test_train_on_the_cluster_decides_as_the_local_executor(
 
 
 def test_scorers_travel_and_a_verifier_without_the_suite_directory_is_unscored(
-    ray_cluster,  # noqa: F811
+    ray_cluster,
     world,
     tmp_path,
 ):
@@ -350,7 +349,7 @@ def test_scorers_travel_and_a_verifier_without_the_suite_directory_is_unscored(
         assert f"suite's directory {where} (its $SKILLOPT_SUITE_DIR) does not exist" in error
 
 
-def test_a_run_stopped_locally_resumes_on_the_cluster(ray_cluster, world, models, tmp_path):  # noqa: F811
+def test_a_run_stopped_locally_resumes_on_the_cluster(ray_cluster, world, models, tmp_path):
     """train --resume --executor ray: the rest of a run a budget stopped runs on the
     cluster (the `ray:` section it recorded) and ends where the run that never
     stopped did."""
@@ -407,7 +406,7 @@ def test_a_run_stopped_locally_resumes_on_the_cluster(ray_cluster, world, models
 
 @pytest.mark.slow  # the embedded model, loaded by each worker that runs a rollout
 @pytest.mark.skipif(not have_local(), reason='needs pip install -e ".[local]"')
-def test_the_embedded_model_on_the_cluster_answers_as_locally(ray_cluster, isolated):  # noqa: F811
+def test_the_embedded_model_on_the_cluster_answers_as_locally(ray_cluster, isolated):
 
     root = Path(__file__).resolve().parents[2]
     for folder in ("skills", "tasks"):
