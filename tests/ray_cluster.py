@@ -74,6 +74,7 @@ class Cluster:
     address: str
     env: dict[str, str]
     temp_dir: str
+    client_address: str  # the same cluster through Ray Client's server (ray://)
 
     def settings(self, **extra: Any) -> dict[str, Any]:
         """The `ray:` settings section for this cluster."""
@@ -99,9 +100,13 @@ def _import_path() -> list[str]:
     return [str(Path(skillopt.__file__).resolve().parent.parent), str(TESTS), str(TESTS / "train")]
 
 
-def start_head(temp_dir: str, env: dict[str, str], num_cpus: int) -> int:
-    """`ray start --head` on 127.0.0.1 with its state in `temp_dir`; its port."""
+def start_head(
+    temp_dir: str, env: dict[str, str], num_cpus: int, client_port: int | None = None
+) -> int:
+    """`ray start --head` on 127.0.0.1 with its state in `temp_dir` (and Ray
+    Client's server on `client_port`, for ray:// addresses); its port."""
     port = free_port()
+    client = [f"--ray-client-server-port={client_port}"] if client_port else []
     ray_cli(
         "start",
         "--head",
@@ -110,6 +115,7 @@ def start_head(temp_dir: str, env: dict[str, str], num_cpus: int) -> int:
         f"--num-cpus={num_cpus}",
         "--include-dashboard=false",
         f"--dashboard-agent-listen-port={free_port()}",
+        *client,
         "--disable-usage-stats",
         f"--temp-dir={temp_dir}",
         env=env,
@@ -197,7 +203,8 @@ def ray_cluster() -> Iterator[Cluster]:
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
     common = ("--disable-usage-stats", f"--temp-dir={temp_dir}")
     try:
-        port = start_head(temp_dir, env, num_cpus=2)
+        client_port = free_port()
+        port = start_head(temp_dir, env, num_cpus=2, client_port=client_port)
         # a second node: its own raylet and workers, with one CPU
         ray_cli(
             "start",
@@ -210,7 +217,7 @@ def ray_cluster() -> Iterator[Cluster]:
         )
         _wait_nodes(2, port, env)
         os.environ["RAY_AUTH_MODE"] = "disabled"
-        yield Cluster(f"127.0.0.1:{port}", env, temp_dir)
+        yield Cluster(f"127.0.0.1:{port}", env, temp_dir, f"ray://127.0.0.1:{client_port}")
     finally:
         try:
             stop_cluster(temp_dir, env)

@@ -243,6 +243,26 @@ def test_executor_local_overrides_executor_ray_in_the_file(world, models):
 
 
 @pytest.mark.ray
+def test_a_ray_client_address_runs_on_the_cluster_as_locally(ray_cluster, world):
+    """ray://host:port (Ray Client, through the head's client server): the same
+    store rows as the local executor, and `models --executor ray` sees both nodes."""
+    root = world["root"]
+    args = ["eval", str(world["skill"]), "--tasks", str(world["suite"]), "--target"]
+    args += ["scripted/echo", "--split", "all"]
+    local = runner.invoke(app, [*args, "--store", "local.sqlite"])
+    assert local.exit_code == 0, local.output
+    (root / "skillopt.yaml").write_text(
+        yaml.safe_dump({"ray": ray_cluster.settings(address=ray_cluster.client_address)})
+    )
+    remote = run_cli(*args, "--store", "client.sqlite", "--executor", "ray", cwd=root)
+    assert remote.returncode == 0, remote.stdout + remote.stderr
+    assert rows(root / "client.sqlite") == rows(root / "local.sqlite")
+    assert len(rows(root / "client.sqlite")) == 16
+    listing = run_cli("models", "--executor", "ray", cwd=root)
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    assert "Ray cluster: 2 live node(s)" in listing.stdout
+
+
 def test_eval_executor_ray_flag_equals_the_local_executor(
     ray_cluster,
     world,
