@@ -20,6 +20,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ray_cluster import ray_cluster  # noqa: E402, F401
 
 
+def pytest_collection_modifyitems(items):
+    """A test on the Ray cluster is a Ray test (`-m ray`, `-m "not ray"`)."""
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)
+
+
 @pytest.fixture(scope="session")
 def session_cache(tmp_path_factory):
     """One cache for the session (never the real one): the embedded model's

@@ -127,6 +127,7 @@ def test_executor_ray_without_a_cluster_is_one_line_and_exit_2(command, isolated
     assert not (isolated / "runs").exists()  # no store, no run was made
 
 
+@pytest.mark.ray
 def test_a_private_cluster_runs_with_a_token_and_leaves_the_home_alone(isolated):
     """`ray.address: local` starts a cluster for the run with token authentication,
     its token in the environment: Ray alone would write ~/.ray/auth_token into the
