@@ -29,6 +29,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -135,6 +136,7 @@ def _ray() -> Any:
     return ray
 
 
+_CLIENT_ATTEMPTS = 4  # sessions asked of Ray Client's server before giving up
 # the cluster and runtime_env this process connected Ray with, once it has
 _connected: tuple[str, str] | None = None
 
@@ -165,17 +167,26 @@ def connect(settings: RaySettings) -> Any:
         address = None if settings.address == "local" else settings.address
         _probe(settings.address)
         _errors_to_log()
-        try:
-            ray.init(
-                address=address,
-                runtime_env=settings.runtime_env or None,
-                ignore_reinit_error=True,
-                log_to_driver=False,
-                logging_level=logging.WARNING,
-                configure_logging=False,
-            )
-        except ConnectionError as exc:
-            raise _unreachable(settings.address, str(exc)) from None
+        for attempt in range(_CLIENT_ATTEMPTS):
+            try:
+                ray.init(
+                    address=address,
+                    runtime_env=settings.runtime_env or None,
+                    ignore_reinit_error=True,
+                    log_to_driver=False,
+                    logging_level=logging.WARNING,
+                    configure_logging=False,
+                )
+                break
+            except ConnectionError as exc:
+                # Ray Client's server answered but failed to start this client's
+                # session (it trips over the process of a session that just ended):
+                # the next attempt usually succeeds
+                again = "Initialization failure from server" in str(exc)
+                if not again or attempt == _CLIENT_ATTEMPTS - 1:
+                    raise _unreachable(settings.address, str(exc)) from None
+                log.info("Ray Client could not start a session, trying again: %s", exc)
+                time.sleep(0.5 * (attempt + 1))
         _connected = wanted
     return ray
 

@@ -14,6 +14,7 @@ a test module are pickled by reference). Without Ray the tests skip, except wher
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -139,11 +140,18 @@ def _processes() -> dict[int, tuple[int, str]]:
     return out
 
 
-def cluster_pids(temp_dir: str) -> set[int]:
-    """The processes of the cluster in `temp_dir`: those whose command line names it
-    (GCS, raylet, agents, …), and their descendants (the workers)."""
+def cluster_pids(temp_dir: str, port: int | None = None) -> set[int]:
+    """The processes of the cluster in `temp_dir` whose GCS listens on `port`: those
+    whose command line names the directory (GCS, raylet, agents, …) or, for Ray
+    Client's servers, which name only the GCS address, the port; and their
+    descendants (the workers)."""
     procs = _processes()
-    pids = {pid for pid, (_, cmd) in procs.items() if temp_dir in cmd and pid != os.getpid()}
+    at_port = re.compile(rf"--address=\S+:{port}(\s|$)") if port else None
+    pids = {
+        pid
+        for pid, (_, cmd) in procs.items()
+        if (temp_dir in cmd or (at_port is not None and at_port.search(cmd))) and pid != os.getpid()
+    }
     grew = True
     while grew:
         children = {pid for pid, (ppid, _) in procs.items() if ppid in pids} - pids
@@ -161,9 +169,11 @@ def other_raylets(temp_dir: str) -> int:
     )
 
 
-def stop_cluster(temp_dir: str, env: dict[str, str]) -> None:
-    """Kill the processes of the cluster in `temp_dir` (SIGTERM, then SIGKILL), and
-    only those: `ray stop` would end every Ray cluster on the machine."""
+def stop_cluster(temp_dir: str, env: dict[str, str], port: int | None = None) -> None:
+    """Kill the processes of the cluster in `temp_dir` with its GCS on `port`
+    (SIGTERM, then SIGKILL), and only those: `ray stop` would end every Ray cluster
+    on the machine. Once found, a process stays on the list: one whose parent died
+    first is no longer its descendant."""
     try:
         import ray
 
@@ -174,8 +184,12 @@ def stop_cluster(temp_dir: str, env: dict[str, str]) -> None:
     if not Path("/proc").is_dir():  # no way to tell this cluster's processes apart
         ray_cli("stop", "--force", env=env, timeout=60)
         return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = cluster_pids(temp_dir)
+    found: set[int] = set()
+    for sig in (signal.SIGTERM, signal.SIGKILL, signal.SIGKILL):
+        found |= cluster_pids(temp_dir, port)
+        pids = {p for p in found if _alive(p)}
+        if not pids:
+            return
         for pid in pids:
             try:
                 os.kill(pid, sig)
@@ -184,9 +198,14 @@ def stop_cluster(temp_dir: str, env: dict[str, str]) -> None:
         deadline = time.monotonic() + 10
         while pids and time.monotonic() < deadline:
             time.sleep(0.2)
-            pids = {p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)}
-        if not pids:
-            return
+            pids = {p for p in pids if _alive(p)}
+    left = {p for p in found | cluster_pids(temp_dir, port) if _alive(p)}
+    if left:
+        raise RuntimeError(f"the Ray cluster in {temp_dir} left processes running: {sorted(left)}")
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and not _zombie(pid)
 
 
 def _zombie(pid: int) -> bool:
@@ -202,6 +221,7 @@ def ray_cluster() -> Iterator[Cluster]:
     temp_dir = tempfile.mkdtemp(prefix="skillopt-ray-")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
     common = ("--disable-usage-stats", f"--temp-dir={temp_dir}")
+    port = None
     try:
         client_port = free_port()
         port = start_head(temp_dir, env, num_cpus=2, client_port=client_port)
@@ -220,7 +240,7 @@ def ray_cluster() -> Iterator[Cluster]:
         yield Cluster(f"127.0.0.1:{port}", env, temp_dir, f"ray://127.0.0.1:{client_port}")
     finally:
         try:
-            stop_cluster(temp_dir, env)
+            stop_cluster(temp_dir, env, port)
         finally:
             shutil.rmtree(temp_dir, ignore_errors=True)
 

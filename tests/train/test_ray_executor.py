@@ -219,11 +219,13 @@ def test_with_no_retries_a_lost_worker_leaves_the_rollout_unscored(
     assert (result_["mean"], result_["n"], result_["unscored"]) == (1.0, 1, 1)
 
 
-def test_ctrl_c_stops_the_remote_tasks(ray_cluster, world, tmp_path):
+@pytest.mark.parametrize("via", ["address", "ray-client"])
+def test_ctrl_c_stops_the_remote_tasks(ray_cluster, world, tmp_path, via):
     marks = tmp_path / "marks"
     marks.mkdir()
     suite = marked_suite(world["root"], ["a", "b"], marks)
-    use_ray(world["root"], ray_cluster)
+    client = {"address": ray_cluster.client_address} if via == "ray-client" else {}
+    use_ray(world["root"], ray_cluster, **client)
     # the driver resolves the target by name too: it imports tests/ray_targets.py
     env = {**os.environ, **ray_cluster.settings()["runtime_env"]["env_vars"]}
     proc = subprocess.Popen(
