@@ -151,6 +151,7 @@ def main() -> int:
         small = write_fixture(root / "small", STARTUP_N)
         sleepy = write_fixture(root / "sleepy", THROUGHPUT_N)
         many = write_fixture(root / "many", OVERHEAD_N)
+        address = ""
         try:
             others = other_raylets(temp_dir)
             if others:
@@ -223,7 +224,8 @@ def main() -> int:
         except Exception as exc:  # a measurement: say what failed, exit 0
             print(f"benchmark failed: {type(exc).__name__}: {exc}", flush=True)
         finally:
-            stop_cluster(temp_dir, {**os.environ, **RAY_ENV})
+            port = int(address.rsplit(":", 1)[1]) if address else None
+            stop_cluster(temp_dir, {**os.environ, **RAY_ENV}, port)
             shutil.rmtree(temp_dir, ignore_errors=True)
 
     if hasattr(os, "getloadavg"):
