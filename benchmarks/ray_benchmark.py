@@ -40,8 +40,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 import skillopt
 from skillopt import api
 from skillopt.config import RaySettings, Settings
@@ -50,6 +48,7 @@ from skillopt.store.rollouts import RolloutStore
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from eval_benchmark import write_fixture  # noqa: E402  (benchmarks/, the script's own folder)
 from ray_cluster import other_raylets, start_head, stop_cluster  # noqa: E402
 
 CLUSTER_CPUS = 16
@@ -73,22 +72,6 @@ def start_cluster(temp_dir: str) -> str:
 
 
 # -- the evaluations -------------------------------------------------------------------
-def write_fixture(root: Path, n: int) -> tuple[Path, Path]:
-    skill = root / "skills" / "bench"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(
-        "---\nname: bench\ndescription: Benchmark skill. Use in "
-        "benchmarks.\n---\n# Bench\n\nAnswer with A.\n"
-    )
-    items = [
-        {"id": f"t{i:05d}", "input": f"question {i}", "expected": "A", "split": "test"}
-        for i in range(n)
-    ]
-    suite = root / "bench.yaml"
-    suite.write_text(yaml.safe_dump({"name": "bench", "items": items}))
-    return skill, suite
-
-
 class Bench:
     def __init__(self, root: Path, address: str):
         self.root = root

@@ -70,19 +70,27 @@ def test_a_refused_address_is_one_input_error_naming_ray_address(monkeypatch):
     executor._probe("local")  # a private cluster is started, not probed
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """skillopt in a process of its own: Ray connects once per process, and this one
-    may already be connected to the tests' cluster."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "RAY_"))}
-    env["PYTHONPATH"] = str(ROOT)
+def run_python(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Python in a process of its own (Ray connects once per process, and this one
+    may already be connected to the tests' cluster), without this process's SKILLOPT_
+    and RAY_ variables but with `env`, importing the skillopt under test."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "RAY_"))}
+    clean.update(env or {})
+    clean["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
-        [sys.executable, "-m", "skillopt", *args],
+        [sys.executable, *args],
         cwd=cwd,
-        env=env,
+        env=clean,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return run_python("-m", "skillopt", *args, cwd=cwd)
 
 
 @pytest.mark.parametrize("command", ["eval", "validate", "train", "models"])
@@ -151,16 +159,7 @@ def test_a_private_cluster_runs_with_a_token_and_leaves_the_home_alone(isolated)
         "seen = ray.get(ray.remote(lambda: os.environ.get('RAY_AUTH_MODE')).remote())\n"
         "print('auth', seen)\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "RAY_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run(
-        [sys.executable, str(probe), str(skill), str(suite)],
-        cwd=isolated,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_python(str(probe), str(skill), str(suite), cwd=isolated, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "scores [1.0, 1.0, 1.0, 1.0]" in done.stdout and "auth token" in done.stdout
     assert "Token authentication" not in done.stdout + done.stderr
@@ -200,16 +199,9 @@ def test_a_worker_dying_prints_nothing_of_ray_on_stdout(ray_cluster, isolated, v
         "sys.stdout.flush()\n"
         "print(json.dumps({'heard': heard.wait(float(sys.argv[3]))}))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "RAY_"))}
-    env.update(ray_cluster.env)
-    env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run(
-        [sys.executable, str(script), str(skill), str(suite), "120" if via == "address" else "0"],
-        cwd=isolated,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    wait = "120" if via == "address" else "0"
+    done = run_python(
+        str(script), str(skill), str(suite), wait, cwd=isolated, env=ray_cluster.env, timeout=300
     )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]  # only our JSON
