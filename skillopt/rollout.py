@@ -250,14 +250,14 @@ class RolloutEngine:
         size is locally (a provider's rate limit does not grow with the cluster)."""
         remote = self.remote
         serial = (self.concurrency == 1 or len(pending) == 1) and remote is None
-        if until is not None or remote is not None:
+        one_by_one = until is not None or remote is not None  # topped up as each ends
+        if one_by_one:
             limit = 1 if serial else self.concurrency
         elif not self.store.shared:
             limit = len(pending)
         else:
             limit = 1 if serial else 2 * self.concurrency
-        # claim again once this many are free
-        step = 1 if until is not None or remote is not None else max(1, limit // 2)
+        step = 1 if one_by_one else max(1, limit // 2)  # claim again once this many are free
         todo = deque(pending)
         ready: deque = deque()  # serial: claimed, to run in this thread
         waiting: dict[str, list] = {}  # held by another live process: key -> its jobs

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import write_skill, write_suite
-from ray_cluster import require_ray
+from ray_cluster import free_port, require_ray
 from test_ray_executor import rows
 from typer.testing import CliRunner
 
@@ -28,11 +27,18 @@ ROOT = Path(executor.__file__).resolve().parent.parent
 runner = CliRunner()
 
 
-def closed_port() -> int:
-    """A port of 127.0.0.1 nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# a port of 127.0.0.1 nothing listens on (bound, then released)
+closed_port = free_port
+
+
+def words(root: Path, splits: list[str]) -> tuple[Path, Path]:
+    """A skill and a suite of one item per split, each answered by repeating it."""
+    skill = write_skill(root / "skills", "words", body="# Words\n\nRepeat the item.\n")
+    items = [
+        {"id": f"t{i}", "input": f"w{i}", "expected": f"w{i}", "split": split}
+        for i, split in enumerate(splits)
+    ]
+    return skill, write_suite(root / "words.yaml", items)
 
 
 @pytest.mark.parametrize(
@@ -100,12 +106,7 @@ def test_executor_ray_without_a_cluster_is_one_line_and_exit_2(command, isolated
     (isolated / "skillopt.yaml").write_text(
         yaml.safe_dump({"ray": {"address": f"127.0.0.1:{port}"}})
     )
-    skill = write_skill(isolated / "skills", "words", body="# Words\n\nRepeat the item.\n")
-    items = [
-        {"id": f"t{i}", "input": f"w{i}", "expected": f"w{i}", "split": split}
-        for i, split in enumerate(["train", "train", "val", "val", "test", "test"])
-    ]
-    suite = write_suite(isolated / "words.yaml", items)
+    skill, suite = words(isolated, ["train", "train", "val", "val", "test", "test"])
     args = {
         "eval": ["eval", str(skill), "--tasks", str(suite), "--target", "scripted/echo"],
         "validate": ["validate", str(skill), "--tasks", str(suite), "--target", "scripted/echo"],
@@ -145,11 +146,7 @@ def test_a_private_cluster_runs_with_a_token_and_leaves_the_home_alone(isolated)
     (isolated / "skillopt.yaml").write_text(
         yaml.safe_dump({"executor": "ray", "ray": {"address": "local"}})
     )
-    skill = write_skill(isolated / "skills", "words", body="# Words\n\nRepeat the item.\n")
-    items = [
-        {"id": f"t{i}", "input": f"w{i}", "expected": f"w{i}", "split": "test"} for i in range(4)
-    ]
-    suite = write_suite(isolated / "words.yaml", items)
+    skill, suite = words(isolated, ["test"] * 4)
     probe = isolated / "probe.py"  # prints what a task on the cluster sees
     probe.write_text(
         "import os, ray, sys\n"
@@ -172,9 +169,7 @@ def test_a_worker_dying_prints_nothing_of_ray_on_stdout(ray_cluster, isolated, v
     executor. Ray's driver prints "(raylet) A worker died…" to stdout from a thread
     of its own; with executor: ray that goes to skillopt's log, and stdout holds
     only what skillopt writes there (here, the evaluation's JSON)."""
-    skill = write_skill(isolated / "skills", "words", body="# Words\n\nRepeat the item.\n")
-    items = [{"id": "t0", "input": "w0", "expected": "w0", "split": "test"}]
-    suite = write_suite(isolated / "words.yaml", items)
+    skill, suite = words(isolated, ["test"])
     client = {"address": ray_cluster.client_address} if via == "ray-client" else {}
     ray_section = ray_cluster.settings(max_retries=0, **client)
     script = isolated / "dies.py"
@@ -240,7 +235,6 @@ def test_executor_local_overrides_executor_ray_in_the_file(world, models):
     assert res.exit_code == 0, res.output
 
 
-@pytest.mark.ray
 def test_a_ray_client_address_runs_on_the_cluster_as_locally(ray_cluster, world):
     """ray://host:port (Ray Client, through the head's client server): the same
     store rows as the local executor, and `models --executor ray` sees both nodes."""

@@ -168,20 +168,28 @@ def kill_the_worker_when_it_starts(marks: Path) -> int:
     return pid
 
 
-def test_a_worker_killed_mid_rollout_is_retried(ray_cluster, world, tmp_path):
+def eval_killing_a_worker(world, cluster, tmp_path, max_retries: int, *extra: str):
+    """eval of the tasks `die` and `ok` on the cluster, SIGKILLing the worker that
+    runs `die` once it has started: (the CLI's result, the killed worker's pid)."""
     marks = tmp_path / "marks"
     marks.mkdir()
     suite = marked_suite(world["root"], ["die", "ok"], marks)
-    use_ray(world["root"], ray_cluster, max_retries=2)
+    use_ray(world["root"], cluster, max_retries=max_retries)
     result: dict = {}
     thread = threading.Thread(
-        target=lambda: result.update(res=runner.invoke(app, eval_args(world, suite, "dies_once")))
+        target=lambda: result.update(
+            res=runner.invoke(app, eval_args(world, suite, "dies_once", *extra))
+        )
     )
     thread.start()
     killed = kill_the_worker_when_it_starts(marks)
     thread.join(timeout=120)
     assert not thread.is_alive()
-    res = result["res"]
+    return result["res"], killed
+
+
+def test_a_worker_killed_mid_rollout_is_retried(ray_cluster, world, tmp_path):
+    res, killed = eval_killing_a_worker(world, ray_cluster, tmp_path, 2)
     assert res.exit_code == 0, res.output
     assert not alive(killed)
     rows_ = {r["task_id"]: r for r in rows(world["root"] / "runs" / "rollouts.sqlite")}
@@ -195,20 +203,7 @@ def test_with_no_retries_a_lost_worker_leaves_the_rollout_unscored(
     world,
     tmp_path,
 ):
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    suite = marked_suite(world["root"], ["die", "ok"], marks)
-    use_ray(world["root"], ray_cluster, max_retries=0)
-    result: dict = {}
-    thread = threading.Thread(
-        target=lambda: result.update(
-            res=runner.invoke(app, eval_args(world, suite, "dies_once", "--json", "out.json"))
-        )
-    )
-    thread.start()
-    kill_the_worker_when_it_starts(marks)
-    thread.join(timeout=120)
-    res = result["res"]
+    res, _ = eval_killing_a_worker(world, ray_cluster, tmp_path, 0, "--json", "out.json")
     assert res.exit_code == 0, res.output
     rows_ = {r["task_id"]: r for r in rows(world["root"] / "runs" / "rollouts.sqlite")}
     lost = rows_["t-die"]
