@@ -233,3 +233,55 @@ def test_training_with_the_real_cli_learns_and_leaves_home_alone(claude, caps, h
     assert res.exit_code == 0, res.output
     assert "validation 0.000 → 1.000" in res.stdout
     assert snapshot(home) == before
+
+
+def test_the_real_cli_on_ray_workers_answers_as_locally(claude, caps, ray_cluster, isolated):
+    """executor: ray with the real Claude Code on the cluster's workers (the fake
+    API reaches them through runtime_env; the driver, which has no key, checks the
+    binary and the workers run it at the path it found): the skill reaches the
+    model there as here, with as many calls."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    api = claude()
+    skill, suite = caps
+    tasks = suite(3)
+    here, _ = run(skill, "--tasks", tasks, "--store", "local.sqlite")
+    assert here.exit_code == 0, here.output
+    assert "skill invoked in 3/3 traced rollouts" in here.stdout, here.output
+    local_calls = len(api.messages_requests())
+    section = ray_cluster.settings()
+    section["runtime_env"]["env_vars"].update(
+        PATH=os.environ["PATH"],
+        ANTHROPIC_BASE_URL=os.environ["ANTHROPIC_BASE_URL"],
+        ANTHROPIC_API_KEY=os.environ["ANTHROPIC_API_KEY"],
+    )
+    (isolated / "skillopt.yaml").write_text(yaml.safe_dump({"executor": "ray", "ray": section}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKILLOPT_", "RAY_"))}
+    env.update(ray_cluster.env)
+    env["PYTHONPATH"] = section["runtime_env"]["env_vars"]["PYTHONPATH"]
+    env["PATH"] = os.environ["PATH"]  # the driver checks the CLI the workers then run
+    for var in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):  # the driver needs neither
+        env.pop(var, None)
+    there = subprocess.run(
+        [sys.executable, "-m", "skillopt", "eval", str(skill), "--tasks", str(tasks)]
+        + ["--harness", "claude-code", "--store", "ray.sqlite"],
+        cwd=isolated,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert there.returncode == 0, there.stdout + there.stderr
+    assert "skill invoked in 3/3 traced rollouts" in there.stdout, there.stdout
+
+    # the same scores as here (split, variant, mean, pass, n, unscored, cached); the
+    # tokens differ a little: the prompt the CLI builds names its environment
+    def scores(out: str) -> list[list[str]]:
+        return [line.split()[:7] for line in out.splitlines() if line.startswith("test ")]
+
+    assert scores(there.stdout) == scores(here.stdout)
+    assert scores(here.stdout) == [["test", "skill", "1.000", "100.0%", "3", "0", "0"]]
+    assert len(api.messages_requests()) == 2 * local_calls  # the workers made as many calls
