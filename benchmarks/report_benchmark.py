@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def timed_write(run_id: str, run_dir: Path, repeat: int = 5) -> tuple[float, int, Path]:
-    from skillopt.htmlreport import write_report
+    from skillopt.runs.html import write_report
 
     times = []
     path = run_dir / run_id / "report.html"

@@ -30,11 +30,10 @@ if TYPE_CHECKING:
         train,
         validate,
     )
-    from skillopt.budget import BudgetExceeded
-    from skillopt.ci import ValidateResult
     from skillopt.config import Settings
     from skillopt.errors import BadSkill, InputError, MissingCredentials, SkilloptError
-    from skillopt.evaluation import EvalResult, SplitResult, TaskOutcome
+    from skillopt.eval.results import EvalResult, SplitResult, TaskOutcome
+    from skillopt.eval.validate import ValidateResult
     from skillopt.harness.base import (
         Cancellable,
         Harness,
@@ -54,12 +53,13 @@ if TYPE_CHECKING:
     from skillopt.optimize.gate import Decision, Gate
     from skillopt.optimize.plan import Plan
     from skillopt.plugins import Registry
-    from skillopt.record import Rollout
+    from skillopt.rollouts.budget import BudgetExceeded
+    from skillopt.rollouts.record import Rollout
     from skillopt.skill.document import Skill
     from skillopt.skill.edits import Edit
     from skillopt.suite.scorers import Score, ScoreContext, Scorer
     from skillopt.suite.task import Suite, Task
-    from skillopt.training import TrainResult
+    from skillopt.training.session import TrainResult
 
 _EXPORTS = {
     "skillopt.api": (
@@ -74,10 +74,10 @@ _EXPORTS = {
         "train",
         "validate",
     ),
-    "skillopt.budget": ("BudgetExceeded",),
+    "skillopt.rollouts.budget": ("BudgetExceeded",),
     "skillopt.config": ("Settings",),
     "skillopt.errors": ("BadSkill", "InputError", "MissingCredentials", "SkilloptError"),
-    "skillopt.evaluation": ("EvalResult", "SplitResult", "TaskOutcome"),
+    "skillopt.eval.results": ("EvalResult", "SplitResult", "TaskOutcome"),
     "skillopt.harness.base": (
         "Cancellable",
         "Harness",
@@ -97,13 +97,13 @@ _EXPORTS = {
     "skillopt.optimize.gate": ("Decision", "Gate"),
     "skillopt.optimize.plan": ("Plan",),
     "skillopt.plugins": ("Registry",),
-    "skillopt.record": ("Rollout",),
+    "skillopt.rollouts.record": ("Rollout",),
     "skillopt.skill.document": ("Skill",),
     "skillopt.skill.edits": ("Edit",),
     "skillopt.suite.scorers": ("Score", "ScoreContext", "Scorer"),
     "skillopt.suite.task": ("Suite", "Task"),
-    "skillopt.training": ("TrainResult",),
-    "skillopt.ci": ("ValidateResult",),
+    "skillopt.training.session": ("TrainResult",),
+    "skillopt.eval.validate": ("ValidateResult",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 

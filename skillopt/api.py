@@ -18,30 +18,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from skillopt.config import Settings
-from skillopt.context import Warn, object_name
-from skillopt.evaluation import EvalResult
+from skillopt.eval.context import Warn, object_name
+from skillopt.eval.results import EvalResult
 from skillopt.harness.base import Harness
 from skillopt.models.base import Model
 from skillopt.optimize.base import Optimizer
 from skillopt.optimize.gate import Gate
-from skillopt.rollout import Observer
+from skillopt.rollouts.engine import Observer
 from skillopt.skill.document import Skill
 from skillopt.skill.lint import Findings
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.task import Suite
 
 if TYPE_CHECKING:
-    from skillopt.ci import ValidateResult
-    from skillopt.cluster import NodeReport
+    from skillopt.eval.validate import ValidateResult
     from skillopt.models.inventory import ModelInfo
     from skillopt.optimize.plan import Plan
-    from skillopt.optimize.trainer import TrainObserver
     from skillopt.plugins import Listing
-    from skillopt.recording import ReplayResult
-    from skillopt.runs import Pruned, RunInfo, RunStep
-    from skillopt.shipping import AdoptResult, ExportResult
+    from skillopt.rollouts.cluster import NodeReport
+    from skillopt.runs.read import Pruned, RunInfo, RunStep
+    from skillopt.ship.export import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
-    from skillopt.training import TrainResult
+    from skillopt.training.loop import TrainObserver
+    from skillopt.training.replay import ReplayResult
+    from skillopt.training.session import TrainResult
 
 Section = Mapping[str, Any]  # a partial settings section: {"isolate": False}
 
@@ -129,7 +129,7 @@ def evaluate(
     notices of settings resolution. A `store` object is used and left open. With a
     budget, a batch that would cross it is not started: `BudgetExceeded` (what was
     scored stays in the store, so running again with a larger budget continues)."""
-    from skillopt import scoring
+    from skillopt.eval import run as scoring
 
     names, objects = _roles(target=target, harness=harness, judge=judge)
     overrides = _overrides(
@@ -210,7 +210,7 @@ def train(
     `warn` receives the warnings; a model without its key raises
     `MissingCredentials` before anything runs. Interrupted (Ctrl-C) or stopped by a systemic
     failure, the run is checkpointed: continue it with `resume`."""
-    from skillopt import training
+    from skillopt.training import session as training
 
     overrides, components = _train_inputs(locals())
     return training.start(
@@ -265,7 +265,7 @@ def plan(
     """What `train` would do and roughly cost (`skillopt train --dry-run`): no
     model call, no run made. Lint warnings and settings notices are in its notes,
     and the keys the run would lack in its `missing_keys`."""
-    from skillopt import training
+    from skillopt.training import session as training
 
     overrides, components = _train_inputs(locals())
     return training.plan(skill, suite, overrides, settings=settings, components=components)
@@ -294,7 +294,7 @@ def resume(
     recorded skill, suite and settings; only `concurrency`, `executor` and the budget
     may change (a run a budget stopped continues with a larger one). A run trained with objects
     passed in code needs the same kinds of objects again."""
-    from skillopt import training
+    from skillopt.training import session as training
 
     components = training.Components(target, harness, judge, optimizer, gate)
     budget = {
@@ -321,7 +321,7 @@ def replay(run: str | Path, *, run_dir: str | Path | None = None) -> ReplayResul
     rollouts and optimizer replies only, with zero model calls, and compare: the
     result says whether it reproduced (same decisions, same best skill hash) or the
     first step that differs (`skillopt train --replay`)."""
-    from skillopt.recording import replay as run_replay
+    from skillopt.training.replay import replay as run_replay
 
     return run_replay(run, run_dir=run_dir)
 
@@ -330,14 +330,14 @@ def bundle(run: str | Path, out: str | Path, *, run_dir: str | Path | None = Non
     """Pack a finished run into `out` (.tar.gz): its directory, git history, suite and
     exactly the store rows it used, so `replay(out)` works on another machine
     (`skillopt bundle`)."""
-    from skillopt.recording import bundle as pack
+    from skillopt.training.replay import bundle as pack
 
     return pack(run, out, run_dir=run_dir)
 
 
 def _train_inputs(values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """(settings overrides, components) from `train`'s or `plan`'s keywords."""
-    from skillopt import training
+    from skillopt.training import session as training
 
     names, objects = _roles(**{role: values[role] for role in _KINDS})
     components = training.Components(**objects)
@@ -408,7 +408,7 @@ def validate(
     """Lint `skill`, then score it (and `baseline`: a git ref of the skill's
     repository, or a path) on `split` of the suite, with thresholds (`skillopt
     validate`, the CI gate). `result.exit_code` is 0 when every check passed."""
-    from skillopt.ci import validate as run_validate
+    from skillopt.eval.validate import validate as run_validate
 
     names, objects = _roles(target=target, harness=harness, judge=judge)
     overrides = _overrides(
@@ -449,9 +449,9 @@ def export(
 ) -> ExportResult:
     """Export a skill (or a run's best skill, by run id or directory) where an agent
     loads it: `claude` (.claude/skills), `codex`/`agents` (.agents/skills) or a
-    section of an AGENTS.md; see `skillopt.shipping`."""
-    from skillopt.runs import load_skill_or_run
-    from skillopt.shipping import export as export_skill
+    section of an AGENTS.md; see `skillopt.ship.export`."""
+    from skillopt.runs.read import load_skill_or_run
+    from skillopt.ship.export import export as export_skill
 
     return export_skill(load_skill_or_run(source, run_dir), to, scope=scope, dest=dest, force=force)
 
@@ -460,8 +460,8 @@ def adopt(
     run: str | Path, *, force: bool = False, run_dir: str | Path | None = None
 ) -> AdoptResult:
     """Write a run's best skill back into the skill directory it was trained from."""
-    from skillopt.runs import find_run
-    from skillopt.shipping import adopt as adopt_run
+    from skillopt.runs.read import find_run
+    from skillopt.ship.export import adopt as adopt_run
 
     return adopt_run(find_run(run, run_dir), force=force)
 
@@ -471,28 +471,28 @@ def list_runs(*, run_dir: str | Path | None = None) -> list[RunInfo]:
     """Every run under the runs directory, newest first (`skillopt runs`): its skill,
     suite, models, status (finished, stopped, interrupted or unreadable), scores,
     rollouts and cost. A run that cannot be read is listed as `unreadable`."""
-    from skillopt import runs
+    from skillopt.runs import read as runs
 
     return runs.list_runs(run_dir)
 
 
 def run_history(run: str | Path, *, run_dir: str | Path | None = None) -> list[AuditCommit]:
     """The training story of a run (one commit per candidate), read back from git."""
-    from skillopt import runs
+    from skillopt.runs import read as runs
 
     return runs.history(run, run_dir)
 
 
 def run_diff(run: str | Path, step: int | None = None, *, run_dir: str | Path | None = None) -> str:
     """The skill diff of one step (against its parent), or of the whole run."""
-    from skillopt import runs
+    from skillopt.runs import read as runs
 
     return runs.diff(run, step, run_dir)
 
 
 def run_step(run: str | Path, step: int, *, run_dir: str | Path | None = None) -> AuditCommit:
     """The audit commit of one step (its message holds the evidence)."""
-    from skillopt import runs
+    from skillopt.runs import read as runs
 
     return runs.step(run, step, run_dir)
 
@@ -500,14 +500,14 @@ def run_step(run: str | Path, step: int, *, run_dir: str | Path | None = None) -
 def run_log(run: str | Path, *, run_dir: str | Path | None = None) -> list[RunStep]:
     """Every step of a run (`skillopt log`): its decision and reason, and its audit
     commit when it made a candidate."""
-    from skillopt import runs
+    from skillopt.runs import read as runs
 
     return runs.steps(run, run_dir)
 
 
 def run_log_step(run: str | Path, step: int, *, run_dir: str | Path | None = None) -> RunStep:
     """One step of a run (`skillopt show`), committed or not."""
-    from skillopt import runs
+    from skillopt.runs import read as runs
 
     return runs.find_step(run, step, run_dir)
 
@@ -522,7 +522,7 @@ def run_report(
     """Write a run's HTML report (`skillopt report`): `report.html` in the run's
     directory unless `out` is given; with `other`, the page comparing the two runs
     (`compare-<other>.html` in the first run's directory). Returns its path."""
-    from skillopt import htmlreport
+    from skillopt.runs import html as htmlreport
 
     if other is None:
         return htmlreport.write_report(run, run_dir, out=out)
@@ -534,9 +534,9 @@ def run_blame(run: str | Path, *, run_dir: str | Path | None = None) -> list[dic
     (`skillopt blame`): dicts with `line`, `text`, `step`, `decision`, `commit`,
     `edit` (index among the step's applied edits, or None), `op`, `rationale`,
     `evidence`."""
-    from skillopt.htmlreport.blame import blame_lines
-    from skillopt.optimize.state import TrainState
-    from skillopt.runs import open_run
+    from skillopt.runs.html.blame import blame_lines
+    from skillopt.runs.read import open_run
+    from skillopt.training.state import TrainState
 
     found, audit = open_run(run, run_dir)
     state = TrainState.load(found)
@@ -555,8 +555,8 @@ def prune_runs(
 ) -> list[Pruned]:
     """Delete the git refs runs left behind (`skillopt prune`): those of runs whose
     directory is gone, and with `keep` / `older_than_days` / `everything` more (see
-    `skillopt.runs.prune`)."""
-    from skillopt import runs
+    `skillopt.runs.read.prune`)."""
+    from skillopt.runs import read as runs
 
     return runs.prune(
         run_dir=run_dir,
@@ -595,8 +595,8 @@ def cluster_report(
     model; each node's checks say what is missing, they never raise. None when the
     executor (settings resolved as for a run) is local; `InputError` naming
     ray.address when the cluster cannot be reached."""
-    from skillopt.cluster import cluster_report as check_nodes
     from skillopt.config import resolve_settings
+    from skillopt.rollouts.cluster import cluster_report as check_nodes
 
     if settings is None:
         settings = resolve_settings(_overrides(executor=executor, ray=ray))

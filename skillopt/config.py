@@ -200,7 +200,7 @@ class Settings(BaseModel):
         "optimizer the same failing training tasks of the same skill and gave no better "
         "candidate; 0: never",
     )
-    # spend control (`skillopt.budget`): None is no limit
+    # spend control (`skillopt.rollouts.budget`): None is no limit
     budget_usd: float | None = Field(
         None, gt=0, description="USD the run may spend, every role together (train, eval, validate)"
     )
@@ -255,7 +255,7 @@ class Settings(BaseModel):
     def _duration(cls, value: Any) -> float | None:
         if value is None:
             return None
-        from skillopt.budget import parse_duration
+        from skillopt.rollouts.budget import parse_duration
 
         return parse_duration(value)
 

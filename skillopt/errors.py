@@ -26,7 +26,7 @@ class SkilloptError(Exception):
     details: tuple[str, ...] = ()
 
     def __init__(self, message: object = "", *args: object):
-        from skillopt.text import safe
+        from skillopt._util.text import safe
 
         super().__init__(safe(str(message)), *args)
 

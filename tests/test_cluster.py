@@ -1,4 +1,4 @@
-"""What each node of a Ray cluster has for running rollouts (`skillopt.cluster`,
+"""What each node of a Ray cluster has for running rollouts (`skillopt.rollouts.cluster`,
 `skillopt models --executor ray`): the check itself as a plain function on this
 machine (a stand-in `claude` on PATH, a missing `codex`, one that hangs), and the
 report of the tests' real two-node cluster, read through the api and the CLI."""
@@ -17,8 +17,9 @@ import yaml
 from typer.testing import CliRunner
 
 import skillopt
-from skillopt import api, cluster
+from skillopt import api
 from skillopt.cli.main import app
+from skillopt.rollouts import cluster
 
 AGENTS = (("claude-code", "claude"), ("codex", "codex"))
 

@@ -1,10 +1,10 @@
-"""`skillopt.display`: every placeholder, precision and sign the reports, the
+"""`skillopt._util.display`: every placeholder, precision and sign the reports, the
 terminal, the pull-request summary and the commit trailers rely on."""
 
 from __future__ import annotations
 
-from skillopt import display
-from skillopt.display import NA
+from skillopt._util import display
+from skillopt._util.display import NA
 
 
 def test_none_reads_the_callers_placeholder():

@@ -142,7 +142,7 @@ def test_the_scripted_optimizer_writes_examples_for_failed_tasks_only(bench, tmp
     from skillopt.models import ScriptedModel
     from skillopt.optimize.memory import Memory
     from skillopt.optimize.reflect import LLMOptimizer, ProposalRequest
-    from skillopt.rollout import Rollout
+    from skillopt.rollouts.engine import Rollout
     from skillopt.skill.document import Skill
     from skillopt.suite.loader import load_suite
 

@@ -3,7 +3,7 @@ a text that fits as it is."""
 
 from __future__ import annotations
 
-from skillopt.text import clip, tail
+from skillopt._util.text import clip, tail
 
 
 def test_clip_leaves_a_text_that_fits():
@@ -31,7 +31,7 @@ def test_tail_keeps_the_end_of_the_stripped_text():
 
 
 def test_did_you_mean():
-    from skillopt.text import did_you_mean
+    from skillopt._util.text import did_you_mean
 
     assert did_you_mean("scorrer", ["name", "scorer", "split"]) == "did you mean 'scorer'?"
     assert did_you_mean("valid", ["seed", "train", "val", "test"]) == "did you mean 'val'?"

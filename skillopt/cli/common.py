@@ -18,8 +18,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from skillopt._util.text import safe
 from skillopt.errors import Interrupted, SkilloptError
-from skillopt.text import safe
 
 
 class SafeStream:

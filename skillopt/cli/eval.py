@@ -10,7 +10,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from skillopt import api, display
+from skillopt import api
+from skillopt._util import display
 from skillopt.cli.common import (
     AllowUnpriced,
     BudgetUsd,
@@ -32,8 +33,8 @@ from skillopt.cli.common import (
     write_json,
 )
 from skillopt.cli.progress import Display, open_display
-from skillopt.evaluation import EvalResult
-from skillopt.rollout import RolloutEvent
+from skillopt.eval.results import EvalResult
+from skillopt.rollouts.engine import RolloutEvent
 
 Split = Annotated[str, typer.Option("--split", help="train, val, test or all.", metavar="SPLIT")]
 

@@ -12,8 +12,8 @@ from rich.table import Table
 
 from skillopt import api
 from skillopt.cli.common import Executor, err, handle_errors, out, warn
-from skillopt.cluster import NodeReport
 from skillopt.plugins import BUILTIN
+from skillopt.rollouts.cluster import NodeReport
 
 
 @handle_errors

@@ -40,7 +40,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from skillopt import display
+from skillopt._util import display
 from skillopt.cli.common import err, out
 from skillopt.errors import InputError
 

@@ -15,7 +15,7 @@ from rich.table import Table
 from skillopt import api
 from skillopt.cli.common import handle_errors, out, warn
 from skillopt.cli.runs import Run, RunDirOpt
-from skillopt.runs import find_run
+from skillopt.runs.read import find_run
 
 
 @handle_errors

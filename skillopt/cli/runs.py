@@ -14,12 +14,13 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from skillopt import api, display
+from skillopt import api
+from skillopt._util import display
 from skillopt.cli.common import handle_errors, out
 from skillopt.skill.edits import Edit
 
 if TYPE_CHECKING:
-    from skillopt.runs import RunInfo, RunStep
+    from skillopt.runs.read import RunInfo, RunStep
 
 Run = Annotated[
     str, typer.Argument(help="Run id (under the runs directory) or run directory.", metavar="RUN")
@@ -59,7 +60,7 @@ def runs_cmd(
         out.print_json(json.dumps([r.to_dict() for r in found], ensure_ascii=False))
         return
     if not found:
-        from skillopt.runs import runs_dir
+        from skillopt.runs.read import runs_dir
 
         out.print(f"no runs in {escape(str(runs_dir(run_dir)))}", soft_wrap=True)
         return
@@ -188,7 +189,7 @@ _REASON_WIDTH = 30
 def val_line(steps: list[RunStep]) -> str:
     """`val ▁▁█·  0.000 → 0.667 (best)`: each step's validation score (`·`: the step
     scored none), then the initial and the best skill's."""
-    from skillopt.runs import best_val
+    from skillopt.runs.read import best_val
 
     initial = steps[0].val if steps[0].kind == "initial" else None
     return (
@@ -396,7 +397,7 @@ def bundle_cmd(
 ) -> None:
     """Pack a finished run for another machine: its directory, git history, suite and
     exactly the store rows it used (`skillopt train --replay FILE` replays it)."""
-    from skillopt.recording import bundle
+    from skillopt.training.replay import bundle
 
     path = bundle(run, output, run_dir=run_dir)
     out.print(

@@ -9,7 +9,9 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from skillopt import api, display
+from skillopt import api
+from skillopt._util import display
+from skillopt._util.text import safe
 from skillopt.cli.common import (
     AllowUnpriced,
     BudgetUsd,
@@ -35,8 +37,7 @@ from skillopt.cli.common import (
 from skillopt.cli.eval import ProgressObserver, Split
 from skillopt.cli.progress import open_display
 from skillopt.errors import InputError
-from skillopt.shipping import TARGETS, LintFailed, Refused
-from skillopt.text import safe
+from skillopt.ship.export import TARGETS, LintFailed, Refused
 
 
 def print_diff(diff: str) -> None:
@@ -230,7 +231,7 @@ def validate_cmd(
     allow_unpriced: AllowUnpriced = False,
 ) -> None:
     """CI gate: lint, then score the skill; exit 1 below --min-score or past --max-regressions."""
-    from skillopt.ci import junit_xml, summary_markdown
+    from skillopt.eval.validate import junit_xml, summary_markdown
 
     if fmt not in (None, "text", "json"):
         raise InputError(

@@ -10,7 +10,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from skillopt import api, display
+from skillopt import api
+from skillopt._util import display
 from skillopt.cli.common import (
     AllowUnpriced,
     BudgetUsd,
@@ -33,7 +34,7 @@ from skillopt.cli.common import (
 from skillopt.cli.models import refuse_missing_keys
 from skillopt.cli.progress import Display, RunEta, open_display
 from skillopt.errors import InputError
-from skillopt.optimize.trainer import TrainEvent
+from skillopt.training.loop import TrainEvent
 
 
 class TrainProgress:
@@ -97,7 +98,7 @@ class TrainProgress:
 
 def eta_text(seconds: float) -> str:
     """`7s`, `42s`, `3m 05s`, `1h 02m`: whole seconds (an estimate has no tenths)."""
-    from skillopt.report import duration
+    from skillopt.runs.summary import duration
 
     return f"{round(seconds)}s" if seconds < 10 else duration(seconds)
 
@@ -393,7 +394,7 @@ def train_cmd(
 
 def replay_run(ref: str, run_dir: Path | None) -> None:
     """`--replay`: exit 0 when the run reproduced, 1 at the first difference."""
-    from skillopt.recording import replay
+    from skillopt.training.replay import replay
 
     res = replay(ref, run_dir=run_dir)
     served = f"{res.served['rollouts']:,} rollouts and {res.served['replies']:,} optimizer replies"
@@ -459,7 +460,7 @@ def render_plan(plan) -> None:
 
 
 def render_summary(result: api.TrainResult) -> None:
-    from skillopt import report
+    from skillopt.runs import summary as report
 
     s = result.summary
     acct = s["accounting"]

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from skillopt._util.text import clip, tail
 from skillopt.config import SELF_RUN_PROVIDERS, Settings
 from skillopt.errors import HarnessError, InputError
 from skillopt.harness import process
@@ -27,7 +28,6 @@ from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.suite.task import Task
-from skillopt.text import clip, tail
 
 STEP_OUTPUT_LIMIT = 2000  # characters of one tool output kept in a trajectory
 STEP_INPUT_LIMIT = 1000

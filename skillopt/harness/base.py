@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from skillopt._util.secrets import scrub
+from skillopt._util.text import clean, safe
 from skillopt.models.base import Usage
-from skillopt.secrets import scrub
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
-from skillopt.text import clean, safe
 
 
 @dataclass(frozen=True)

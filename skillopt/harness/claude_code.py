@@ -21,6 +21,7 @@ import json
 import os
 from pathlib import Path
 
+from skillopt._util.text import clip, tail
 from skillopt.config import Settings
 from skillopt.harness.agent import (
     CLIPPED,
@@ -40,7 +41,6 @@ from skillopt.harness.workspace import Workspace, install_name
 from skillopt.models.base import Usage
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
-from skillopt.text import clip, tail
 
 AGENT_OUTCOMES = ("error_max_turns", "error_max_budget_usd")
 CREDENTIALS = ".credentials.json"  # where `claude /login` keeps its token on Linux

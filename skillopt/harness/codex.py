@@ -21,6 +21,7 @@ import re
 import sys
 from pathlib import Path
 
+from skillopt._util.text import clip, tail
 from skillopt.config import Settings
 from skillopt.errors import HarnessError
 from skillopt.harness.agent import (
@@ -40,7 +41,6 @@ from skillopt.harness.workspace import Workspace, install_name
 from skillopt.models.base import Usage
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
-from skillopt.text import clip, tail
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -23,6 +23,7 @@ import string
 from collections.abc import Sequence
 from pathlib import Path
 
+from skillopt._util.text import clip
 from skillopt.config import Settings
 from skillopt.errors import InputError
 from skillopt.harness.agent import CLIPPED, STEP_OUTPUT_LIMIT, AgentHarness
@@ -31,7 +32,6 @@ from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.suite.task import Task
-from skillopt.text import clip
 
 PLACEHOLDERS = (
     "workspace",

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillopt.text import tail
+from skillopt._util.text import tail
 
 # What any program needs to start and reach the network; each harness adds its own.
 BASE_ENV = (

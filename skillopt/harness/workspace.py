@@ -71,7 +71,7 @@ class Workspace:
         for path in self.private_dirs:
             shutil.rmtree(path, ignore_errors=True)
         if not into.parent.is_dir():  # `runs/` made for the first time: git-ignored
-            from skillopt.store.run import output_dir
+            from skillopt.runs.rundir import output_dir
 
             output_dir(into.parent)
         into.mkdir(parents=True, exist_ok=True)

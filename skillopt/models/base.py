@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union, runtime_checkable
 
-from skillopt.text import clean
+from skillopt._util.text import clean
 
 Messages = list[dict[str, Any]]
 Prompt = Union[Messages, str]

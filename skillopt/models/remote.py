@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from skillopt import secrets
+from skillopt._util import secrets
 from skillopt.errors import ModelError
 
 T = TypeVar("T")

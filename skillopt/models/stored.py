@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from skillopt.errors import SkilloptError
 from skillopt.models.base import Completion, Model, Prompt, Usage, as_messages
 from skillopt.models.metered import ModelWrapper
-from skillopt.record import canonical_json
+from skillopt.rollouts.record import canonical_json
 
 
 class ReplayMiss(SkilloptError):

@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 from skillopt.harness.base import Describes, ShowsTask
 from skillopt.models.base import Usage
 from skillopt.optimize.memory import Memory
-from skillopt.record import Rollout
+from skillopt.rollouts.record import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import MAX_EDIT_LINES, MAX_STEP_LINES, Edit
 from skillopt.suite.task import Task

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from skillopt import display
-from skillopt.display import NA
-from skillopt.evaluation import task_outcomes
+from skillopt._util import display
+from skillopt._util.display import NA
+from skillopt._util.text import clip
+from skillopt.eval.results import task_outcomes
 from skillopt.optimize.gate import Decision
-from skillopt.record import Rollout
+from skillopt.rollouts.record import Rollout
 from skillopt.skill.edits import ApplyReport
 from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Task
-from skillopt.text import clip
 
 
 def comparison(tasks: list[Task], before: Sequence[Rollout], after: Sequence[Rollout]) -> str:

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from skillopt import display
-from skillopt.evaluation import TaskOutcome
+from skillopt._util import display
+from skillopt.eval.results import TaskOutcome
 
 if TYPE_CHECKING:
     from skillopt.config import Settings

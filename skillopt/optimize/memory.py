@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillopt import display
-from skillopt.display import NA
+from skillopt._util import display
+from skillopt._util.display import NA
 from skillopt.skill.edits import Edit
 
 Flips = tuple[int, int]  # (fail → pass, pass → fail) on the validation tasks

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from skillopt.budget import FLAGS, Budget, Priors, duration_text, usd
 from skillopt.config import Settings
 from skillopt.optimize.base import NoteTaker, SlowUpdater
 from skillopt.optimize.schedule import edit_budget, steps_per_epoch
+from skillopt.rollouts.budget import FLAGS, Budget, Priors, duration_text, usd
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Suite
 
@@ -59,7 +59,7 @@ class Plan:
     optimizer: str = ""  # the optimizer's name
     optimizer_note: str = ""  # why it makes no model call, when it makes none
     # variables the run would need and that are not set, one line each: the run
-    # itself would refuse to start (`skillopt.credentials`)
+    # itself would refuse to start (`skillopt.eval.credentials`)
     missing_keys: list[str] = field(default_factory=list)
     stages: list[Stage] = field(default_factory=list)  # the upper bounds per stage and role
     budget: list[str] = field(default_factory=list)  # what the budget does to the plan

@@ -18,8 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from skillopt import display
-from skillopt.display import NA
+from skillopt._util import display
+from skillopt._util.display import NA
+from skillopt._util.text import clip
 from skillopt.errors import ModelError, first_error
 from skillopt.models.base import JsonMode, Model, Usage
 from skillopt.optimize.base import (
@@ -34,12 +35,11 @@ from skillopt.optimize.base import (
 )
 from skillopt.optimize.memory import Memory
 from skillopt.prompts import load_prompt, render_prompt
-from skillopt.record import Rollout
+from skillopt.rollouts.record import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.suite.scorers import NO_JSON, parse_json_answer
 from skillopt.suite.task import Task
-from skillopt.text import clip
 
 FIELD_LIMIT = 1500
 STEP_LIMIT = 600

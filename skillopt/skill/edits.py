@@ -17,8 +17,8 @@ import difflib
 import re
 from dataclasses import asdict, dataclass, field
 
+from skillopt._util.text import clip
 from skillopt.skill.document import PROTECTED_CLOSE, PROTECTED_OPEN, Skill
-from skillopt.text import clip
 
 OPS = ("add", "delete", "replace")
 APPLIED = "applied"

@@ -35,8 +35,8 @@ from gitdb import LooseObjectDB
 from gitdb.base import IStream
 
 from skillopt.errors import InputError, SkilloptError
+from skillopt.runs.rundir import output_dir
 from skillopt.skill.document import SKILL_FILE, Skill
-from skillopt.store.run import output_dir
 from skillopt.store.trailers import StepTrailers, parse_trailers
 
 ACTOR = git.Actor("skillopt", "skillopt@localhost")

@@ -15,7 +15,7 @@ Invariants:
   rollout's row, the release of its claim and its `spend` row are one transaction.
 - `spend` is an append-only ledger: one row per paid thing (a rollout, an optimizer
   call) written with it, so a run's totals can be read back after any crash.
-- Every text written is passed through `skillopt.text.safe` first: no lone
+- Every text written is passed through `skillopt._util.text.safe` first: no lone
   surrogate or NUL can make SQLite raise, and no known secret is stored.
 """
 
@@ -32,11 +32,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from skillopt._util.text import safe
 from skillopt.errors import InputError
 from skillopt.models.base import Usage
-from skillopt.record import Rollout, canonical_json
-from skillopt.store.run import output_dir
-from skillopt.text import safe
+from skillopt.rollouts.record import Rollout, canonical_json
+from skillopt.runs.rundir import output_dir
 
 LEASE_TTL = 30.0  # seconds a claim lives unless renewed (the engine renews every ttl/3)
 BUSY_TIMEOUT = 30.0

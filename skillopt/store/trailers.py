@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from skillopt import display
-from skillopt.display import NA
+from skillopt._util import display
+from skillopt._util.display import NA
 
 _TRAILER = re.compile(r"^(Skillopt-[A-Za-z-]+):\s?(.*)$")
 _VAL = re.compile(r"^(?:(?P<incumbent>\S+) -> )?(?P<val>\S+) \(n=(?P<n>\d+)\)$")

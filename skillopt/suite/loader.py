@@ -23,12 +23,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from skillopt._util.text import did_you_mean
 from skillopt.errors import InputError
 from skillopt.suite.readers import ItemList, key_line, read_jsonl, read_yaml, take_items
 from skillopt.suite.scorers import Scorer, build_scorer
 from skillopt.suite.scorers.registry import BadScorerSpec
 from skillopt.suite.task import SPLITS, Suite, Task
-from skillopt.text import did_you_mean
 
 
 class SplitSpec(BaseModel):

@@ -8,7 +8,7 @@ import io
 import pytest
 from rich.console import Console
 
-from skillopt import display
+from skillopt._util import display
 from skillopt.cli import common
 from skillopt.cli.progress import (
     INTERVAL_ENV,
@@ -24,7 +24,7 @@ from skillopt.cli.progress import (
 )
 from skillopt.cli.train import TrainProgress, eta_text
 from skillopt.errors import InputError
-from skillopt.optimize.trainer import TrainEvent
+from skillopt.training.loop import TrainEvent
 
 
 class Clock:

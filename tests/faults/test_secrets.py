@@ -13,9 +13,9 @@ from fakes.openai_server import FakeOpenAI, Reply
 from helpers import write_skill, write_suite
 from typer.testing import CliRunner
 
-from skillopt import secrets
+from skillopt._util import secrets
+from skillopt._util.text import safe
 from skillopt.cli.main import app
-from skillopt.text import safe
 
 KEY = "sk-proj-test-Zx81QmLr0b2Y7kVf"
 HEADER_SECRET = "hdr-secret-5be1e7a0c4d2"

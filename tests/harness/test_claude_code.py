@@ -18,7 +18,7 @@ from skillopt.config import Settings
 from skillopt.errors import HarnessError, InputError, SystemicFailure
 from skillopt.harness import build_harness
 from skillopt.harness.claude_code import ClaudeCodeHarness, read_events, tool_steps
-from skillopt.rollout import RolloutEngine
+from skillopt.rollouts.engine import RolloutEngine
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite

@@ -19,7 +19,7 @@ from skillopt.config import Settings
 from skillopt.errors import HarnessError, SystemicFailure
 from skillopt.harness import build_harness
 from skillopt.harness.codex import LAST_MESSAGE, CodexHarness, item_steps, read_jsonl
-from skillopt.rollout import RolloutEngine
+from skillopt.rollouts.engine import RolloutEngine
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite

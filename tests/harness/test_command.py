@@ -31,7 +31,7 @@ from skillopt.errors import HarnessError, InputError
 from skillopt.harness import build_harness
 from skillopt.harness.command import PLACEHOLDERS
 from skillopt.harness.process import BASE_ENV
-from skillopt.rollout import RolloutEngine
+from skillopt.rollouts.engine import RolloutEngine
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite

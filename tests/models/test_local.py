@@ -16,7 +16,7 @@ from helpers import have_local, write_suite
 
 from skillopt.errors import InputError, ModelError
 from skillopt.harness.chat import ChatHarness
-from skillopt.rollout import RolloutEngine
+from skillopt.rollouts.engine import RolloutEngine
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import load_suite

@@ -11,7 +11,7 @@ import re
 import pytest
 from helpers import write_skill, write_suite
 
-from skillopt import api, training
+from skillopt import api
 from skillopt.config import Settings
 from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel, register_model, unregister_model
@@ -29,10 +29,11 @@ from skillopt.optimize.exemplars import (
 )
 from skillopt.optimize.memory import Memory
 from skillopt.optimize.reflect import Proposal, ProposalRequest
-from skillopt.rollout import Rollout
+from skillopt.rollouts.engine import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit, apply_edits
 from skillopt.suite.loader import load_suite
+from skillopt.training import session as training
 
 FRONT = "---\nname: codes\ndescription: Normalise product codes.\n---\n"
 INTRO = "# Codes\n\nRewrite the product code you are given.\n"

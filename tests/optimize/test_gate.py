@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from skillopt.evaluation import TaskOutcome
+from skillopt.eval.results import TaskOutcome
 from skillopt.optimize.gate import GATES, Decision, decide, paired_p_value
 
 

@@ -14,7 +14,7 @@ from skillopt.models import ScriptedModel, local
 from skillopt.optimize.base import NO_CONTEXT, RunContext
 from skillopt.optimize.memory import Memory
 from skillopt.optimize.reflect import NOT_DESCRIBED, LLMOptimizer, ProposalRequest
-from skillopt.rollout import Rollout
+from skillopt.rollouts.engine import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.suite.loader import load_suite

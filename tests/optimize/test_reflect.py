@@ -20,7 +20,7 @@ from skillopt.optimize.reflect import (
     parse_edits,
     render_trajectories,
 )
-from skillopt.rollout import Rollout
+from skillopt.rollouts.engine import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.suite.loader import load_suite

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from skillopt.optimize.stall import stalled
-from skillopt.optimize.state import StepRecord
+from skillopt.training.stall import stalled
+from skillopt.training.state import StepRecord
 
 
 def step(n: int, decision: str = "rejected", failing=("a", "b"), skill: str = "h0") -> StepRecord:

@@ -10,7 +10,10 @@ import pytest
 
 from skillopt.errors import InputError
 from skillopt.optimize.memory import Memory
-from skillopt.optimize.state import (
+from skillopt.runs.rundir import RunDir
+from skillopt.skill.document import Skill
+from skillopt.skill.edits import Edit
+from skillopt.training.state import (
     MIGRATIONS,
     STATE_VERSION,
     Accounting,
@@ -21,9 +24,6 @@ from skillopt.optimize.state import (
     SplitScore,
     TrainState,
 )
-from skillopt.skill.document import Skill
-from skillopt.skill.edits import Edit
-from skillopt.store.run import RunDir
 
 SKILL = Skill.parse("---\nname: words\ndescription: Demo.\n---\n# Words\n\n- Reply.\n")
 EDIT = Edit("add", section="Rules", content="- Shout.")

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from skillopt import api
 from skillopt.cli.main import app
-from skillopt.shipping import Refused, begin_marker, destination, end_marker, text_diff
+from skillopt.ship.export import Refused, begin_marker, destination, end_marker, text_diff
 
 runner = CliRunner()
 

@@ -11,7 +11,7 @@ from helpers import write_skill, write_suite
 from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel
 from skillopt.models.base import Completion, Usage
-from skillopt.rollout import RolloutEngine
+from skillopt.rollouts.engine import RolloutEngine
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import MIGRATIONS, RolloutStore, migrate
 from skillopt.suite.loader import load_suite

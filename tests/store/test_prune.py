@@ -14,9 +14,9 @@ from helpers import write_skill
 from typer.testing import CliRunner
 
 from skillopt.cli.main import app
+from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
 from skillopt.store.audit import Audit
-from skillopt.store.run import RunDir
 from skillopt.store.trailers import StepTrailers
 
 runner = CliRunner()

@@ -11,9 +11,9 @@ from helpers import write_skill, write_suite
 from typer.testing import CliRunner
 
 from skillopt.cli.main import app
+from skillopt.runs.rundir import IGNORE_ALL, RunDir
 from skillopt.store.audit import _bare_repo
 from skillopt.store.rollouts import RolloutStore
-from skillopt.store.run import IGNORE_ALL, RunDir
 
 runner = CliRunner()
 

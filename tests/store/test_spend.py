@@ -12,7 +12,7 @@ from helpers import write_skill, write_suite
 from skillopt.errors import ModelError
 from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel
-from skillopt.rollout import Rollout, RolloutEngine
+from skillopt.rollouts.engine import Rollout, RolloutEngine
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import MIGRATIONS, RolloutStore, migrate
 from skillopt.suite.loader import load_suite

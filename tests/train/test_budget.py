@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 from world import HELPFUL, ScriptedOptimizer, edits_reply, flags, follow_skill
 
 import skillopt
-from skillopt.budget import Budget, BudgetExceeded, Guard, Priors, Spent, parse_duration
 from skillopt.cli.main import app
 from skillopt.errors import InputError
 from skillopt.models import ScriptedModel, register_model, unregister_model
+from skillopt.rollouts.budget import Budget, BudgetExceeded, Guard, Priors, Spent, parse_duration
 from skillopt.store.rollouts import RolloutStore
 
 PRICE = 0.01  # USD per target rollout

@@ -19,9 +19,9 @@ from ray_cluster import free_port, require_ray
 from test_ray_executor import rows
 from typer.testing import CliRunner
 
-from skillopt import executor
 from skillopt.cli.main import app
 from skillopt.errors import InputError
+from skillopt.rollouts import ray_executor as executor
 
 ROOT = Path(executor.__file__).resolve().parent.parent
 runner = CliRunner()

@@ -15,8 +15,8 @@ from world import HARMFUL, HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, tra
 
 from skillopt import api
 from skillopt.cli.main import app
-from skillopt.htmlreport import data as report_data
-from skillopt.htmlreport import page
+from skillopt.runs.html import data as report_data
+from skillopt.runs.html import page
 
 runner = CliRunner()
 VAL_TASKS = ["keep-3", "keep-4", "word-3", "word-4"]

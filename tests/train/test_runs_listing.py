@@ -278,7 +278,7 @@ def test_log_draws_validation_per_step_above_the_table(world, models):
 
 
 def test_a_steps_val_is_its_candidates_and_none_where_it_scored_none():
-    from skillopt.runs import RunStep, best_val
+    from skillopt.runs.read import RunStep, best_val
 
     def step(n: int, kind: str, decision: str, **rec) -> RunStep:
         return RunStep(n, kind, 1, decision, "", None, {"step": n, "kind": kind, **rec})

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from skillopt.text import clip
+from skillopt._util.text import clip
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,7 @@ class Command(Scorer):
     `SKILLOPT_TASK_ID`, `SKILLOPT_SUITE_DIR`, and the names listed in `env` —
     nothing else of skillopt's, so no provider key unless listed), its own process
     group, and its own PID namespace where the platform allows. Its output becomes
-    feedback, so it is passed through `skillopt.text.safe`: known secrets are
+    feedback, so it is passed through `skillopt._util.text.safe`: known secrets are
     blanked.
 
     A verifier that cannot start (exit 126/127) is unscored; one that times out
@@ -162,8 +162,8 @@ class Command(Scorer):
     Params = CommandParams
 
     def score(self, task, answer, ctx):
+        from skillopt._util.text import safe, tail
         from skillopt.harness import process
-        from skillopt.text import safe, tail
 
         with tempfile.TemporaryDirectory(prefix="skillopt-verify-") as tmp:
             answer_file = Path(tmp) / "answer.txt"

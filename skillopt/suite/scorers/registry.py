@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from skillopt._util.text import did_you_mean
 from skillopt.errors import first_error
 from skillopt.suite.scorers.base import Scorer
 from skillopt.suite.scorers.code import Command, Python
 from skillopt.suite.scorers.judge import Judge
 from skillopt.suite.scorers.structured import Json
 from skillopt.suite.scorers.text import Choice, Contains, Exact, Normalized, Number, Regex
-from skillopt.text import did_you_mean
 
 SCORERS: dict[str, type[Scorer]] = {
     cls.type: cls

@@ -1,0 +1,1 @@
+"""Leaf helpers every layer may use: safe text, secret scrubbing, numbers for people."""

@@ -1,0 +1,257 @@
+"""Evaluation results: per-split statistics and skill-versus-baseline comparisons.
+
+Invariant: unscored rollouts are counted and shown but never enter a mean or a
+pass rate; with several samples per task, a task's value is the mean of its
+scored samples and it passes when at least half of them pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from skillopt.rollouts.record import Rollout
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    task_id: str
+    value: float | None  # None: every sample unscored
+    passed: bool | None
+    samples: int
+    scored: int
+
+
+def task_outcomes(rollouts: Iterable[Rollout]) -> dict[str, TaskOutcome]:
+    """Per-task aggregate over samples, in first-seen task order."""
+    grouped: dict[str, list[Rollout]] = {}
+    for r in rollouts:
+        grouped.setdefault(r.task_id, []).append(r)
+    out = {}
+    for task_id, rs in grouped.items():
+        scored = [r for r in rs if r.scored]
+        if scored:
+            value = sum(r.score or 0.0 for r in scored) / len(scored)
+            passed = sum(1 for r in scored if r.passed) * 2 >= len(scored)
+        else:
+            value, passed = None, None
+        out[task_id] = TaskOutcome(task_id, value, passed, len(rs), len(scored))
+    return out
+
+
+def mean_value(outcomes: dict[str, TaskOutcome]) -> float | None:
+    """Mean over tasks with a scored sample; None when none was scored."""
+    values = [o.value for o in outcomes.values() if o.value is not None]
+    return sum(values) / len(values) if values else None
+
+
+def scored_count(outcomes: dict[str, TaskOutcome]) -> int:
+    return sum(1 for o in outcomes.values() if o.value is not None)
+
+
+def pass_rate(outcomes: dict[str, TaskOutcome]) -> float | None:
+    passed = [o.passed for o in outcomes.values() if o.passed is not None]
+    return sum(passed) / len(passed) if passed else None
+
+
+@dataclass
+class SplitResult:
+    """One skill variant ('skill' or 'no-skill') on one split."""
+
+    variant: str
+    split: str
+    rollouts: list[Rollout]
+    wall_s: float = 0.0
+    skill_hash: str = ""
+
+    @property
+    def outcomes(self) -> dict[str, TaskOutcome]:
+        return task_outcomes(self.rollouts)
+
+    @property
+    def n(self) -> int:
+        """Tasks with at least one scored sample."""
+        return scored_count(self.outcomes)
+
+    @property
+    def tasks(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def unscored(self) -> int:
+        return sum(1 for r in self.rollouts if not r.scored)
+
+    @property
+    def cached(self) -> int:
+        return sum(1 for r in self.rollouts if r.cached)
+
+    @property
+    def mean(self) -> float | None:
+        return mean_value(self.outcomes)
+
+    @property
+    def pass_rate(self) -> float | None:
+        return pass_rate(self.outcomes)
+
+    @property
+    def fresh(self) -> list[Rollout]:
+        """Rollouts run (and paid for) by this invocation, not served from the store."""
+        return [r for r in self.rollouts if not r.cached]
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.usage.total for r in self.fresh)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(r.usage.input_tokens for r in self.fresh)
+
+    @property
+    def cached_tokens(self) -> int:
+        """Input tokens of the fresh rollouts that the provider read from its prompt
+        cache (part of `tokens`, billed at its cache-read price)."""
+        return sum(r.usage.cached_input_tokens for r in self.fresh)
+
+    @property
+    def cost(self) -> float | None:
+        """USD spent now; None when no fresh rollout had a known price."""
+        known = [r.cost for r in self.fresh if r.cost is not None]
+        return sum(known) if known else None
+
+    @property
+    def cost_complete(self) -> bool:
+        return all(r.cost is not None for r in self.fresh if r.model_calls)
+
+    @property
+    def model_calls(self) -> int:
+        return sum(r.model_calls for r in self.fresh)
+
+    @property
+    def invocations(self) -> tuple[int, int]:
+        """(scored rollouts whose trace shows the skill invoked, scored rollouts whose
+        trace can tell). An unscored rollout (the agent never answered) says nothing
+        about whether the skill is used."""
+        known = [
+            r.trajectory.get("skill_invoked")
+            for r in self.rollouts
+            if r.scored and isinstance(r.trajectory.get("skill_invoked"), bool)
+        ]
+        return sum(known), len(known)
+
+    @property
+    def kept_workspaces(self) -> list[str]:
+        return [r.trajectory["workspace"] for r in self.fresh if r.trajectory.get("workspace")]
+
+    def summary(self) -> dict:
+        invoked, traced = self.invocations
+        return {
+            "variant": self.variant,
+            "split": self.split,
+            "skill_hash": self.skill_hash,
+            "skill_invoked": invoked if traced else None,
+            "traced": traced,
+            "mean": self.mean,
+            "pass_rate": self.pass_rate,
+            "n": self.n,
+            "tasks": self.tasks,
+            "unscored": self.unscored,
+            "cached": self.cached,
+            "model_calls": self.model_calls,
+            "tokens": self.tokens,
+            "cached_tokens": self.cached_tokens,
+            "cost": self.cost,
+            "cost_complete": self.cost_complete,
+            "wall_s": round(self.wall_s, 3),
+        }
+
+
+@dataclass
+class Comparison:
+    """`candidate` against `baseline` on the tasks both scored."""
+
+    split: str
+    baseline: str
+    candidate: str
+    n: int
+    baseline_mean: float | None
+    candidate_mean: float | None
+    fail_to_pass: list[str] = field(default_factory=list)
+    pass_to_fail: list[str] = field(default_factory=list)
+
+    @property
+    def delta(self) -> float | None:
+        if self.baseline_mean is None or self.candidate_mean is None:
+            return None
+        return self.candidate_mean - self.baseline_mean
+
+    def summary(self) -> dict:
+        return {
+            "split": self.split,
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "n": self.n,
+            "baseline_mean": self.baseline_mean,
+            "candidate_mean": self.candidate_mean,
+            "delta": self.delta,
+            "fail_to_pass": self.fail_to_pass,
+            "pass_to_fail": self.pass_to_fail,
+        }
+
+
+def compare(baseline: SplitResult, candidate: SplitResult) -> Comparison:
+    """Paired comparison over tasks scored in both results."""
+    b, c = baseline.outcomes, candidate.outcomes
+    paired = [t for t in c if t in b and b[t].value is not None and c[t].value is not None]
+    bm = sum(b[t].value for t in paired) / len(paired) if paired else None
+    cm = sum(c[t].value for t in paired) / len(paired) if paired else None
+    return Comparison(
+        split=candidate.split,
+        baseline=baseline.variant,
+        candidate=candidate.variant,
+        n=len(paired),
+        baseline_mean=bm,
+        candidate_mean=cm,
+        fail_to_pass=[t for t in paired if not b[t].passed and c[t].passed],
+        pass_to_fail=[t for t in paired if b[t].passed and not c[t].passed],
+    )
+
+
+@dataclass
+class EvalResult:
+    skill: str
+    skill_hash: str
+    suite: str
+    target: str
+    harness: str
+    store: str
+    results: list[SplitResult]
+    comparisons: list[Comparison] = field(default_factory=list)
+    splits: dict[str, int] = field(default_factory=dict)  # the suite's items per split
+
+    def result(self, variant: str, split: str) -> SplitResult | None:
+        for r in self.results:
+            if r.variant == variant and r.split == split:
+                return r
+        return None
+
+    @property
+    def all_rollouts(self) -> list[Rollout]:
+        return [r for res in self.results for r in res.rollouts]
+
+    def to_dict(self) -> dict:
+        return {
+            "skill": self.skill,
+            "skill_hash": self.skill_hash,
+            "suite": self.suite,
+            "target": self.target,
+            "harness": self.harness,
+            "store": self.store,
+            "splits": dict(self.splits),
+            "results": [r.summary() for r in self.results],
+            "comparisons": [c.summary() for c in self.comparisons],
+            "rollouts": [
+                {"variant": res.variant, **r.to_dict()}
+                for res in self.results
+                for r in res.rollouts
+            ],
+        }

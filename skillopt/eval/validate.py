@@ -1,0 +1,189 @@
+"""The CI gate (`skillopt validate`): lint a skill, then eval it on a split, with
+optional thresholds and a baseline (the skill at a git ref, or at a path) scored on
+the same tasks.
+
+Exit codes: 0 every check passed; 1 a check failed (lint errors, a score below
+`min_score`, more regressions than `max_regressions`, nothing scored); 2 a usage
+or input error (raised as `InputError` before any model call: a bad suite, an
+unknown baseline ref).
+
+Invariants: lint runs first and a skill with lint errors costs no model call;
+the baseline is scored through the same engine and store, so an unchanged
+baseline is served from the store; unscored tasks are reported (JUnit
+`skipped`) and never counted as failures or as zeros.
+
+This package: `validate` (here) runs the gate; `checks` holds the records, the
+threshold checks and the baseline; `junit` and `summary` render a result.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from skillopt.config import Settings
+from skillopt.errors import InputError
+from skillopt.eval.checks import (
+    Check,
+    ValidateResult,
+    materialise_at_ref,
+    resolve_baseline,
+    threshold_checks,
+)
+from skillopt.eval.comment import summary_markdown
+from skillopt.eval.junit import junit_xml
+from skillopt.eval.results import SplitResult, compare
+from skillopt.harness.base import Harness
+from skillopt.models.base import Model
+from skillopt.rollouts.engine import Observer
+from skillopt.ship.export import files_diff, skill_files
+from skillopt.skill.document import Skill
+from skillopt.skill.lint import lint_source
+
+__all__ = [
+    "Check",
+    "ValidateResult",
+    "junit_xml",
+    "materialise_at_ref",
+    "summary_markdown",
+    "validate",
+]
+
+
+def validate(
+    skill_path: str | Path,
+    suite_path: str | Path,
+    *,
+    split: str = "test",
+    min_score: float | None = None,
+    baseline: str | None = None,
+    max_regressions: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
+    target: Model | None = None,
+    harness: Harness | None = None,
+    judge: Model | None = None,
+    observers: Sequence[Observer] = (),
+    warn: Callable[[str], None] | None = None,
+) -> ValidateResult:
+    """Lint `skill_path`, then score it (and the baseline) on `split` of the suite."""
+    from skillopt.eval import credentials
+    from skillopt.eval.context import (
+        budget_guard,
+        meter_judge,
+        prepare,
+        settings_for,
+        unpriced_roles,
+    )
+    from skillopt.rollouts.budget import Budget, refuse_unpriced
+    from skillopt.suite.loader import load_suite, require_split
+
+    if min_score is not None and not 0 <= min_score <= 1:
+        raise InputError("must be between 0 and 1", field="--min-score")
+    if max_regressions is not None and max_regressions < 0:
+        raise InputError("must be 0 or more", field="--max-regressions")
+    if max_regressions is not None and baseline is None:
+        raise InputError(
+            "--max-regressions needs --baseline REF|PATH to compare against",
+            field="--max-regressions",
+        )
+    suite = load_suite(suite_path)
+    tasks = require_split(suite, split)
+    skill_path = Path(skill_path)
+    problems = lint_source(skill_path)  # a run's best/ is linted under its own name
+    errors = [p for p in problems if p.severity == "error"]
+    lint_check = Check(
+        "lint",
+        not errors,
+        "no errors"
+        if not errors
+        else f"{len(errors)} error(s): " + "; ".join(str(p) for p in errors[:3]),
+    )
+    base_info = dict(
+        suite=suite.name,
+        split=split,
+        lint=problems,
+        tasks={t.id: t for t in tasks},
+        skill_path=str(skill_path),
+    )
+    if errors:  # nothing else runs: no model call for a broken skill
+        return ValidateResult(
+            skill=skill_path.name,
+            skill_hash="",
+            target="",
+            harness="",
+            checks=[lint_check],
+            **base_info,
+        )
+    skill = Skill.load(skill_path)
+    resolved = settings_for(suite, overrides, settings)
+    credentials.require(
+        suite, resolved, passed={"target": target, "harness": harness, "judge": judge}
+    )
+    with resolve_baseline(skill, baseline) as (base_skill, base_label, base_note):
+        ctx = prepare(
+            suite,
+            resolved,
+            skills=[skill],
+            target=target,
+            harness=harness,
+            judge=judge,
+        )
+        try:
+            unpriced = refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx))
+        except BaseException:
+            ctx.store.close()
+            raise
+        if warn is not None:
+            for notice in [*ctx.settings.notices, *unpriced]:
+                warn(notice)
+        ledger = f"validate-{uuid.uuid4().hex[:12]}"
+        guard = budget_guard(ctx, ledger, skill)
+        if guard is not None:
+            meter_judge(ctx, ledger)
+        engine = ctx.engine(observers, run_id=ledger if guard else None, guard=guard)
+        start = time.perf_counter()
+        try:
+            t0 = time.perf_counter()
+            rollouts = engine.run(
+                skill, tasks, samples=ctx.settings.samples, label=f"skill · {split}"
+            )
+            result = SplitResult("skill", split, rollouts, time.perf_counter() - t0, skill.hash)
+            base_result = comparison = None
+            if base_skill is not None:
+                t0 = time.perf_counter()
+                base_rollouts = engine.run(
+                    base_skill, tasks, samples=ctx.settings.samples, label=f"baseline · {split}"
+                )
+                base_result = SplitResult(
+                    "baseline", split, base_rollouts, time.perf_counter() - t0, base_skill.hash
+                )
+                comparison = compare(base_result, result)
+        finally:
+            engine.close()
+            ctx.store.close()
+        diff = (
+            ""
+            if base_skill is None
+            else files_diff(skill_files(base_skill), skill_files(skill), skill.name)
+        )
+    checks = [lint_check, *threshold_checks(result, comparison, min_score, max_regressions)]
+    target = ctx.settings.target or ("" if ctx.target is not None else "default")
+    return ValidateResult(
+        skill=skill.name,
+        skill_hash=skill.hash,
+        target=target,
+        harness=ctx.harness.name,
+        checks=checks,
+        result=result,
+        baseline=base_result,
+        baseline_label=base_label,
+        baseline_note=base_note,
+        comparison=comparison,
+        diff=diff,
+        wall_s=time.perf_counter() - start,
+        **base_info,
+    )

@@ -1,0 +1,340 @@
+"""Plugins: how scorers, harnesses, optimizers, gates and model providers are found
+by name.
+
+Every component skillopt knows is in one `Registry`, the built-ins included: they
+are registered by `skillopt.plugins.builtins.register`, through the same calls a plugin
+makes. A plugin is an installed distribution with an entry point in the group
+`skillopt` that names a function `register(registry)` (or a module holding one):
+
+    [project.entry-points.skillopt]
+    levenshtein = "skillopt_levenshtein:register"
+
+Why a registry of our own rather than pluggy hooks: every extension point here is
+"a name resolves to one factory" (a suite's `scorer: levenshtein`, `--harness
+mine`, `--gate bayes`, `--target myprovider/x`), so what is needed is a table of
+names that knows where each came from (`skillopt plugins`), refuses a second
+registration of a name, and imports a component only when it is used (a component
+may be given as a `"module:attr"` string). Hooks call every implementation and
+merge the results: the wrong shape for a lookup by name, and they would import
+every plugin's components at start-up.
+
+Invariants:
+- Built-ins are registered first; a plugin can never replace a built-in, nor a
+  name another plugin registered first (the later registration is refused and
+  reported, the rest of that plugin still loads).
+- A plugin that fails to load or register never breaks a run that does not use
+  it: the failure is kept in `Registry.problems`, logged, and shown by
+  `skillopt plugins`; its names stay unknown.
+- Entry points are read once per process, on the first lookup of a name that is
+  not built in, or when everything is listed. A lookup of a built-in name reads
+  no entry point.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillopt.errors import InputError
+
+log = logging.getLogger("skillopt")
+
+GROUP = "skillopt"
+KINDS = ("scorer", "harness", "optimizer", "gate", "model")
+BUILTIN = "skillopt (built-in)"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+class PluginError(InputError):
+    """A component that is registered but cannot be loaded or is misdeclared."""
+
+
+@dataclass
+class Entry:
+    """One registered component. `ref` is the component itself, or a
+    `"module:attr"` string imported on first use."""
+
+    kind: str
+    name: str
+    ref: Any
+    origin: str
+    help: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+    _loaded: Any = field(default=None, repr=False)
+
+    def load(self) -> Any:
+        """The component, importing it on first use; `PluginError` when it cannot be."""
+        if self._loaded is not None:
+            return self._loaded
+        ref = self.ref
+        if isinstance(ref, str):
+            module_name, _, attr = ref.partition(":")
+            try:
+                obj: Any = importlib.import_module(module_name)
+                for part in attr.split(".") if attr else ():
+                    obj = getattr(obj, part)
+            except Exception as exc:  # an import error inside a plugin is its own
+                raise PluginError(
+                    f"the {self.kind} {self.name!r} from {self.origin} cannot be loaded "
+                    f"({ref}): {type(exc).__name__}: {exc}"
+                ) from None
+            ref = obj
+        self._loaded = ref
+        return ref
+
+    def check_built(self, built: Any, contract: type[Any], needs: str) -> Any:
+        """`built` (what this component's factory returned) when it meets `contract`;
+        else a `PluginError` naming the component, its origin and what it lacks."""
+        if not isinstance(built, contract):
+            label = "model provider" if self.kind == "model" else self.kind
+            raise PluginError(
+                f"the {label} {self.name!r} from {self.origin} built {built!r}, which {needs}"
+            )
+        return built
+
+    @property
+    def where(self) -> str:
+        """Where the component lives, for listings."""
+        if isinstance(self.ref, str):
+            return self.ref
+        module = getattr(self.ref, "__module__", "") or ""
+        qual = getattr(self.ref, "__qualname__", type(self.ref).__qualname__)
+        return f"{module}:{qual}" if module else qual
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A plugin (or one of its names) that could not be registered."""
+
+    origin: str
+    message: str
+
+
+class Registry:
+    """The name tables. A plugin's `register(registry)` calls the methods below;
+    skillopt looks names up with `find` / `load` / `names`."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], Entry] = {}
+        self.problems: list[Problem] = []
+        self._origin = BUILTIN
+        self._plugins_read = False
+        self._lock = threading.RLock()
+
+    # -- what a plugin calls ---------------------------------------------------------------
+    def scorer(self, name: str, scorer: Any, *, help: str = "") -> None:
+        """A scorer class (a subclass of `skillopt.Scorer` whose `type` is `name`),
+        used in a suite as `scorer: name` or `{type: name, ...params}`."""
+        self._add("scorer", name, scorer, help)
+
+    def harness(
+        self,
+        name: str,
+        factory: Any,
+        *,
+        settings: Any = None,
+        section: str | None = None,
+        takes_model: bool = False,
+        help: str = "",
+    ) -> None:
+        """A harness factory `(settings, target, keep_dir) -> Harness`, chosen with
+        `--harness name`. With `settings` (a pydantic model class), the harness has
+        its own settings section `section` (default: the name with `-` as `_`) in
+        skillopt.yaml and a suite's `defaults:`, validated like every other setting;
+        the factory reads it with `settings.section(section, Model)`. With
+        `takes_model`, `target` is the resolved target `Model`; otherwise it is None
+        and the harness hands `settings.target` (a name) to its own program."""
+        options: dict[str, Any] = {"takes_model": takes_model}
+        if settings is not None:
+            options["settings"] = settings
+            options["section"] = section or name.replace("-", "_")
+        self._add("harness", name, factory, help, options)
+
+    def optimizer(self, name: str, factory: Any, *, help: str = "") -> None:
+        """An optimizer factory `(settings, meter) -> Optimizer`, chosen with
+        `--optimizer name`. `meter`, when given, must be told of every model call the
+        optimizer makes (`skillopt.models.MeteredModel` does it). A name that is not
+        registered is taken as a model name: the LLM optimizer with that model."""
+        self._add("optimizer", name, factory, help)
+
+    def gate(self, name: str, factory: Any, *, help: str = "") -> None:
+        """A gate factory `(settings) -> Gate`, chosen with `--gate name`."""
+        self._add("gate", name, factory, help)
+
+    def model_provider(self, prefix: str, factory: Any, *, help: str = "") -> None:
+        """A model factory `(name, model_settings) -> Model` for every model name
+        `prefix/...` (`--target prefix/x`, `--optimizer prefix/x`, a judge). Names
+        of no registered provider go to the providers' APIs (`models.resolve`)."""
+        if "/" in prefix:
+            raise PluginError(f"a model provider prefix has no '/': {prefix!r}")
+        self._add("model", prefix, factory, help)
+
+    # -- lookups -----------------------------------------------------------------------------
+    def find(self, kind: str, name: str) -> Entry | None:
+        """The entry registered as `name`, reading the plugins first if it is not
+        built in."""
+        entry = self._entries.get((kind, name))
+        if entry is None and not self._plugins_read:
+            self.read_plugins()
+            entry = self._entries.get((kind, name))
+        return entry
+
+    def load(self, kind: str, name: str) -> Any:
+        """The component registered as `name`; `KeyError` when there is none."""
+        entry = self.find(kind, name)
+        if entry is None:
+            raise KeyError(name)
+        return entry.load()
+
+    def names(self, kind: str) -> list[str]:
+        """Every name of `kind`, built-ins first, plugins included."""
+        self.read_plugins()
+        return [name for (k, name) in self._entries if k == kind]
+
+    def entries(self) -> list[Entry]:
+        self.read_plugins()
+        return list(self._entries.values())
+
+    def sections(self) -> dict[str, Entry]:
+        """Settings sections that harnesses declared, by section name."""
+        self.read_plugins()
+        return {
+            e.options["section"]: e
+            for e in self._entries.values()
+            if e.kind == "harness" and "section" in e.options
+        }
+
+    def unregister(self, kind: str, name: str) -> None:
+        """Forget a name (tests, a plugin being reloaded)."""
+        self._entries.pop((kind, name), None)
+
+    # -- loading -----------------------------------------------------------------------------
+    def read_plugins(self) -> None:
+        """Register every installed plugin (once per process)."""
+        with self._lock:
+            if self._plugins_read:
+                return
+            self._plugins_read = True
+            for ep in _entry_points():
+                dist = getattr(ep, "dist", None)
+                origin = f"{dist.metadata['Name']} {dist.version}" if dist is not None else ep.value
+                self.add_plugin(ep.load, origin)
+
+    def add_plugin(self, load: Callable[[], Any], origin: str) -> None:
+        """Call a plugin's `register` (what `load()` returns: the function, or a
+        module holding one) with this registry; a failure is kept as a problem."""
+        before = set(self._entries)
+        try:
+            target = load()
+            register = getattr(target, "register", target)
+            if not callable(register):
+                raise TypeError(f"{target!r} is neither a function nor a module with register()")
+            with self._registering(origin):
+                register(self)
+        except Exception as exc:  # a broken plugin must not break skillopt
+            for key in set(self._entries) - before:  # nothing half-registered stays
+                del self._entries[key]
+            message = f"could not be loaded: {type(exc).__name__}: {exc}"
+            self.problems.append(Problem(origin, message))
+            log.warning("plugin %s %s", origin, message)
+
+    @contextmanager
+    def _registering(self, origin: str) -> Iterator[None]:
+        previous, self._origin = self._origin, origin
+        try:
+            yield
+        finally:
+            self._origin = previous
+
+    def _add(
+        self, kind: str, name: str, ref: Any, help: str, options: dict[str, Any] | None = None
+    ) -> None:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise PluginError(
+                f"a {kind} name is lower-case letters, digits, '_', '-' and '.': {name!r}"
+            )
+        if ref is None:
+            raise PluginError(f"the {kind} {name!r} has no component")
+        existing = self._entries.get((kind, name))
+        if existing is not None:
+            message = f"the {kind} {name!r} is already registered by {existing.origin}; ignored"
+            if self._origin == BUILTIN:
+                raise PluginError(message)
+            self.problems.append(Problem(self._origin, message))
+            log.warning("plugin %s: %s", self._origin, message)
+            return
+        self._entries[(kind, name)] = Entry(kind, name, ref, self._origin, help, options or {})
+
+
+def _entry_points() -> list[Any]:
+    from importlib.metadata import entry_points
+
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for ep in entry_points(group=GROUP):
+        if (ep.name, ep.value) not in seen:  # a distribution found twice on sys.path
+            seen.add((ep.name, ep.value))
+            out.append(ep)
+    return out
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What `skillopt plugins` shows: every component with its origin, and the
+    plugins (or names) that could not be registered."""
+
+    entries: list[Entry]
+    problems: list[Problem]
+
+
+def listing() -> Listing:
+    reg = registry()
+    entries = sorted(reg.entries(), key=lambda e: (KINDS.index(e.kind), e.origin != BUILTIN))
+    return Listing(entries, list(reg.problems))
+
+
+_REGISTRY: Registry | None = None
+_REGISTRY_LOCK = threading.Lock()
+
+
+def registry() -> Registry:
+    """The process's registry, with the built-ins registered (plugins are read on
+    first need)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        with _REGISTRY_LOCK:
+            if _REGISTRY is None:
+                from skillopt.plugins import builtins
+
+                reg = Registry()
+                builtins.register(reg)
+                _REGISTRY = reg
+    return _REGISTRY
+
+
+def reset() -> None:
+    """Forget the registry: the next lookup registers the built-ins and reads the
+    plugins again (tests that install a plugin mid-process)."""
+    global _REGISTRY
+    with _REGISTRY_LOCK:
+        _REGISTRY = None
+
+
+__all__ = [
+    "BUILTIN",
+    "GROUP",
+    "KINDS",
+    "Entry",
+    "Listing",
+    "PluginError",
+    "Problem",
+    "Registry",
+    "listing",
+    "registry",
+]

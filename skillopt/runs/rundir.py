@@ -1,0 +1,155 @@
+"""A run directory: `runs/<run-id>/` with its config, event log and checkpoint.
+
+Invariants: `state.json` is replaced atomically (temp file + `os.replace`), so a
+crash leaves the previous checkpoint intact; what it holds, and its version, belong
+to `skillopt.training.state`. `events.jsonl` is append-only, one JSON object per
+line; `run.yaml` never holds a secret.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from skillopt._util import secrets
+from skillopt._util.text import safe
+from skillopt.errors import InputError
+
+
+def new_run_id(skill_name: str) -> str:
+    return f"{skill_name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(2).hex()}"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` at once. The text is made safe first: a reply that
+    reached a run file must neither crash the write nor carry a secret."""
+    text = safe(text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+IGNORE_ALL = "# made by skillopt: run output, not for version control\n*\n"
+
+
+def output_dir(path: Path) -> Path:
+    """Make `path` (with its parents) for skillopt's output and return it. A
+    directory made here gets a `.gitignore` ignoring everything in it, itself
+    included, as pytest and ruff do for their caches: `runs/` never shows up as
+    untracked in the user's repository, whatever its `.gitignore` says. A
+    directory that already exists is left as it is."""
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):  # a read-only place still gets its output
+            (path / ".gitignore").write_text(IGNORE_ALL, encoding="utf-8")
+    return path
+
+
+class RunDir:
+    def __init__(self, path: Path):
+        self.path = path
+        self.run_id = path.name
+        self._events_lock = threading.Lock()
+        self._events_fh = None
+
+    @classmethod
+    def create(cls, runs_dir: Path, run_id: str) -> RunDir:
+        path = output_dir(runs_dir) / run_id
+        path.mkdir(exist_ok=False)
+        return cls(path)
+
+    @classmethod
+    def find(cls, ref: str, runs_dir: Path) -> RunDir:
+        """A run by directory path or by id under `runs_dir`."""
+        for candidate in (Path(ref), runs_dir / ref):
+            if (candidate / "run.yaml").is_file():
+                return cls(candidate)
+        raise InputError(f"no run {ref!r}: give a run directory or an id under {runs_dir}/")
+
+    # -- config ----------------------------------------------------------------------
+    def write_config(self, config: dict) -> None:
+        write_atomic(
+            self.path / "run.yaml",
+            yaml.safe_dump(secrets.redact(config), sort_keys=False, allow_unicode=True),
+        )
+
+    def config(self) -> dict:
+        return yaml.safe_load((self.path / "run.yaml").read_text(encoding="utf-8")) or {}
+
+    # -- state -----------------------------------------------------------------------
+    @property
+    def state_path(self) -> Path:
+        return self.path / "state.json"
+
+    def save_state(self, data: dict) -> None:
+        """Replace the checkpoint with `data` (the trainer's state, already in its
+        versioned format: `skillopt.training.state` owns what it holds)."""
+        # compact JSON: the C encoder, a few ms even for a long run's state
+        write_atomic(
+            self.state_path,
+            json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str),
+        )
+
+    def load_state(self) -> dict | None:
+        """The checkpoint's JSON data as written, or None if there is none yet."""
+        path = self.state_path
+        if not path.is_file():
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"the checkpoint is corrupt: {exc.msg}", path=path) from None
+
+    # -- events ----------------------------------------------------------------------
+    def event(self, kind: str, /, **data: Any) -> None:
+        # `t` to the microsecond: the HTML report places the store's ledger rows
+        # (time.time(), unrounded) before or after each step's decision by it
+        line = safe(
+            json.dumps(
+                {"t": round(time.time(), 6), "event": kind, **data}, ensure_ascii=False, default=str
+            )
+        )
+        with self._events_lock:
+            if self._events_fh is None:
+                self._events_fh = open(self.path / "events.jsonl", "a", encoding="utf-8")
+            self._events_fh.write(line + "\n")
+            self._events_fh.flush()
+
+    def close(self) -> None:
+        with self._events_lock:
+            if self._events_fh is not None:
+                self._events_fh.close()
+                self._events_fh = None
+
+    def events(self) -> list[dict]:
+        path = self.path / "events.jsonl"
+        if not path.is_file():
+            return []
+        return [
+            json.loads(line)
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+
+    # -- outputs ---------------------------------------------------------------------
+    def write_text(self, name: str, text: str) -> Path:
+        target = self.path / name
+        write_atomic(target, text)
+        return target

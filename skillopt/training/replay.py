@@ -1,0 +1,367 @@
+"""Exact replay of a finished run from its recorded calls, and bundles that carry a
+run to another machine.
+
+`replay(RUN)` trains again with the run's recorded settings, suite and initial skill
+(read from its audit history), but with nothing that can reach a model: every
+rollout must come from the rollout store and every optimizer reply from the stored
+replies, or the replay stops with `ReplayMiss`. It then compares the replay's steps
+with the recorded ones (kind, decision, candidate skill hash, validation score) and
+reports the first that differs, or that the run reproduced, with the same best skill.
+
+`bundle(RUN, OUT)` packs what a replay needs into one `.tar.gz`: the run directory,
+the run's audit history (a bare repository holding only its refs), the suite it
+was trained on, and exactly the store rows it used (rollouts, skill texts and
+optimizer replies, from the store's `uses` table). `replay(OUT)` works from it
+anywhere, with no key and no model.
+
+Invariants: a replay makes zero model calls (the engine is offline, the optimizer's
+stored replies are offline); it writes only into a temporary directory, never into
+the user's skill repository, store or runs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tarfile
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import git
+
+from skillopt.config import Settings
+from skillopt.errors import InputError
+from skillopt.models.stored import ReplayMiss
+from skillopt.runs.read import find_run
+from skillopt.runs.rundir import RunDir
+from skillopt.skill.document import SKILL_FILE
+from skillopt.store.audit import Audit
+from skillopt.store.rollouts import RolloutStore
+from skillopt.training.state import TrainState
+
+MANIFEST = "bundle.json"
+BUNDLE_VERSION = 1
+# what must agree, step by step, for a replay to reproduce a run
+_COMPARED = ("kind", "decision", "skill_hash", "val")
+
+
+@dataclass
+class ReplayResult:
+    run_id: str
+    steps: int  # recorded steps compared
+    reproduced: bool
+    best_hash: str  # the replay's best skill
+    recorded_best_hash: str
+    model_calls: int  # target rollouts paid + optimizer calls made (0 for a true replay)
+    served: dict[str, int] = field(default_factory=dict)  # rollouts / replies from the store
+    first_difference: str | None = None  # the first step that differs, in words
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+# ---------------------------------------------------------------------- bundle
+def bundle(ref: str | Path, out: str | Path, *, run_dir: str | Path | None = None) -> Path:
+    """Pack run `ref` into `out` (a .tar.gz): run dir, audit refs, suite, store rows."""
+    run = find_run(ref, run_dir)
+    config = run.config()
+    state = TrainState.load(run)
+    if state is None or state.status != "finished":
+        raise InputError(
+            "only a finished run can be bundled (resume it first)", path=run.state_path
+        )
+    store_path = _store_path(config)
+    out = Path(out)
+    with tempfile.TemporaryDirectory(prefix="skillopt-bundle-") as tmp:
+        root = Path(tmp) / "bundle"
+        root.mkdir()
+        shutil.copytree(
+            run.path, root / "runs" / run.run_id, ignore=shutil.ignore_patterns("workspaces")
+        )
+        _copy_audit(config, run.run_id, root / "audit.git")
+        suite_name = _copy_suite(Path(config["suite"]), root / "suite")
+        counts = _copy_rows(store_path, run.run_id, root / "store.sqlite")
+        manifest = {
+            "version": BUNDLE_VERSION,
+            "run_id": run.run_id,
+            "suite": suite_name,
+            "skill_path": config["audit"]["skill_path"],
+            "rows": counts,
+        }
+        (root / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(out, "w:gz") as tar:
+            tar.add(root, arcname="bundle")
+    return out
+
+
+def _store_path(config: dict) -> Path:
+    path = Path(config["settings"].get("store") or "runs/rollouts.sqlite")
+    if not path.is_file():
+        raise InputError(
+            "the run's rollout store is not here, so its calls cannot be read back "
+            "(run from the directory the run was trained in, or replay a bundle)",
+            path=path,
+        )
+    return path
+
+
+def _copy_audit(config: dict, run_id: str, dest: Path) -> None:
+    """A bare repository holding only the run's refs and what they reach."""
+    source = git.Repo(config["audit"]["repo"])
+    target = git.Repo.init(dest, bare=True)
+    refs = [
+        r.path
+        for r in source.references
+        if r.path == f"refs/heads/skillopt/{run_id}"
+        or r.path.startswith(f"refs/skillopt/{run_id}/")
+    ]
+    if refs:
+        target.git.fetch(source.git_dir, *[f"{r}:{r}" for r in refs])
+
+
+def _copy_suite(suite: Path, dest: Path) -> str:
+    """The suite file and the files beside it that it may reference (its .jsonl
+    items); returns the suite's file name."""
+    if not suite.is_file():
+        raise InputError("the run's task suite is gone", path=suite)
+    dest.mkdir(parents=True)
+    for sibling in suite.parent.iterdir():
+        if sibling.is_file() and (
+            sibling == suite or sibling.suffix in (".jsonl", ".json", ".yaml", ".yml")
+        ):
+            shutil.copy2(sibling, dest / sibling.name)
+    return suite.name
+
+
+def _copy_rows(store_path: Path, run_id: str, dest: Path) -> dict[str, int]:
+    """A new store holding exactly the rows `run_id` used."""
+    with RolloutStore(dest):
+        pass  # the schema, migrated
+    db = sqlite3.connect(dest)
+    try:
+        db.execute("ATTACH DATABASE ? AS src", (str(store_path),))
+
+        def copy(table: str, where: str, *args: str) -> None:
+            # by column name: the two stores may have gained columns in another order
+            cols = ", ".join(r[1] for r in db.execute(f"PRAGMA main.table_info({table})"))
+            db.execute(
+                f"INSERT INTO main.{table} ({cols}) SELECT {cols} FROM src.{table} WHERE {where}",
+                args,
+            )
+
+        copy(
+            "rollouts",
+            "key IN (SELECT key FROM src.uses WHERE run_id = ? AND kind = 'rollout')",
+            run_id,
+        )
+        copy(
+            "replies",
+            "key IN (SELECT key FROM src.uses WHERE run_id = ? AND kind = 'reply')",
+            run_id,
+        )
+        copy("skills", "hash IN (SELECT skill_hash FROM main.rollouts)")
+        copy("uses", "run_id = ?", run_id)
+        db.commit()
+        counts = {
+            table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for table in ("rollouts", "replies", "skills")
+        }
+    finally:
+        db.close()
+    return counts
+
+
+# ---------------------------------------------------------------------- replay
+@dataclass
+class _Recording:
+    run: RunDir
+    config: dict
+    state: TrainState
+    store: Path
+    suite: Path
+    audit_repo: Path
+
+
+@contextmanager
+def _recording(ref: str | Path, run_dir: str | Path | None) -> Iterator[_Recording]:
+    path = Path(ref)
+    if path.is_file() and tarfile.is_tarfile(path):
+        with tempfile.TemporaryDirectory(prefix="skillopt-replay-") as tmp:
+            with tarfile.open(path) as tar:
+                tar.extractall(tmp, filter="data")
+            root = Path(tmp) / "bundle"
+            try:
+                manifest = json.loads((root / MANIFEST).read_text())
+            except (OSError, ValueError):
+                raise InputError("not a skillopt bundle (no bundle.json)", path=path) from None
+            run = RunDir(root / "runs" / str(manifest.get("run_id")))
+            yield _Recording(
+                run,
+                run.config(),
+                _finished_state(run),
+                root / "store.sqlite",
+                root / "suite" / manifest["suite"],
+                root / "audit.git",
+            )
+        return
+    run = find_run(ref, run_dir)
+    config = run.config()
+    yield _Recording(
+        run,
+        config,
+        _finished_state(run),
+        _store_path(config),
+        Path(config["suite"]),
+        Path(config["audit"]["repo"]),
+    )
+
+
+def _finished_state(run: RunDir) -> TrainState:
+    state = TrainState.load(run)
+    if state is None or state.status != "finished":
+        raise InputError(
+            "only a finished run can be replayed (resume it first)", path=run.state_path
+        )
+    return state
+
+
+def replay(
+    ref: str | Path, *, run_dir: str | Path | None = None, observers: Sequence[Any] = ()
+) -> ReplayResult:
+    """Re-run the finished run `ref` (an id, a run directory, or a bundle) from its
+    recorded calls only, and compare its decisions and best skill with the record."""
+    from skillopt.eval.context import prepare
+    from skillopt.suite.loader import load_suite
+    from skillopt.training import session as training
+    from skillopt.training.loop import Trainer
+
+    with _recording(ref, run_dir) as rec, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        skill_path = rec.config["audit"]["skill_path"]
+        audit = Audit.open(rec.audit_repo, rec.run.run_id, skill_path)
+        initial = next((c for c in audit.accepted() if c.step == 0), None)
+        if initial is None:
+            raise InputError("the run's history has no initial commit", path=rec.audit_repo)
+        skill_dir = _materialise(audit, initial.sha, work / "skill" / Path(skill_path).name)
+        settings = _offline_settings(rec.config, rec.store, work / "runs")
+        suite = load_suite(rec.suite)
+        from skillopt.skill.document import Skill
+
+        skill = Skill.load(skill_dir)
+        ledger = training._Ledger(offline=True)
+        ctx = prepare(suite, settings, skills=[skill], check=False)
+        run = RunDir.create(work / "runs", f"{rec.run.run_id}-replay")
+        ledger.ctx, ledger.run = ctx, run
+        engine = ctx.engine(run_id=run.run_id)
+        engine.offline = True
+        miss: str | None = None
+        try:
+            optimizer = training.build_optimizer(settings.optimizer, settings, ledger, ledger)
+            state = TrainState.new(skill)
+            trainer = Trainer(
+                suite=suite,
+                settings=settings,
+                engine=engine,
+                optimizer=optimizer,
+                audit=Audit.create(skill_dir, work / "runs", run.run_id),
+                run=run,
+                state=state,
+                skill_root=skill_dir,
+                observers=observers,
+            )
+            try:
+                trainer.run()
+            except ReplayMiss as exc:
+                miss = f"step {state.step + 1}: {exc}"
+            spend = ctx.store.spend(run.run_id)
+        finally:
+            engine.close()
+            run.close()
+            ctx.store.close()
+        recorded = rec.state
+        first = miss or _first_difference(recorded.steps, state.steps)
+        if first is None and state.incumbent.hash != recorded.incumbent.hash:
+            first = (
+                f"the best skill differs: {state.incumbent.hash[:12]} replayed, "
+                f"{recorded.incumbent.hash[:12]} recorded"
+            )
+        return ReplayResult(
+            run_id=rec.run.run_id,
+            steps=len(recorded.steps),
+            reproduced=first is None,
+            best_hash=state.incumbent.hash,
+            recorded_best_hash=recorded.incumbent.hash,
+            model_calls=spend["target"]["rollouts"] + spend["optimizer"]["calls"],
+            served={
+                "rollouts": spend["target"]["cached"],
+                "replies": spend["optimizer"]["cached"],
+            },
+            first_difference=first,
+        )
+
+
+def _materialise(audit: Audit, sha: str, dest: Path) -> Path:
+    """The skill directory as committed at `sha`, written to `dest`."""
+    tree = audit.repo.commit(sha).tree / audit.skill_path
+    for blob in tree.traverse():
+        if blob.type == "blob":
+            out = dest / Path(blob.path).relative_to(audit.skill_path)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(blob.data_stream.read())
+    if not (dest / SKILL_FILE).is_file():
+        raise InputError("the run's initial commit holds no SKILL.md", path=audit.location)
+    return dest
+
+
+def _offline_settings(config: dict, store: Path, runs: Path) -> Settings:
+    """The run's settings, reading the recorded store and writing under `runs`: no key
+    is needed (none is used) and no budget applies (nothing is paid)."""
+    recorded = dict(config["settings"])
+    recorded.update(
+        store=str(store),
+        run_dir=str(runs),
+        budget_usd=None,
+        max_target_rollouts=None,
+        max_optimizer_calls=None,
+        time_limit=None,
+    )
+    models = {
+        name: {**(m or {}), "api_key_env": None}
+        for name, m in (recorded.get("models") or {}).items()
+    }
+    recorded["models"] = models
+    return Settings(**recorded)
+
+
+def _first_difference(recorded: list[dict], replayed: list[dict]) -> str | None:
+    for old, new in zip(recorded, replayed):
+        a, b = _decision(old), _decision(new)
+        if a != b:
+            what = ", ".join(
+                f"{k} {b.get(k)!r} replayed, {a.get(k)!r} recorded"
+                for k in _COMPARED
+                if a.get(k) != b.get(k)
+            )
+            return f"step {old['step']}: {what}"
+    if len(recorded) != len(replayed):
+        return (
+            f"the replay recorded {len(replayed)} steps, the run {len(recorded)} "
+            f"(first missing: step {min(len(recorded), len(replayed))})"
+        )
+    return None
+
+
+def _decision(rec: dict) -> dict:
+    gate = rec.get("gate") or {}
+    return {
+        "kind": rec.get("kind"),
+        "decision": rec.get("decision"),
+        "skill_hash": rec.get("skill_hash"),
+        "val": gate.get("candidate_mean", rec.get("val")),
+    }
