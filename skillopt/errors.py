@@ -9,7 +9,7 @@ systemic (a missing binary, an unknown model) and no task could succeed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class ScorerError(SkilloptError):
 class BadSkill(InputError):
     """The skill has lint errors, so nothing is scored with it (no model is called)."""
 
-    def __init__(self, message: str, problems: list, *, path: object = None):
+    def __init__(self, message: str, problems: Sequence[object], *, path: object = None):
         self.problems = problems
         self.details = tuple(str(p) for p in problems)
         super().__init__(message, path=path)

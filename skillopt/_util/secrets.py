@@ -15,7 +15,7 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 MASK = "***"
@@ -25,7 +25,7 @@ HEADER_KEYS = ("headers", "extra_headers", "default_headers")
 
 _registered: set[str] = set()
 _lock = threading.Lock()
-_cache: tuple[frozenset[str], re.Pattern | None] = (frozenset(), None)
+_cache: tuple[frozenset[str], re.Pattern[str] | None] = (frozenset(), None)
 
 
 def secret_name(name: str) -> bool:
@@ -77,7 +77,7 @@ def known() -> frozenset[str]:
         return _environment_secrets() | _registered
 
 
-def _pattern() -> re.Pattern | None:
+def _pattern() -> re.Pattern[str] | None:
     global _cache
     values = known()
     cached_values, pattern = _cache
@@ -107,12 +107,12 @@ def digest(value: Any) -> str:
     return "sha256:" + hashlib.sha256(str(value).encode("utf-8", "replace")).hexdigest()[:16]
 
 
-def redact(value: Any, *, replace_with=lambda v: MASK) -> Any:
+def redact(value: Any, *, replace_with: Callable[[Any], str] = lambda v: MASK) -> Any:
     """A copy of a settings-like value with secrets replaced: values under a
     secret-looking key and every header value. `replace_with` gives the stand-in
     (`***` for files people read, `digest` for fingerprints)."""
     if isinstance(value, Mapping):
-        out = {}
+        out: dict[Any, Any] = {}
         for k, v in value.items():
             name = str(k)
             if name.lower() in HEADER_KEYS and isinstance(v, Mapping):

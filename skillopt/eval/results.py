@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from skillopt.rollouts.record import Rollout
 
@@ -132,9 +133,9 @@ class SplitResult:
         trace can tell). An unscored rollout (the agent never answered) says nothing
         about whether the skill is used."""
         known = [
-            r.trajectory.get("skill_invoked")
+            invoked
             for r in self.rollouts
-            if r.scored and isinstance(r.trajectory.get("skill_invoked"), bool)
+            if r.scored and isinstance(invoked := r.trajectory.get("skill_invoked"), bool)
         ]
         return sum(known), len(known)
 
@@ -142,7 +143,7 @@ class SplitResult:
     def kept_workspaces(self) -> list[str]:
         return [r.trajectory["workspace"] for r in self.fresh if r.trajectory.get("workspace")]
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         invoked, traced = self.invocations
         return {
             "variant": self.variant,
@@ -184,7 +185,7 @@ class Comparison:
             return None
         return self.candidate_mean - self.baseline_mean
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {
             "split": self.split,
             "baseline": self.baseline,
@@ -202,8 +203,8 @@ def compare(baseline: SplitResult, candidate: SplitResult) -> Comparison:
     """Paired comparison over tasks scored in both results."""
     b, c = baseline.outcomes, candidate.outcomes
     paired = [t for t in c if t in b and b[t].value is not None and c[t].value is not None]
-    bm = sum(b[t].value for t in paired) / len(paired) if paired else None
-    cm = sum(c[t].value for t in paired) / len(paired) if paired else None
+    bm = sum(b[t].value or 0.0 for t in paired) / len(paired) if paired else None
+    cm = sum(c[t].value or 0.0 for t in paired) / len(paired) if paired else None
     return Comparison(
         split=candidate.split,
         baseline=baseline.variant,
@@ -238,7 +239,7 @@ class EvalResult:
     def all_rollouts(self) -> list[Rollout]:
         return [r for res in self.results for r in res.rollouts]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "skill": self.skill,
             "skill_hash": self.skill_hash,

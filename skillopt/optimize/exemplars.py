@@ -70,7 +70,7 @@ def examples_in(skill: Skill) -> list[Example]:
 
 def shape(text: str) -> str:
     """Character classes with runs collapsed: 'abc 123' → 'a 9', '#RT-0456' → '#A-9'."""
-    out = []
+    out: list[str] = []
     for ch in text.strip():
         cls = (
             ("A" if ch.isupper() else "a")
@@ -339,7 +339,7 @@ class ExemplarOptimizer:
     def _dedupe(self, existing: list[Example], room: int, touched: set[str]) -> list[Edit]:
         """Delete examples that nearly repeat an earlier one (not one this proposal
         already replaces, and not an exact twin, whose text would be ambiguous)."""
-        edits = []
+        edits: list[Edit] = []
         texts = [e.text for e in existing]
         for i, ex in enumerate(existing):
             if len(edits) >= room:

@@ -27,10 +27,10 @@ Flips = tuple[int, int]  # (fail → pass, pass → fail) on the validation task
 @dataclass
 class Memory:
     # {step, edit, delta, reason, flips?, skill_hash?}: skill_hash is the rejected candidate's
-    rejected: list[dict] = field(default_factory=list)
-    not_applied: list[dict] = field(default_factory=list)  # {step, edit, reason}
-    meta_notes: list[dict] = field(default_factory=list)  # {epoch, notes}
-    accepted: list[dict] = field(default_factory=list)  # {step, edit, delta, val, flips?}
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    not_applied: list[dict[str, Any]] = field(default_factory=list)  # {step, edit, reason}
+    meta_notes: list[dict[str, Any]] = field(default_factory=list)  # {epoch, notes}
+    accepted: list[dict[str, Any]] = field(default_factory=list)  # {step, edit, delta, val, flips?}
 
     def accept(
         self,
@@ -91,7 +91,7 @@ class Memory:
         known = [v for v in values if v is not None]
         return max(known) if known else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "rejected": self.rejected,
             "not_applied": self.not_applied,
@@ -100,7 +100,7 @@ class Memory:
         }
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> Memory:
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Memory:
         data = data or {}
         return cls(
             list(data.get("rejected", [])),
@@ -156,7 +156,7 @@ class Memory:
 
 
 # ------------------------------------------------------------------------ rendering
-def _flips(flips: Flips | None) -> dict:
+def _flips(flips: Flips | None) -> dict[str, Any]:
     if flips is None:
         return {}
     return {"flips": {"fail_to_pass": int(flips[0]), "pass_to_fail": int(flips[1])}}
@@ -204,9 +204,9 @@ def render_edit(edit: Edit) -> str:
 
 def _section(
     title: str,
-    entries: list[dict],
+    entries: list[dict[str, Any]],
     limit: int,
-    outcome: Callable[[dict], str],
+    outcome: Callable[[dict[str, Any]], str],
     noun: str,
     *,
     per_edit: bool = False,
@@ -231,9 +231,9 @@ def _section(
     return "\n".join(lines)
 
 
-def _groups(entries: Iterable[dict], per_edit: bool) -> list[list[dict]]:
+def _groups(entries: Iterable[dict[str, Any]], per_edit: bool) -> list[list[dict[str, Any]]]:
     """Consecutive entries of one step (one gate decision) together."""
-    groups: list[list[dict]] = []
+    groups: list[list[dict[str, Any]]] = []
     for entry in entries:
         if groups and not per_edit and groups[-1][0]["step"] == entry["step"]:
             groups[-1].append(entry)

@@ -28,7 +28,11 @@ def _norm(text: str | None) -> str:
     return " ".join((text or "").split()).casefold()
 
 
-def _key(edit: Edit) -> tuple:
+# what makes two edits the same edit: op, anchor (or section), content, normalised
+_Key = tuple[str, str, str, str]
+
+
+def _key(edit: Edit) -> _Key:
     return (
         edit.op,
         _norm(edit.anchor),
@@ -60,8 +64,8 @@ def merge_edits(
     `max_step_lines` is dropped and a smaller one after it may still fit (None: no
     limit)."""
     result = MergeResult()
-    merged: dict[tuple, Edit] = {}
-    order: dict[tuple, int] = {}
+    merged: dict[_Key, Edit] = {}
+    order: dict[_Key, int] = {}
     for edits in proposals:
         for edit in edits:
             k = _key(edit)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from skillopt.config import Settings
 from skillopt.optimize.base import NoteTaker, SlowUpdater
@@ -64,7 +65,7 @@ class Plan:
     stages: list[Stage] = field(default_factory=list)  # the upper bounds per stage and role
     budget: list[str] = field(default_factory=list)  # what the budget does to the plan
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["stages"] = [st.__dict__ for st in self.stages]
         return out

@@ -22,7 +22,7 @@ from skillopt._util import display
 from skillopt._util.display import NA
 from skillopt._util.text import clip
 from skillopt.errors import ModelError, first_error
-from skillopt.models.base import JsonMode, Model, Usage
+from skillopt.models.base import Completion, JsonMode, Model, Usage
 from skillopt.optimize.base import (
     NO_CONTEXT,
     NoteTaker,
@@ -215,7 +215,7 @@ def render_protected(request: ProposalRequest) -> str:
     )
 
 
-def _step_text(step: dict) -> str:
+def _step_text(step: dict[str, Any]) -> str:
     kind = step.get("type", "step")
     if "command" in step:
         out = step.get("output", "")
@@ -236,11 +236,13 @@ class LLMOptimizer:
         self.name = model.name
         self._system = load_prompt("optimizer_system")
 
-    def _structured(self, schema: dict, name: str) -> dict:
+    def _structured(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         """The model's JSON-mode arguments, when the model offers any."""
         return self.model.json_params(schema, name) if isinstance(self.model, JsonMode) else {}
 
-    def _call(self, messages: list[dict], params: dict, acc: dict) -> str:
+    def _call(
+        self, messages: list[dict[str, Any]], params: dict[str, Any], acc: dict[str, Any]
+    ) -> str:
         try:
             reply = self._counted(messages, params, acc)
         except ModelError as exc:
@@ -250,13 +252,15 @@ class LLMOptimizer:
                 raise
         return reply.text
 
-    def _counted(self, messages: list[dict], params: dict, acc: dict):
+    def _counted(
+        self, messages: list[dict[str, Any]], params: dict[str, Any], acc: dict[str, Any]
+    ) -> Completion:
         """One call, counted whether it is answered or fails (a failed call is still a
         request the provider saw)."""
         try:
             reply = self.model.complete(messages, **params)
         except ModelError as exc:
-            acc["calls"] += getattr(exc, "attempts", 1)
+            acc["calls"] += exc.attempts
             raise
         acc["calls"] += reply.attempts
         acc["usage"] = acc["usage"] + reply.usage
@@ -265,7 +269,9 @@ class LLMOptimizer:
             acc["cost"] = (acc["cost"] or 0.0) + reply.cost
         return reply
 
-    def _ask(self, prompt: str, parse, params: dict) -> tuple[Any, str | None, dict, str]:
+    def _ask(
+        self, prompt: str, parse: Callable[[str], Any], params: dict[str, Any]
+    ) -> tuple[Any, str | None, dict[str, Any], str]:
         """(parsed, why skipped, accounting, last raw reply). Never raises for a reply:
         one that cannot be parsed (not JSON, nested too deep, the wrong shape) gets one
         repair re-ask, then the request is skipped with the reason."""
@@ -333,7 +339,8 @@ class LLMOptimizer:
                 raise ValueError(_no_json(exc)) from None
             if not isinstance(data, dict) or not isinstance(data.get(key), str):
                 raise ValueError(f"expected an object with a string field {key!r}")
-            return data[key].strip()
+            value: str = data[key]
+            return value.strip()
 
         schema = {
             "type": "object",
