@@ -1,6 +1,7 @@
 """The HTML run report (`report.html`), `skillopt blame`, and the comparison of
 two runs: data gathered from a run's records (`data`, `blame`), drawn as one
-self-contained page (`page`, `charts`)."""
+self-contained page (`page`, `steps`, `compare`, `charts`, in the frame of
+`document`, with its style and script under `assets/`)."""
 
 from __future__ import annotations
 
@@ -39,12 +40,12 @@ def write_comparison(
 ) -> Path:
     """Write the page comparing runs `a` and `b` (default: `compare-<b>.html` in `a`'s
     directory); its path."""
-    from skillopt.runs.html import data, page
+    from skillopt.runs.html import compare, data
     from skillopt.runs.read import open_run
 
     run_a, audit_a = open_run(a, run_dir)
     run_b, audit_b = open_run(b, run_dir)
-    html = page.render_compare(data.collect(run_a, audit_a), data.collect(run_b, audit_b))
+    html = compare.render_compare(data.collect(run_a, audit_a), data.collect(run_b, audit_b))
     target = Path(out) if out is not None else run_a.path / f"compare-{run_b.run_id}.html"
     write_atomic(target, html)
     return target
