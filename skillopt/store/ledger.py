@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from skillopt.models.base import Usage
@@ -183,10 +184,8 @@ class Ledger(Connection):
             judge=RoleSpend(**totals["judge"]),
         )
 
-    def spend_timeline(self, run_id: str) -> list[dict[str, Any]]:
-        """The ledger rows of `run_id` in the order they were written: `at` (Unix
-        seconds), `role`, `kind` (`rollout`, `cached`, or a call's kind), `rollouts`,
-        `scored`, `calls`, `input_tokens`, `output_tokens`, `cost` (None: unpriced)."""
+    def spend_timeline(self, run_id: str) -> list[LedgerRow]:
+        """The ledger rows of `run_id` in the order they were written."""
         with self._lock:
             rows = self._db.execute(
                 """SELECT at, role, kind, rollouts, scored, calls, input_tokens,
@@ -194,11 +193,25 @@ class Ledger(Connection):
                    FROM spend WHERE run_id = ? ORDER BY at, id""",
                 (run_id,),
             ).fetchall()
-        names = (
-            "at", "role", "kind", "rollouts", "scored", "calls",
-            "input_tokens", "output_tokens", "cost",
-        )  # fmt: skip
-        return [dict(zip(names, row)) for row in rows]
+        return [LedgerRow(*row) for row in rows]
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    """One row of the spend ledger, as `spend_timeline` reads it back: `at` (Unix
+    seconds, as written), `role`, `kind` (`rollout`, `cached`, or a call's kind),
+    `rollouts` and `scored` (None for calls that are not rollouts), `calls`, tokens,
+    and `cost` (None: unpriced)."""
+
+    at: float
+    role: str
+    kind: str
+    rollouts: int | None
+    scored: int | None
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
 
 
 def _zero(role: str) -> dict[str, Any]:

@@ -6,9 +6,12 @@ self-contained page (`page`, `steps`, `compare`, `charts`, in the frame of
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from skillopt.runs.rundir import write_atomic
+
+if TYPE_CHECKING:
+    from skillopt.store.ledger import LedgerRow
 
 REPORT_FILE = "report.html"
 
@@ -18,7 +21,7 @@ def write_report(
     run_dir: str | Path | None = None,
     *,
     out: str | Path | None = None,
-    ledger: list[dict[str, Any]] | None = None,
+    ledger: list[LedgerRow] | None = None,
 ) -> Path:
     """Write the run's HTML report (default: `report.html` in its directory); its path."""
     from skillopt.runs.html import data, page
