@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from skillopt.optimize.plan import Plan
     from skillopt.plugins import Listing
     from skillopt.rollouts.cluster import NodeReport
-    from skillopt.runs.read import Pruned, RunInfo, RunStep
+    from skillopt.runs.prune import Pruned
+    from skillopt.runs.read import RunInfo, RunStep
     from skillopt.ship.export import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
     from skillopt.training.loop import TrainObserver
@@ -555,10 +556,10 @@ def prune_runs(
 ) -> list[Pruned]:
     """Delete the git refs runs left behind (`skillopt prune`): those of runs whose
     directory is gone, and with `keep` / `older_than_days` / `everything` more (see
-    `skillopt.runs.read.prune`)."""
-    from skillopt.runs import read as runs
+    `skillopt.runs.prune.prune`)."""
+    from skillopt.runs.prune import prune
 
-    return runs.prune(
+    return prune(
         run_dir=run_dir,
         repos=repos,
         keep=keep,

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from skillopt.errors import InputError, SkilloptError
+from skillopt.rollouts.spend import Spend
 
 # what each limit is called on the command line and in settings
 FLAGS = {
@@ -127,25 +128,24 @@ class Spent:
     optimizer_usd: float = 0.0
 
     @classmethod
-    def from_ledger(cls, spend: dict[str, dict]) -> Spent:
+    def from_ledger(cls, spend: Spend) -> Spent:
         """From `RolloutStore.spend(run_id)`."""
         usd = target_usd = optimizer_usd = 0.0
         unpriced = 0
-        for role, totals in spend.items():
-            cost = totals.get("cost") or 0.0
+        for role, totals in spend.roles():
+            cost = totals.cost or 0.0
             usd += cost
             if role == "optimizer":
                 optimizer_usd += cost
             else:  # target, judge: the price of scoring rollouts
                 target_usd += cost
-            unpriced += int(totals.get("unpriced", 0) or 0)
-        target = spend.get("target") or {}
+            unpriced += totals.unpriced
         return cls(
             usd=usd,
             unpriced=unpriced,
-            target_rollouts=int(target.get("rollouts", 0) or 0),
+            target_rollouts=spend.target.rollouts,
             target_usd=target_usd,
-            optimizer_calls=int((spend.get("optimizer") or {}).get("calls", 0) or 0),
+            optimizer_calls=spend.optimizer.calls,
             optimizer_usd=optimizer_usd,
         )
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from skillopt.models.base import Usage
 
 if TYPE_CHECKING:
+    from skillopt.rollouts.spend import Spend
     from skillopt.suite.task import Task
 
 
@@ -91,15 +92,16 @@ def fingerprint(
 
 class RolloutCache(Protocol):
     """What the rollout engine needs of a store (`skillopt.store.RolloutStore` is
-        the one skillopt ships): scored rollouts by key, and, when several processes
-        share it (`shared`), leases so each rollout is paid for once.
+    the one skillopt ships): scored rollouts by key, and, when several processes
+    share it (`shared`), leases so each rollout is paid for once.
 
-        Contract: `get_many` returns scored rollouts only; `put` never loses a scored
-        row to a later unscored one; `claim_many` returns the keys the caller now holds
-        (a key another live owner holds is left out), `renew` extends every lease of an
-        owner, `release` frees the given keys; `note_uses` records which rollouts a
-    run used (for its bundle). None of them raises for one rollout's
-        content (texts are made storable on write)."""
+    Contract: `get_many` returns scored rollouts only; `put` never loses a scored
+    row to a later unscored one; `claim_many` returns the keys the caller now holds
+    (a key another live owner holds is left out), `renew` extends every lease of an
+    owner, `release` frees the given keys; `note_uses` records which rollouts a
+    run used (for its bundle); `spend` sums what a run paid, from the ledger that
+    `put` (with a run id) and `record_cached` write. None of them raises for one
+    rollout's content (texts are made storable on write)."""
 
     shared: bool
     lease_ttl: float
@@ -115,6 +117,8 @@ class RolloutCache(Protocol):
     def record_cached(self, run_id: str, count: int) -> None: ...
 
     def note_uses(self, run_id: str, kind: str, keys: Iterable[str]) -> None: ...
+
+    def spend(self, run_id: str) -> Spend: ...
 
     def claim_many(self, keys: Iterable[str], owner: str, ttl: float | None = None) -> set[str]: ...
 

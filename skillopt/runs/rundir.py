@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
@@ -31,7 +31,7 @@ def new_run_id(skill_name: str) -> str:
 def write_atomic(path: Path, text: str) -> None:
     """Replace `path` with `text` at once. The text is made safe first: a reply that
     reached a run file must neither crash the write nor carry a secret."""
-    text = safe(text)
+    text = safe(text) or ""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -67,7 +67,7 @@ class RunDir:
         self.path = path
         self.run_id = path.name
         self._events_lock = threading.Lock()
-        self._events_fh = None
+        self._events_fh: TextIO | None = None
 
     @classmethod
     def create(cls, runs_dir: Path, run_id: str) -> RunDir:
@@ -84,13 +84,13 @@ class RunDir:
         raise InputError(f"no run {ref!r}: give a run directory or an id under {runs_dir}/")
 
     # -- config ----------------------------------------------------------------------
-    def write_config(self, config: dict) -> None:
+    def write_config(self, config: dict[str, Any]) -> None:
         write_atomic(
             self.path / "run.yaml",
             yaml.safe_dump(secrets.redact(config), sort_keys=False, allow_unicode=True),
         )
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         return yaml.safe_load((self.path / "run.yaml").read_text(encoding="utf-8")) or {}
 
     # -- state -----------------------------------------------------------------------
@@ -98,7 +98,7 @@ class RunDir:
     def state_path(self) -> Path:
         return self.path / "state.json"
 
-    def save_state(self, data: dict) -> None:
+    def save_state(self, data: dict[str, Any]) -> None:
         """Replace the checkpoint with `data` (the trainer's state, already in its
         versioned format: `skillopt.training.state` owns what it holds)."""
         # compact JSON: the C encoder, a few ms even for a long run's state
@@ -107,8 +107,10 @@ class RunDir:
             json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str),
         )
 
-    def load_state(self) -> dict | None:
-        """The checkpoint's JSON data as written, or None if there is none yet."""
+    def load_state(self) -> object:
+        """The checkpoint's JSON data as written (what it holds is checked by
+        `skillopt.training.state`, which names the file when it is not a checkpoint),
+        or None if there is none yet."""
         path = self.state_path
         if not path.is_file():
             return None
@@ -126,6 +128,7 @@ class RunDir:
                 {"t": round(time.time(), 6), "event": kind, **data}, ensure_ascii=False, default=str
             )
         )
+        assert line is not None  # a JSON object is never empty text
         with self._events_lock:
             if self._events_fh is None:
                 self._events_fh = open(self.path / "events.jsonl", "a", encoding="utf-8")
@@ -138,7 +141,7 @@ class RunDir:
                 self._events_fh.close()
                 self._events_fh = None
 
-    def events(self) -> list[dict]:
+    def events(self) -> list[dict[str, Any]]:
         path = self.path / "events.jsonl"
         if not path.is_file():
             return []

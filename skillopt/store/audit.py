@@ -114,7 +114,7 @@ class Audit:
 
     @property
     def location(self) -> str:
-        return self.repo.working_tree_dir or self.repo.git_dir
+        return os.fspath(self.repo.working_tree_dir or self.repo.git_dir)
 
     # -- writing -----------------------------------------------------------------------
     def commit(
@@ -182,10 +182,13 @@ class Audit:
         if self._loose is None:
             # common_dir: a linked worktree keeps its objects in the main .git
             self._loose = LooseObjectDB(str(Path(self.repo.common_dir) / "objects"))
-        return self._loose.store(IStream(kind, len(data), BytesIO(data))).binsha
+        stored: bytes = self._loose.store(IStream(kind, len(data), BytesIO(data))).binsha
+        return stored
 
     def _tree(self, entries: list[tuple[int, str, bytes]]) -> bytes:
-        def order(e):  # git sorts directories as if their name ended in "/"
+        def order(
+            e: tuple[int, str, bytes],
+        ) -> bytes:  # git sorts directories as if their name ended in "/"
             return e[1].encode() + (b"/" if e[0] == _DIR_MODE else b"")
 
         data = b"".join(
@@ -244,16 +247,17 @@ class Audit:
         return commit.hexsha if commit is not None else None
 
     def _record(self, commit: git.Commit) -> AuditCommit | None:
-        evidence = StepTrailers.parse(commit.message)
+        message = _text(commit.message)
+        evidence = StepTrailers.parse(message)
         if evidence.run != self.run_id:
             return None
         return AuditCommit(
             commit.hexsha,
             evidence.step if evidence.step is not None else -1,
             evidence.decision or "",
-            commit.summary,
-            commit.message,
-            parse_trailers(commit.message),
+            _text(commit.summary),
+            message,
+            parse_trailers(message),
             commit.parents[0].hexsha if commit.parents else None,
             evidence,
         )
@@ -296,14 +300,21 @@ class Audit:
 
     def skill_text(self, sha: str) -> str:
         blob = self.repo.commit(sha).tree / f"{self.skill_path}/{SKILL_FILE}"
-        return blob.data_stream.read().decode("utf-8")
+        data: bytes = blob.data_stream.read()
+        return data.decode("utf-8")
 
     def diff(self, old: str | None, new: str) -> str:
         """Unified diff of the skill directory between two commits (old None: from
         nothing)."""
         if old is None:
             old = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
-        return self.repo.git.diff(old, new, "--", self.skill_path)
+        return str(self.repo.git.diff(old, new, "--", self.skill_path))
+
+
+def _text(value: str | bytes) -> str:
+    """A commit's message or summary as text: gitpython gives bytes for a message in
+    an encoding it cannot decode (never one skillopt wrote)."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
 # -- tidying -----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from skillopt._util import display
 from skillopt._util.display import NA
@@ -116,7 +117,7 @@ class StepTrailers:
     def parse(cls, message: str) -> StepTrailers:
         """The trailers of a commit message; what is missing or unreadable is None."""
         t = parse_trailers(message)
-        fields: dict = {
+        fields: dict[str, Any] = {
             "run": t.get("Skillopt-Run"),
             "step": _int(t.get("Skillopt-Step")),
             "decision": t.get("Skillopt-Decision"),

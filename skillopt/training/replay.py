@@ -297,10 +297,10 @@ def replay(
             reproduced=first is None,
             best_hash=state.incumbent.hash,
             recorded_best_hash=recorded.incumbent.hash,
-            model_calls=spend["target"]["rollouts"] + spend["optimizer"]["calls"],
+            model_calls=spend.target.rollouts + spend.optimizer.calls,
             served={
-                "rollouts": spend["target"]["cached"],
-                "replies": spend["optimizer"]["cached"],
+                "rollouts": spend.target.cached,
+                "replies": spend.optimizer.cached,
             },
             first_difference=first,
         )

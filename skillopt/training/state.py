@@ -31,6 +31,7 @@ from skillopt.errors import InputError
 from skillopt.optimize.memory import Memory
 
 if TYPE_CHECKING:
+    from skillopt.rollouts.spend import Spend
     from skillopt.runs.rundir import RunDir
     from skillopt.skill.document import Skill
 
@@ -176,25 +177,25 @@ class Accounting:
     optimizer_cached_tokens: int = 0
 
     @classmethod
-    def from_ledger(cls, spend: dict, steps: list[StepRecord]) -> Accounting:
-        target, opt = spend.get("target") or {}, spend.get("optimizer") or {}
+    def from_ledger(cls, spend: Spend, steps: list[StepRecord]) -> Accounting:
+        target, opt = spend.target, spend.optimizer
         skipped = sum(1 for rec in steps for p in rec.get("proposals") or [] if p.get("skipped"))
         return cls(
-            optimizer_calls=opt.get("calls", 0),
-            optimizer_input_tokens=opt.get("input_tokens", 0),
-            optimizer_output_tokens=opt.get("output_tokens", 0),
-            optimizer_cost=opt.get("cost"),
-            optimizer_served=opt.get("cached", 0),
+            optimizer_calls=opt.calls,
+            optimizer_input_tokens=opt.input_tokens,
+            optimizer_output_tokens=opt.output_tokens,
+            optimizer_cost=opt.cost,
+            optimizer_served=opt.cached,
             skipped_minibatches=skipped,
-            target_rollouts=target.get("rollouts", 0),
-            cached_rollouts=target.get("cached", 0),
-            unscored_rollouts=target.get("unscored", 0),
-            target_calls=target.get("calls", 0),
-            target_input_tokens=target.get("input_tokens", 0),
-            target_output_tokens=target.get("output_tokens", 0),
-            target_cost=target.get("cost"),
-            target_cached_tokens=target.get("cached_input_tokens", 0),
-            optimizer_cached_tokens=opt.get("cached_input_tokens", 0),
+            target_rollouts=target.rollouts,
+            cached_rollouts=target.cached,
+            unscored_rollouts=target.unscored,
+            target_calls=target.calls,
+            target_input_tokens=target.input_tokens,
+            target_output_tokens=target.output_tokens,
+            target_cost=target.cost,
+            target_cached_tokens=target.cached_input_tokens,
+            optimizer_cached_tokens=opt.cached_input_tokens,
         )
 
     def to_dict(self) -> dict:

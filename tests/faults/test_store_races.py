@@ -61,7 +61,8 @@ def _race(open_one) -> list[str]:
 
 
 def test_a_new_store_opened_by_many_processes_at_once(tmp_path):
-    from skillopt.store.rollouts import MIGRATIONS, RolloutStore
+    from skillopt.store.rollouts import RolloutStore
+    from skillopt.store.schema import MIGRATIONS
 
     def open_store(r):
         RolloutStore(tmp_path / f"r{r}" / "rollouts.sqlite").close()

@@ -10,6 +10,7 @@ import pytest
 
 from skillopt.errors import InputError
 from skillopt.optimize.memory import Memory
+from skillopt.rollouts.spend import RoleSpend, Spend, TargetSpend
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
@@ -216,13 +217,13 @@ def test_cached_tokens_are_kept_and_a_version_2_checkpoint_without_them_still_lo
 
 
 def test_cached_tokens_come_from_the_ledger_per_role():
-    spend = {
-        "target": {"input_tokens": 500, "cached_input_tokens": 450},
-        "optimizer": {"input_tokens": 70, "cached_input_tokens": 60},
-    }
+    spend = Spend(
+        target=TargetSpend(input_tokens=500, cached_input_tokens=450),
+        optimizer=RoleSpend(input_tokens=70, cached_input_tokens=60),
+    )
     acct = Accounting.from_ledger(spend, [])
     assert (acct.target_cached_tokens, acct.optimizer_cached_tokens) == (450, 60)
-    assert Accounting.from_ledger({}, []).target_cached_tokens == 0
+    assert Accounting.from_ledger(Spend(), []).target_cached_tokens == 0
 
 
 def test_version_1_accounting_from_before_the_ledger_is_read_as_far_as_it_goes():

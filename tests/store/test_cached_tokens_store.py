@@ -13,7 +13,8 @@ from skillopt.models import ScriptedModel
 from skillopt.models.base import Completion, Usage
 from skillopt.rollouts.engine import RolloutEngine
 from skillopt.skill.document import Skill
-from skillopt.store.rollouts import MIGRATIONS, RolloutStore, migrate
+from skillopt.store.rollouts import RolloutStore
+from skillopt.store.schema import MIGRATIONS, migrate
 from skillopt.suite.loader import load_suite
 
 OLD_ROLLOUT = (
@@ -58,8 +59,8 @@ def test_a_database_of_the_earlier_migrations_gains_the_columns_and_keeps_its_ro
         assert cols["cached_input_tokens"][2:5] == ("INTEGER", 1, "0")
     old = store.get("k-old")
     assert old is not None and old.usage == Usage(40, 2, 0) and old.cost == 0.5
-    assert store.spend("old-run")["optimizer"]["cached_input_tokens"] == 0
-    assert store.spend("old-run")["optimizer"]["input_tokens"] == 300
+    assert store.spend("old-run").optimizer.cached_input_tokens == 0
+    assert store.spend("old-run").optimizer.input_tokens == 300
     assert migrate(store._db) == []
     store.close()
 
@@ -86,8 +87,8 @@ def test_rollouts_keep_their_cached_tokens_and_the_ledger_sums_them(tmp_path, se
         skill, suite.tasks
     )
     assert [r.usage.cached_input_tokens for r in out] == [900, 900, 900]
-    spent = store.spend("r1")["target"]
-    assert spent["cached_input_tokens"] == 2700 and spent["input_tokens"] == 3000
+    spent = store.spend("r1").target
+    assert spent.cached_input_tokens == 2700 and spent.input_tokens == 3000
     store.close()
 
     store = RolloutStore(path)  # read back, as another process would
@@ -98,7 +99,7 @@ def test_rollouts_keep_their_cached_tokens_and_the_ledger_sums_them(tmp_path, se
     assert [r.usage for r in again] == [Usage(1000, 5, 900)] * 3
     assert store.get(out[0].key).usage.cached_input_tokens == 900
     # served from the store: paid by run r1, not r2
-    assert store.spend("r2")["target"]["cached_input_tokens"] == 0
+    assert store.spend("r2").target.cached_input_tokens == 0
     store.close()
 
 
@@ -109,7 +110,7 @@ def test_record_call_keeps_cached_tokens_per_role():
     store.record_call("r1", "optimizer", "call", 1, 100, 5, 0.001)
     store.record_call("r1", "judge", "score", 1, 10, 1, 0.0001, cached_input_tokens=7)
     spent = store.spend("r1")
-    assert spent["optimizer"]["cached_input_tokens"] == 3600
-    assert spent["optimizer"]["input_tokens"] == 4100
-    assert spent["judge"]["cached_input_tokens"] == 7
-    assert spent["target"]["cached_input_tokens"] == 0
+    assert spent.optimizer.cached_input_tokens == 3600
+    assert spent.optimizer.input_tokens == 4100
+    assert spent.judge.cached_input_tokens == 7
+    assert spent.target.cached_input_tokens == 0

@@ -126,7 +126,7 @@ def test_waits_for_a_result_another_owner_is_paying_for(tmp_path, skill, suite, 
     assert model.call_count == 0  # ...instead of paying again
     assert [r.task_id for r in out] == [t.id for t in suite.tasks]
     assert all(r.cached and r.scored for r in out)
-    assert store.spend("run-1")["target"] == {
+    assert store.spend("run-1").target.to_dict() == {
         "rollouts": 0,
         "cached": 4,
         "unscored": 0,

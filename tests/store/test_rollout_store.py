@@ -13,7 +13,8 @@ from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel
 from skillopt.rollouts.engine import RolloutEngine
 from skillopt.skill.document import Skill
-from skillopt.store.rollouts import MIGRATIONS, RolloutStore, migrate
+from skillopt.store.rollouts import RolloutStore
+from skillopt.store.schema import MIGRATIONS, migrate
 from skillopt.suite.loader import load_suite
 
 

@@ -13,8 +13,10 @@ from skillopt.errors import ModelError
 from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel
 from skillopt.rollouts.engine import Rollout, RolloutEngine
+from skillopt.rollouts.spend import RoleSpend, Spend, TargetSpend
 from skillopt.skill.document import Skill
-from skillopt.store.rollouts import MIGRATIONS, RolloutStore, migrate
+from skillopt.store.rollouts import RolloutStore
+from skillopt.store.schema import MIGRATIONS, migrate
 from skillopt.suite.loader import load_suite
 
 
@@ -79,26 +81,26 @@ def test_rollouts_and_hits_are_counted_per_run(tmp_path, setup):
     store = RolloutStore(tmp_path / "s.sqlite")
     model = ScriptedModel(flaky, cost=0.01)
     first = RolloutEngine(ChatHarness(model), store, run_id="r1").run(skill, suite.tasks)
-    spent = store.spend("r1")["target"]
-    assert spent["rollouts"] == 4 and spent["unscored"] == 1 and spent["cached"] == 0
-    assert spent["calls"] == sum(r.model_calls for r in first) == 4
-    assert spent["input_tokens"] == sum(r.usage.input_tokens for r in first) > 0
-    assert spent["output_tokens"] == sum(r.usage.output_tokens for r in first)
-    assert spent["cost"] == pytest.approx(0.03)
-    assert spent["cost_complete"] is False  # the failed request has no known price
+    spent = store.spend("r1").target
+    assert spent.rollouts == 4 and spent.unscored == 1 and spent.cached == 0
+    assert spent.calls == sum(r.model_calls for r in first) == 4
+    assert spent.input_tokens == sum(r.usage.input_tokens for r in first) > 0
+    assert spent.output_tokens == sum(r.usage.output_tokens for r in first)
+    assert spent.cost == pytest.approx(0.03)
+    assert spent.cost_complete is False  # the failed request has no known price
 
     # the same run again: three hits, and the unscored one is paid for a second time
     RolloutEngine(ChatHarness(ScriptedModel(upper, cost=0.01)), store, run_id="r1").run(
         skill, suite.tasks
     )
-    spent = store.spend("r1")["target"]
-    assert spent["rollouts"] == 5 and spent["cached"] == 3 and spent["unscored"] == 1
-    assert spent["calls"] == 5 and spent["cost"] == pytest.approx(0.04)
+    spent = store.spend("r1").target
+    assert spent.rollouts == 5 and spent.cached == 3 and spent.unscored == 1
+    assert spent.calls == 5 and spent.cost == pytest.approx(0.04)
 
     RolloutEngine(ChatHarness(ScriptedModel(upper, cost=0.01)), store, run_id="r2").run(
         skill, suite.tasks[:2]
     )
-    assert store.spend("r2")["target"] == {
+    assert store.spend("r2").target.to_dict() == {
         "rollouts": 0,
         "cached": 2,
         "unscored": 0,
@@ -126,7 +128,7 @@ def test_optimizer_calls_are_recorded(tmp_path):
     store.record_call("r1", "judge", "score", 1, 10, 1, 0.0001)
     store.record_call("r2", "optimizer", "propose", 1, 999, 999, 9.0)
     spent = store.spend("r1")
-    assert spent["optimizer"] == {
+    assert spent.optimizer.to_dict() == {
         "calls": 3,
         "input_tokens": 150,
         "output_tokens": 25,
@@ -137,9 +139,9 @@ def test_optimizer_calls_are_recorded(tmp_path):
         "cached": 0,
         "rows": 2,
     }
-    assert spent["judge"]["cost_complete"] is True and spent["judge"]["rows"] == 1
-    assert spent["target"]["rows"] == 0 and spent["target"]["cost"] is None
-    assert store.spend("nothing")["optimizer"] == {
+    assert spent.judge.cost_complete is True and spent.judge.rows == 1
+    assert spent.target.rows == 0 and spent.target.cost is None
+    assert store.spend("nothing").optimizer.to_dict() == {
         "calls": 0,
         "input_tokens": 0,
         "output_tokens": 0,
@@ -198,7 +200,7 @@ def test_text_that_sqlite_cannot_encode_is_stored_safely(tmp_path, monkeypatch):
     assert got.trajectory["messages"][0]["content"] == "bad \ufffd, key ***"
     fp = store._db.execute("SELECT fingerprint FROM rollouts").fetchone()[0]
     assert json.loads(fp) == {"task": {"input": "\ufffd"}}
-    assert store.spend("r1")["target"]["rollouts"] == 1
+    assert store.spend("r1").target.rollouts == 1
 
     # a secret alone, in one field of an otherwise clean row, is blanked too
     leaky = Rollout(
@@ -213,3 +215,20 @@ def test_text_that_sqlite_cannot_encode_is_stored_safely(tmp_path, monkeypatch):
     )
     store.put(leaky, {})
     assert store.get("k2", include_unscored=True).error == "401 for key ***"
+
+
+def test_spend_is_one_typed_record_per_role():
+    store = RolloutStore(":memory:")
+    store.record_call("r1", "judge", "score", 2, 10, 1, 0.5)
+    store.record_call("r1", "optimizer", "cached", 0)  # a reply served from the store
+    spent = store.spend("r1")
+    assert isinstance(spent, Spend) and isinstance(spent.target, TargetSpend)
+    assert [role for role, _ in spent.roles()] == ["target", "optimizer", "judge"]
+    assert spent.judge == RoleSpend(calls=2, input_tokens=10, output_tokens=1, cost=0.5, rows=1)
+    assert spent.optimizer.cached == 1 and spent.optimizer.calls == 0
+    assert spent.to_dict() == {
+        "target": TargetSpend().to_dict(),
+        "optimizer": spent.optimizer.to_dict(),
+        "judge": spent.judge.to_dict(),
+    }
+    assert spent.cost == 0.5

@@ -99,11 +99,11 @@ def test_a_budget_stops_the_run_and_resume_reaches_the_unbudgeted_result(
     assert (run / "best" / "SKILL.md").is_file()
     spend = _ledger(store, run.name)
     if limit == "max_target_rollouts":
-        assert spend["target"]["rollouts"] <= value  # never exceeded
+        assert spend.target.rollouts <= value  # never exceeded
     elif limit == "max_optimizer_calls":
-        assert spend["optimizer"]["calls"] <= value
+        assert spend.optimizer.calls <= value
     else:
-        spent = (spend["target"]["cost"] or 0) + (spend["optimizer"]["cost"] or 0)
+        spent = (spend.target.cost or 0) + (spend.optimizer.cost or 0)
         # the bound: below the budget plus one batch (the largest here: 8 train rollouts
         # or one optimizer call)
         assert spent <= value + max(8 * PRICE, CALL_PRICE) + 1e-9
@@ -121,7 +121,7 @@ def test_the_rollout_limit_is_exact_and_resume_pays_only_for_the_rest(world, pri
     # one rollout at a time: with more, a racing gate may also pay for the few still
     # in flight when it settles, a number that depends on timing
     free = _unbudgeted(world, priced, tmp_path, concurrency=1)
-    paid = _ledger(tmp_path / "free.sqlite", free.run_id)["target"]["rollouts"]
+    paid = _ledger(tmp_path / "free.sqlite", free.run_id).target.rollouts
     priced["set"](_plan())
     store = tmp_path / "store.sqlite"
     with pytest.raises(BudgetExceeded, match="--max-target-rollouts"):
@@ -136,11 +136,11 @@ def test_the_rollout_limit_is_exact_and_resume_pays_only_for_the_rest(world, pri
             ),
         )
     run = _stopped_run(world, tmp_path)
-    before = _ledger(store, run.name)["target"]["rollouts"]
+    before = _ledger(store, run.name).target.rollouts
     assert before <= paid - 1
     skillopt.resume(run.name, run_dir=tmp_path / "runs", max_target_rollouts=paid)
     # nothing paid twice: the stopped run and its resume paid what one run pays
-    assert _ledger(store, run.name)["target"]["rollouts"] == paid
+    assert _ledger(store, run.name).target.rollouts == paid
 
 
 def test_a_time_limit_stops_before_the_next_batch(world, priced, tmp_path):
@@ -154,7 +154,7 @@ def test_a_time_limit_stops_before_the_next_batch(world, priced, tmp_path):
     run = _stopped_run(world, tmp_path)
     state = _state(run)
     assert state["status"] == "stopped" and state["steps"] == []  # before the baseline
-    assert _ledger(tmp_path / "s.sqlite", run.name)["target"]["rollouts"] == 0
+    assert _ledger(tmp_path / "s.sqlite", run.name).target.rollouts == 0
     resumed = skillopt.resume(run.name, run_dir=tmp_path / "runs", time_limit="1h")
     assert resumed.summary["status"] == "finished"
     assert resumed.summary["steps"][0]["kind"] == "initial"

@@ -36,7 +36,7 @@ def blame_lines(audit: Audit, records: dict[int, dict[str, Any]]) -> list[dict[s
         return []
     out: list[dict[str, Any]] = []
     for commit, lines in pieces:  # (commit, its lines) in file order
-        sha = getattr(commit, "hexsha", str(commit))
+        sha = commit.hexsha if isinstance(commit, git.Commit) else str(commit)
         c = by_sha.get(sha)
         step = c.step if c is not None else 0
         for raw in lines:

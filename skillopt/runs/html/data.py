@@ -24,7 +24,7 @@ import re
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillopt._util import secrets
 from skillopt.errors import InputError
@@ -34,6 +34,9 @@ from skillopt.runs.rundir import RunDir
 from skillopt.runs.summary import summary as run_summary
 from skillopt.store.audit import Audit
 from skillopt.training.state import TrainState
+
+if TYPE_CHECKING:
+    from skillopt.store.ledger import LedgerRow
 
 _VAL_LABEL = re.compile(r"^step (\d+) · val \((candidate|incumbent)\)$")
 _BASELINE_LABEL = "baseline · val"
@@ -46,7 +49,7 @@ def build(
     ref: str | Path,
     run_dir: str | Path | None = None,
     *,
-    ledger: list[dict[str, Any]] | None = None,
+    ledger: list[LedgerRow] | None = None,
 ) -> dict[str, Any]:
     """The report data of the run `ref` (an id under `run_dir`, or a directory).
     `ledger`: the run's spend rows (`RolloutStore.spend_timeline`) when the caller
@@ -55,9 +58,7 @@ def build(
     return collect(run, audit, ledger=ledger)
 
 
-def collect(
-    run: RunDir, audit: Audit, *, ledger: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
+def collect(run: RunDir, audit: Audit, *, ledger: list[LedgerRow] | None = None) -> dict[str, Any]:
     config = run.config()
     state = TrainState.load(run)
     if state is None:
@@ -97,7 +98,7 @@ def _events(run: RunDir, notes: list[str]) -> list[dict[str, Any]]:
         return []
 
 
-def _ledger(run: RunDir, config: dict[str, Any], notes: list[str]) -> list[dict[str, Any]]:
+def _ledger(run: RunDir, config: dict[str, Any], notes: list[str]) -> list[LedgerRow]:
     """The run's spend rows from the store it recorded, found as given (relative to
     the current directory) or beside the runs directory; [] when it is gone."""
     store = (config.get("settings") or {}).get("store")
@@ -300,7 +301,7 @@ def _cell(
 
 
 def spend(
-    state: TrainState, events: list[dict[str, Any]], ledger: list[dict[str, Any]]
+    state: TrainState, events: list[dict[str, Any]], ledger: list[LedgerRow]
 ) -> list[dict[str, Any]]:
     """Cumulative spend at the end of each step (its decision), and after the test
     split: target rollouts run and served from the store, optimizer calls, tokens
@@ -320,19 +321,17 @@ def spend(
     out = []
     for name, t in points:
         if ledger:
-            rows = [r for r in ledger if r["at"] <= t]
-            target = [r for r in rows if r["role"] == "target"]
-            opt = [r for r in rows if r["role"] != "target"]
-            cost = [r["cost"] for r in rows if r.get("cost") is not None]
+            rows = [r for r in ledger if r.at <= t]
+            target = [r for r in rows if r.role == "target"]
+            opt = [r for r in rows if r.role != "target"]
+            cost = [r.cost for r in rows if r.cost is not None]
             out.append(
                 {
                     "at": name,
-                    "rollouts": sum(1 for r in target if r["kind"] == "rollout"),
-                    "from_store": sum(r["rollouts"] or 0 for r in target if r["kind"] == "cached"),
-                    "optimizer_calls": sum(r["calls"] or 0 for r in opt),
-                    "tokens": sum(
-                        (r["input_tokens"] or 0) + (r["output_tokens"] or 0) for r in rows
-                    ),
+                    "rollouts": sum(1 for r in target if r.kind == "rollout"),
+                    "from_store": sum(r.rollouts or 0 for r in target if r.kind == "cached"),
+                    "optimizer_calls": sum(r.calls or 0 for r in opt),
+                    "tokens": sum((r.input_tokens or 0) + (r.output_tokens or 0) for r in rows),
                     "cost": round(sum(cost), 6) if cost else None,
                     "source": "ledger",
                 }
