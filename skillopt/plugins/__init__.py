@@ -129,7 +129,7 @@ class Registry:
 
     # -- what a plugin calls ---------------------------------------------------------------
     def scorer(self, name: str, scorer: Any, *, help: str = "") -> None:
-        """A scorer class (a subclass of `skillopt.Scorer` whose `type` is `name`),
+        """A scorer class (a subclass of `skillopt.Scorer` whose `name` is `name`),
         used in a suite as `scorer: name` or `{type: name, ...params}`."""
         self._add("scorer", name, scorer, help)
 

@@ -14,9 +14,9 @@ from helpers import write_suite
 
 from skillopt.errors import ModelError, ScorerError
 from skillopt.models.scripted import ScriptedModel
+from skillopt.plugins.builtins import SCORERS
 from skillopt.suite import load_suite
 from skillopt.suite.scorers import (
-    SCORERS,
     Score,
     ScoreContext,
     build_scorer,
