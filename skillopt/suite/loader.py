@@ -25,10 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from skillopt._util.text import did_you_mean
 from skillopt.errors import InputError
-from skillopt.suite.readers import ItemList, key_line, read_jsonl, read_yaml, take_items
+from skillopt.suite.readers import key_line, read_jsonl, read_yaml
 from skillopt.suite.scorers import Scorer, build_scorer
 from skillopt.suite.scorers.registry import BadScorerSpec
 from skillopt.suite.task import SPLITS, Suite, Task
+from skillopt.suite.yaml_values import ItemList, line_of, take_items
 
 
 class SplitSpec(BaseModel):
@@ -143,7 +144,7 @@ def load_suite(path: str | Path) -> Suite:
         data_line = None
     else:
         raw = read_yaml(path)
-        data_line = getattr(raw, "line", None)
+        data_line = line_of(raw)
     items = raw.get("items")
     try:
         # the items are checked one by one below, not copied into the spec
@@ -158,11 +159,7 @@ def load_suite(path: str | Path) -> Suite:
         rows = read_jsonl(items_path)
     else:
         items_path = path
-        rows = (
-            take_items(items)
-            if type(items) is ItemList
-            else ((getattr(it, "line", None), it) for it in items)
-        )
+        rows = take_items(items) if type(items) is ItemList else ((line_of(it), it) for it in items)
 
     try:
         default_scorer = build_scorer(spec.scorer, base)
