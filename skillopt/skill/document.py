@@ -16,6 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -56,7 +57,7 @@ class Skill:
 
     frontmatter_text: str
     body: str
-    frontmatter: dict = field(default_factory=dict, compare=False, hash=False)
+    frontmatter: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     root: Path | None = field(default=None, compare=False)
     support: tuple[tuple[str, str], ...] = ()
     frontmatter_error: str | None = field(default=None, compare=False)
@@ -69,7 +70,7 @@ class Skill:
         """Split `text` into frontmatter and body. Never raises on bad YAML: the
         error is kept in `frontmatter_error` for lint and for `load` to report."""
         fm_text, body = _split_frontmatter(text)
-        data: dict = {}
+        data: dict[str, Any] = {}
         error = None
         if fm_text:
             inner = _frontmatter_inner(fm_text)
