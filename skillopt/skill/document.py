@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.error import MarkedYAMLError
 
 from skillopt.errors import InputError
 
@@ -271,8 +272,9 @@ def _frontmatter_inner(fm_text: str) -> str:
 
 
 def _yaml_message(exc: yaml.YAMLError, offset: int = 0) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    marked = exc if isinstance(exc, MarkedYAMLError) else None
+    mark = marked.problem_mark if marked is not None else None
+    problem = (marked.problem if marked is not None else None) or str(exc).splitlines()[0]
     if mark is not None:
         return f"invalid YAML at line {mark.line + 1 + offset}: {problem}"
     return f"invalid YAML: {problem}"
