@@ -85,6 +85,9 @@ def key_line(path: Path, keys: Sequence[str | int]) -> int | None:
         loader.dispose()
 
 
+_NO_KEY = object()  # the key of a pair whose key is not a plain scalar
+
+
 class _Open:
     """A mapping or sequence still open while looking for a key: where it is (None
     inside a complex key, where no path leads) and where its next child goes."""
@@ -97,8 +100,19 @@ class _Open:
         self.key: Any = None
         self.index = -1
 
-
-_NO_KEY = object()  # the key of a pair whose key is not a plain scalar
+    def place(self, scalar: str | None) -> tuple[bool, tuple[Any, ...] | None]:
+        """Where the next child goes, given its text when it is a scalar: (whether it
+        is a mapping's key, its path; None where no path leads)."""
+        path = self.path
+        if self.is_map and self.want_key:
+            self.want_key = False
+            self.key = _NO_KEY if scalar is None else scalar
+            return True, None if path is None or scalar is None else (*path, scalar)
+        if self.is_map:
+            self.want_key = True
+            return False, None if path is None or self.key is _NO_KEY else (*path, self.key)
+        self.index += 1
+        return False, None if path is None else (*path, self.index)
 
 
 def _find_key(loader: yaml.SafeLoader | yaml.CSafeLoader, target: tuple[Any, ...]) -> int | None:
@@ -117,24 +131,12 @@ def _find_key(loader: yaml.SafeLoader | yaml.CSafeLoader, target: tuple[Any, ...
             continue
         where: tuple[Any, ...] | None = ()
         if stack:
-            parent = stack[-1]
-            if parent.is_map and parent.want_key:  # this node is a key
-                parent.want_key = False
-                if kind is ScalarEvent:
-                    parent.key = event.value
-                    if parent.path is not None and parent.path + (event.value,) == target:
-                        return int(event.start_mark.line) + 1
-                else:
-                    parent.key = _NO_KEY
-                where = None
-            elif parent.is_map:
-                parent.want_key = True
-                known = parent.path is not None and parent.key is not _NO_KEY
-                where = (*parent.path, parent.key) if known and parent.path is not None else None
-            else:
-                parent.index += 1
-                where = parent.path + (parent.index,) if parent.path is not None else None
-            if where is not None and (len(where) >= depth or where != target[: len(where)]):
+            is_key, where = stack[-1].place(event.value if kind is ScalarEvent else None)
+            if is_key:
+                if where == target:
+                    return int(event.start_mark.line) + 1
+                where = None  # nothing below a key (a complex one) is on a path
+            elif where is not None and (len(where) >= depth or where != target[: len(where)]):
                 where = None  # not on the way to the key: nothing below can match
         if starts:
             stack.append(_Open(kind is MappingStartEvent, where))
