@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from skillopt._util.layers import find_upwards, merge_layer, read_yaml_mapping
 from skillopt.errors import InputError, first_error
 
 PROJECT_FILE = "skillopt.yaml"
@@ -232,6 +234,11 @@ class Settings(BaseModel):
     # where each model role's name came from, to name it in messages: (layer, where)
     _origins: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
 
+    def model_post_init(self, context: Any) -> None:
+        if isinstance(context, _Resolved):  # built by `resolve_settings`
+            self._notices = list(context.notices)
+            self._origins = dict(context.origins)
+
     @property
     def notices(self) -> list[str]:
         return self._notices
@@ -272,44 +279,34 @@ class Settings(BaseModel):
         return value
 
 
+@dataclass(frozen=True)
+class _Resolved:
+    """What `resolve_settings` hands to the `Settings` it builds besides the values."""
+
+    notices: list[str]
+    origins: dict[str, tuple[str, str]]
+
+
 ROLES = ("target", "judge", "optimizer")  # settings that name a model (or an optimizer)
 
-_ENV = {
-    "SKILLOPT_TARGET": "target",
-    "SKILLOPT_HARNESS": "harness",
-    "SKILLOPT_JUDGE": "judge",
-    "SKILLOPT_CONCURRENCY": "concurrency",
-    "SKILLOPT_SAMPLES": "samples",
-    "SKILLOPT_EXECUTOR": "executor",
-    "SKILLOPT_STORE": "store",
-    "SKILLOPT_OPTIMIZER": "optimizer",
-    "SKILLOPT_RUN_DIR": "run_dir",
-    "SKILLOPT_SEED": "seed",
-    "SKILLOPT_BUDGET_USD": "budget_usd",
-    "SKILLOPT_TIME_LIMIT": "time_limit",
-}
-
-
-def find_project_file(start: Path | None = None) -> Path | None:
-    """The nearest `skillopt.yaml` in `start` or its parents."""
-    here = (start or Path.cwd()).resolve()
-    for directory in (here, *here.parents):
-        candidate = directory / PROJECT_FILE
-        if candidate.is_file():
-            return candidate
-    return None
+# the settings the environment may set, each as SKILLOPT_<KEY> (SKILLOPT_RUN_DIR=…)
+_ENV_KEYS = (
+    "target harness judge concurrency samples executor store optimizer run_dir seed "
+    "budget_usd time_limit"
+).split()
+_ENV = {f"SKILLOPT_{key.upper()}": key for key in _ENV_KEYS}
 
 
 def resolve_settings(
-    flags: dict[str, Any] | None = None,
+    flags: Mapping[str, Any] | None = None,
     *,
-    suite_defaults: dict | None = None,
+    suite_defaults: Mapping[str, Any] | None = None,
     suite_path: Path | None = None,
     project_file: Path | None = None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Settings:
     """Merge the layers (later wins) and validate the result."""
-    env = os.environ if env is None else env
+    environ: Mapping[str, str] = os.environ if env is None else env
     merged: dict[str, Any] = {}
     origins: dict[str, tuple[str, str]] = {}
 
@@ -318,10 +315,9 @@ def resolve_settings(
             if layer.get(key):
                 origins[key] = (kind, where or f"--{key}")  # a flag is named after its key
 
-    project_file = project_file if project_file is not None else find_project_file()
+    project_file = project_file if project_file is not None else find_upwards(PROJECT_FILE)
     if project_file is not None:
-        data = _lift_sections(_read_project_file(project_file), project_file)
-        _validate(data, project_file)
+        data = _checked(read_yaml_mapping(project_file, "settings"), project_file)
         for key in ("store", "run_dir"):  # paths in the file are relative to it
             if key in data and not Path(data[key]).is_absolute():
                 data[key] = str(project_file.parent / data[key])
@@ -330,18 +326,17 @@ def resolve_settings(
     suite_target = None
     if suite_defaults:
         where = f"{suite_path}: defaults" if suite_path else "suite defaults"
-        layer = _lift_sections(dict(suite_defaults), where)
-        _validate(layer, where)
+        layer = _checked(dict(suite_defaults), where)
         _merge(merged, layer)
         came_from(layer, "suite", str(suite_path or "the suite"))
         suite_target = suite_defaults.get("target")
     for var, key in _ENV.items():
-        if env.get(var):
-            merged[key] = env[var]
-            came_from({key: env[var]}, "env", var)
+        if environ.get(var):
+            merged[key] = environ[var]
+            came_from({key: environ[var]}, "env", var)
     _merge(merged, {k: v for k, v in (flags or {}).items() if v is not None})
     came_from(flags or {}, "flag")
-    notices = []
+    notices: list[str] = []
     target = merged.get("target")
     if (
         target is not None
@@ -358,14 +353,13 @@ def resolve_settings(
             f"which the {merged['harness']} harness cannot hand to its CLI: using the "
             "CLI's own default model (pass --target to choose one)"
         )
+    known = {k: v for k, v in origins.items() if merged.get(k)}
     try:
-        settings = Settings(**merged)
+        # what was decided and where names came from are given at construction
+        return Settings.model_validate(merged, context=_Resolved(notices, known))
     except ValidationError as exc:
         field, msg = first_error(exc)
         raise InputError(f"invalid setting: {msg}", field=field) from None
-    settings._notices.extend(notices)
-    settings._origins.update({k: v for k, v in origins.items() if merged.get(k)})
-    return settings
 
 
 CLI_HARNESSES = ("claude-code", "codex")  # hand the target to a CLI as its --model
@@ -375,67 +369,21 @@ SELF_RUN_PROVIDERS = ("local", "scripted")  # models skillopt runs itself, not a
 SECTIONS = ("agent", "claude_code", "codex", "command")  # merged key by key across layers
 
 
-def _merge(into: dict, layer: dict) -> None:
-    for key, value in layer.items():
-        if key == "sections" and isinstance(value, dict):
-            sections = into.setdefault("sections", {})
-            for name, conf in value.items():
-                sections[name] = {**sections.get(name, {}), **(conf or {})}
-        elif key == "models" and isinstance(value, dict):
-            models = into.setdefault("models", {})
-            for name, conf in value.items():
-                models[name] = {**models.get(name, {}), **(conf or {})}
-        elif key in SECTIONS and isinstance(value, dict) and isinstance(into.get(key), dict):
-            into[key] = {**into[key], **value}
-        else:
-            into[key] = value
+_merge = partial(merge_layer, by_name=("models", "sections"), by_key=SECTIONS)
 
 
-def _lift_sections(data: dict, where: object) -> dict:
-    """Move the settings sections of plugin harnesses (top-level keys that are not
-    settings of skillopt's own) under `sections`, validated by their plugin's model.
-    A key that no plugin declared is left for validation to refuse."""
+def _checked(data: dict[str, Any], where: object) -> dict[str, Any]:
+    """One layer as written, validated there (so an error names `where`), with the
+    sections of plugin harnesses moved under `sections` (`skillopt.plugins.sections`;
+    the plugins are read only when a key is not one of ours)."""
     unknown = [k for k in data if k not in Settings.model_fields]
-    if not unknown:
-        return data
-    from skillopt.plugins import registry
+    if unknown:
+        from skillopt.plugins.sections import lift_sections
 
-    declared = registry().sections()
-    out = dict(data)
-    sections = dict(out.get("sections") or {})
-    for key in unknown:
-        entry = declared.get(key)
-        if entry is None:
-            continue
-        value = out.pop(key)
-        try:
-            entry.options["settings"].model_validate(value or {})
-        except ValidationError as exc:
-            loc, msg = first_error(exc, {"extra_forbidden": "unknown setting"})
-            raise InputError(msg, path=where, field=f"{key}.{loc}" if loc else key) from None
-        sections[key] = dict(value or {})
-    out["sections"] = sections
-    return out
-
-
-def _read_project_file(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            f"invalid YAML: {getattr(exc, 'problem', exc)}",
-            path=path,
-            line=mark.line + 1 if mark else None,
-        ) from None
-    if not isinstance(data, dict):
-        raise InputError("must be a mapping of settings", path=path)
-    return data
-
-
-def _validate(data: dict, where: object) -> None:
+        data = lift_sections(data, unknown, where)
     try:
         Settings(**data)
     except ValidationError as exc:
         field, msg = first_error(exc, {"extra_forbidden": "unknown setting"})
         raise InputError(msg, path=where, field=field) from None
+    return data

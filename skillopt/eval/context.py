@@ -204,7 +204,7 @@ def resolve_target(settings: Settings) -> Model | None:
 
 def resolve_judge(suite: Suite, settings: Settings) -> Model | None:
     """The judge model, when a task is scored by the `judge` scorer."""
-    judged = [t for t in suite.tasks if t.scorer.type == "judge"]
+    judged = [t for t in suite.tasks if t.scorer.name == "judge"]
     if not judged:
         return None
     judge_name = (

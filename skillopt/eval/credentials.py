@@ -73,7 +73,7 @@ def uses(
     if target and settings.target and takes_model(settings.harness):
         found.append(Use("target", settings.target, where("target")))
     if "judge" not in given:
-        judged = [t for t in suite.tasks if t.scorer.type == "judge"]
+        judged = [t for t in suite.tasks if t.scorer.name == "judge"]
         by_item = next((t for t in judged if t.scorer.params.model), None)
         if by_item is not None:
             found.append(

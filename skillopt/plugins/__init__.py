@@ -39,9 +39,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from operator import attrgetter
+from types import BuiltinFunctionType, FunctionType, MethodType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from skillopt.errors import InputError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint  # slow to import: only when plugins are read
 
 log = logging.getLogger("skillopt")
 
@@ -49,6 +54,7 @@ GROUP = "skillopt"
 KINDS = ("scorer", "harness", "optimizer", "gate", "model")
 BUILTIN = "skillopt (built-in)"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+_NAMED_BY_THEMSELVES = (type, FunctionType, BuiltinFunctionType, MethodType)
 
 
 class PluginError(InputError):
@@ -77,8 +83,8 @@ class Entry:
             module_name, _, attr = ref.partition(":")
             try:
                 obj: Any = importlib.import_module(module_name)
-                for part in attr.split(".") if attr else ():
-                    obj = getattr(obj, part)
+                if attr:  # a dotted path inside the module: "mod:Class.build"
+                    obj = attrgetter(attr)(obj)
             except Exception as exc:  # an import error inside a plugin is its own
                 raise PluginError(
                     f"the {self.kind} {self.name!r} from {self.origin} cannot be loaded "
@@ -101,10 +107,12 @@ class Entry:
     @property
     def where(self) -> str:
         """Where the component lives, for listings."""
-        if isinstance(self.ref, str):
-            return self.ref
-        module = getattr(self.ref, "__module__", "") or ""
-        qual = getattr(self.ref, "__qualname__", type(self.ref).__qualname__)
+        ref = self.ref
+        if isinstance(ref, str):
+            return ref
+        # a class or a function is named by itself, anything else by its class
+        named = ref if isinstance(ref, _NAMED_BY_THEMSELVES) else type(ref)
+        module, qual = named.__module__ or "", named.__qualname__
         return f"{module}:{qual}" if module else qual
 
 
@@ -129,7 +137,7 @@ class Registry:
 
     # -- what a plugin calls ---------------------------------------------------------------
     def scorer(self, name: str, scorer: Any, *, help: str = "") -> None:
-        """A scorer class (a subclass of `skillopt.Scorer` whose `type` is `name`),
+        """A scorer class (a subclass of `skillopt.Scorer` whose `name` is `name`),
         used in a suite as `scorer: name` or `{type: name, ...params}`."""
         self._add("scorer", name, scorer, help)
 
@@ -222,7 +230,7 @@ class Registry:
                 return
             self._plugins_read = True
             for ep in _entry_points():
-                dist = getattr(ep, "dist", None)
+                dist = ep.dist
                 origin = f"{dist.metadata['Name']} {dist.version}" if dist is not None else ep.value
                 self.add_plugin(ep.load, origin)
 
@@ -232,7 +240,7 @@ class Registry:
         before = set(self._entries)
         try:
             target = load()
-            register = getattr(target, "register", target)
+            register = target.register if isinstance(target, _Registers) else target
             if not callable(register):
                 raise TypeError(f"{target!r} is neither a function nor a module with register()")
             with self._registering(origin):
@@ -272,11 +280,19 @@ class Registry:
         self._entries[(kind, name)] = Entry(kind, name, ref, self._origin, help, options or {})
 
 
-def _entry_points() -> list[Any]:
-    from importlib.metadata import entry_points
+@runtime_checkable
+class _Registers(Protocol):
+    """What an entry point may name besides the function: a module (or any object)
+    holding `register`."""
+
+    register: Callable[[Registry], object]
+
+
+def _entry_points() -> list[EntryPoint]:
+    from importlib.metadata import entry_points  # read on first need, not at import
 
     seen: set[tuple[str, str]] = set()
-    out = []
+    out: list[EntryPoint] = []
     for ep in entry_points(group=GROUP):
         if (ep.name, ep.value) not in seen:  # a distribution found twice on sys.path
             seen.add((ep.name, ep.value))

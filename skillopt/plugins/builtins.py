@@ -9,26 +9,26 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from skillopt.plugins import Registry
 
+# The built-in scorers, the only list of them: name -> (where the class is, in
+# `skillopt.suite.scorers`, and what it checks). A class is imported when its name is
+# first looked up.
 SCORERS = {
-    "exact": ("Exact", "the answer equals `expected` (stripped; `ignore_case`)"),
-    "normalized": ("Normalized", "equal after normalising case, spacing and punctuation"),
-    "contains": ("Contains", "every `expected` string appears in the answer"),
-    "regex": ("Regex", "the answer matches `pattern` (or `expected` as a pattern)"),
-    "number": ("Number", "the first number is within `tolerance` / `relative` of `expected`"),
-    "choice": ("Choice", "the answer names exactly the expected option"),
-    "json": ("Json", "the answer's JSON holds every field of `expected`"),
-    "python": ("Python", "a Python function `(task, answer, ctx) -> Score | float | bool`"),
-    "command": ("Command", "a verifier program reads the answer (and the workspace)"),
-    "judge": ("Judge", "an LLM grades the answer against a `rubric`"),
+    "exact": ("text:Exact", "the answer equals `expected` (stripped; `ignore_case`)"),
+    "normalized": ("text:Normalized", "equal after normalising case, spacing and punctuation"),
+    "contains": ("text:Contains", "every `expected` string appears in the answer"),
+    "regex": ("text:Regex", "the answer matches `pattern` (or `expected` as a pattern)"),
+    "number": ("text:Number", "the first number is within `tolerance` / `relative` of `expected`"),
+    "choice": ("text:Choice", "the answer names exactly the expected option"),
+    "json": ("structured:Json", "the answer's JSON holds every field of `expected`"),
+    "python": ("code:Python", "a Python function `(task, answer, ctx) -> Score | float | bool`"),
+    "command": ("code:Command", "a verifier program reads the answer (and the workspace)"),
+    "judge": ("judge:Judge", "an LLM grades the answer against a `rubric`"),
 }
-
-_MODULE = {cls: "text" for cls in ("Exact", "Normalized", "Contains", "Regex", "Number", "Choice")}
-_MODULE |= {"Json": "structured", "Python": "code", "Command": "code", "Judge": "judge"}
 
 
 def register(registry: Registry) -> None:
-    for name, (cls, help) in SCORERS.items():
-        registry.scorer(name, f"skillopt.suite.scorers.{_MODULE[cls]}:{cls}", help=help)
+    for name, (where, help) in SCORERS.items():
+        registry.scorer(name, f"skillopt.suite.scorers.{where}", help=help)
 
     registry.harness(
         "chat",

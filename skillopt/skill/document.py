@@ -16,8 +16,10 @@ import hashlib
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
+from yaml.error import MarkedYAMLError
 
 from skillopt.errors import InputError
 
@@ -56,7 +58,7 @@ class Skill:
 
     frontmatter_text: str
     body: str
-    frontmatter: dict = field(default_factory=dict, compare=False, hash=False)
+    frontmatter: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     root: Path | None = field(default=None, compare=False)
     support: tuple[tuple[str, str], ...] = ()
     frontmatter_error: str | None = field(default=None, compare=False)
@@ -69,7 +71,7 @@ class Skill:
         """Split `text` into frontmatter and body. Never raises on bad YAML: the
         error is kept in `frontmatter_error` for lint and for `load` to report."""
         fm_text, body = _split_frontmatter(text)
-        data: dict = {}
+        data: dict[str, Any] = {}
         error = None
         if fm_text:
             inner = _frontmatter_inner(fm_text)
@@ -270,8 +272,9 @@ def _frontmatter_inner(fm_text: str) -> str:
 
 
 def _yaml_message(exc: yaml.YAMLError, offset: int = 0) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    marked = exc if isinstance(exc, MarkedYAMLError) else None
+    mark = marked.problem_mark if marked is not None else None
+    problem = (marked.problem if marked is not None else None) or str(exc).splitlines()[0]
     if mark is not None:
         return f"invalid YAML at line {mark.line + 1 + offset}: {problem}"
     return f"invalid YAML: {problem}"

@@ -179,7 +179,7 @@ def lint_paths(paths: list[str | Path], *, strict: bool = False) -> Findings:
 def _check(skill: Skill, path: Path, text: str) -> list[Problem]:
     out: list[Problem] = []
 
-    def add(field: str, message: str, severity: str = "error", key: str | None = None):
+    def add(field: str, message: str, severity: str = "error", key: str | None = None) -> None:
         out.append(Problem(path, field, message, severity, _key_line(text, key or field)))
 
     if not skill.frontmatter_text:

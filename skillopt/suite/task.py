@@ -23,11 +23,11 @@ class Task:
     prompt: str
     split: str
     scorer: Any  # a skillopt.suite.scorers.Scorer; its `.spec` goes into fingerprints
-    metadata: dict = field(default_factory=dict)
+    metadata: dict[Any, Any] = field(default_factory=dict)
     source: str = ""  # "file:line" for messages
-    files: dict = field(default_factory=dict)  # workspace files for agent harnesses
+    files: dict[str, str] = field(default_factory=dict)  # workspace files for agent harnesses
 
-    def content(self) -> dict:
+    def content(self) -> dict[str, Any]:
         """The fields that change this task's outcome (for the fingerprint)."""
         return {
             "id": self.id,
@@ -44,7 +44,7 @@ class Suite:
     description: str
     path: Path
     tasks: tuple[Task, ...]
-    defaults: dict = field(default_factory=dict)  # run settings the suite chooses
+    defaults: dict[str, Any] = field(default_factory=dict)  # run settings the suite chooses
     judge: str | None = None
 
     def split(self, name: str) -> list[Task]:

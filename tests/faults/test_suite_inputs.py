@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from skillopt.errors import InputError
-from skillopt.suite import load_suite, readers
+from skillopt.suite import limits, load_suite, readers
+from skillopt.suite.yaml_values import PyLineLoader
 
 
 def write(path: Path, text: str) -> Path:
@@ -43,13 +44,6 @@ def laughs(levels: int = 9, merge: bool = False) -> str:
 @pytest.fixture
 def pure_python_yaml(monkeypatch):
     """The loader as it runs where PyYAML has no libyaml."""
-
-    class PyLineLoader(yaml.SafeLoader):
-        pass
-
-    PyLineLoader.add_constructor(
-        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, readers._construct_mapping
-    )
     monkeypatch.setattr(readers, "_LineLoader", PyLineLoader)
 
 
@@ -128,7 +122,7 @@ def test_a_big_shared_input_within_the_bound_loads(tmp_path):
 
 def test_the_alias_bound_grows_with_the_file(tmp_path, monkeypatch):
     # with a tiny floor, what decides is the ratio to the nodes actually written
-    monkeypatch.setattr(readers, "ALIAS_FLOOR", 100)
+    monkeypatch.setattr(limits, "ALIAS_FLOOR", 100)
     merges = "".join(f"  - {{<<: *base, id: i{i}, input: q}}\n" for i in range(300))
     ok = "items:\n  - &base {id: b, input: q, expected: x, metadata: {k: v}}\n" + merges
     assert len(load_suite(write(tmp_path / "ok.yaml", ok)).tasks) == 301
@@ -162,13 +156,13 @@ def test_deeply_nested_yaml_is_an_input_error(tmp_path, parser, depth, request):
 
 
 def test_yaml_nested_past_the_limit_names_it(tmp_path):
-    depth = readers.MAX_NESTING + 10
+    depth = limits.MAX_NESTING + 10
     path = write(
         tmp_path / "s.yaml",
         "items:\n  - id: a\n    input: " + "[" * depth + "]" * depth + "\n    expected: x\n",
     )
     err = load_error(path)
-    assert f"nested more than {readers.MAX_NESTING} levels deep" in str(err)
+    assert f"nested more than {limits.MAX_NESTING} levels deep" in str(err)
     assert err.line == 3
 
 
@@ -193,7 +187,7 @@ def test_deeply_nested_jsonl_is_an_input_error(tmp_path, depth):
     )
     err = load_error(path)
     assert f"{path}:2: " in str(err)
-    assert f"nested more than {readers.MAX_NESTING} levels deep" in str(err)
+    assert f"nested more than {limits.MAX_NESTING} levels deep" in str(err)
 
 
 def test_nesting_within_the_limit_loads(tmp_path):

@@ -13,7 +13,7 @@ from skillopt import Completion, Decision, Proposal, Score, Scorer, Trajectory, 
 class Shouted(Scorer):
     """Passes when the answer is the expected text in capitals."""
 
-    type = "shouted"
+    name = "shouted"
     version = 1
 
     def score(self, task, answer, ctx):

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from skillopt.skill.anchors import find_anchor, nearest_line, protected_spans
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import (
     GUIDANCE_CLOSE,
     GUIDANCE_OPEN,
     Edit,
     apply_edits,
-    find_anchor,
     guidance_of,
-    nearest_line,
-    protected_spans,
     set_guidance,
 )
 

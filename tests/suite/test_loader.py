@@ -97,7 +97,7 @@ def test_write_suite_helper_roundtrip(tmp_path):
     assert suite.name == "s"
     assert suite.description == "via helper"
     assert [t.expected for t in suite.tasks] == ["4", "6"]
-    assert {t.scorer.type for t in suite.tasks} == {"normalized"}
+    assert {t.scorer.name for t in suite.tasks} == {"normalized"}
 
 
 def test_referenced_jsonl_items(tmp_path):

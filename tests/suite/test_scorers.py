@@ -4,6 +4,7 @@ expected and what was got. Scorers that cannot judge raise `ScorerError`."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import textwrap
 import time
@@ -14,14 +15,15 @@ from helpers import write_suite
 
 from skillopt.errors import ModelError, ScorerError
 from skillopt.models.scripted import ScriptedModel
+from skillopt.plugins.builtins import SCORERS
 from skillopt.suite import load_suite
 from skillopt.suite.scorers import (
-    SCORERS,
     Score,
     ScoreContext,
     build_scorer,
     extract_number,
     parse_json_answer,
+    scorer_class,
 )
 from skillopt.suite.task import Task
 
@@ -76,6 +78,40 @@ def test_all_scorers_are_registered():
         "command",
         "judge",
     }
+
+
+def test_each_built_in_scorer_is_the_class_its_name_finds():
+    for name in SCORERS:
+        cls = scorer_class(name)
+        assert cls.name == name
+        assert build_scorer(name if name not in NEEDS_PARAMS else NEEDS_PARAMS[name], Path("."))
+
+
+NEEDS_PARAMS = {
+    "python": {"type": "python", "function": "json:dumps"},
+    "command": {"type": "command", "run": "true"},
+    "judge": {"type": "judge", "rubric": "r"},
+}
+
+
+def test_scorer_modules_load_when_a_scorer_is_first_looked_up():
+    code = (
+        "import sys\n"
+        "import skillopt.suite.scorers as s\n"
+        "from skillopt.suite import load_suite\n"
+        "mods = lambda: sorted(m for m in sys.modules if m.startswith('skillopt.suite.scorers.'))\n"
+        "print(mods())\n"
+        "s.scorer_class('exact')\n"
+        "print(mods())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == [
+        "['skillopt.suite.scorers.base', 'skillopt.suite.scorers.registry']",
+        "['skillopt.suite.scorers.base', 'skillopt.suite.scorers.registry', "
+        "'skillopt.suite.scorers.text']",
+    ]
 
 
 @pytest.mark.parametrize(

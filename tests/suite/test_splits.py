@@ -16,7 +16,7 @@ from helpers import write_suite
 
 from skillopt.errors import InputError
 from skillopt.suite import load_suite, require_split
-from skillopt.suite.loader import SplitSpec, assign_splits, split_sizes
+from skillopt.suite.splits import SplitSpec, assign_splits, split_sizes
 
 
 def write_items(path: Path, ids: list[str]) -> Path:
@@ -103,7 +103,7 @@ def test_deterministic_across_loads(tmp_path):
 def test_deterministic_across_processes_and_hash_seeds():
     # sha256, not Python's per-process salted hash()
     code = (
-        "import json; from skillopt.suite.loader import SplitSpec, assign_splits; "
+        "import json; from skillopt.suite.splits import SplitSpec, assign_splits; "
         f"print(json.dumps(assign_splits({IDS[:200]!r}, SplitSpec(seed=5))))"
     )
     outs = []

@@ -6,41 +6,75 @@ user function raises) it raises `ScorerError` and the rollout is stored as
 unscored — never as a score of 0. The feedback is written for the optimizer: it
 says what was expected and how the answer differed.
 
-Every scorer is built from a spec (a type name or a mapping with `type:` and its
+Every scorer is built from a spec (a name or a mapping with `type:` and its
 parameters) by `build_scorer` (`registry`) and validated when the suite loads,
 before any model call. The scorers themselves: `text` (exact, normalized,
 contains, regex, number, choice), `structured` (json), `code` (python, command)
-and `judge`.
+and `judge`; they are listed once, in `skillopt.plugins.builtins`.
+
+Invariant: importing this package loads only the contract and the registry; a
+scorer's module loads when the scorer is first looked up (or a name below is
+first used).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from skillopt.suite.scorers.base import Score, ScoreContext, Scorer, ScorerParams, show
-from skillopt.suite.scorers.code import Command, Python
-from skillopt.suite.scorers.judge import Judge
-from skillopt.suite.scorers.registry import SCORERS, build_scorer, scorer_class
-from skillopt.suite.scorers.structured import (
-    MAX_JSON_DEPTH,
-    MAX_JSON_STARTS,
-    NO_JSON,
-    Json,
-    json_depth,
-    parse_json_answer,
-)
-from skillopt.suite.scorers.text import (
-    Choice,
-    Contains,
-    Exact,
-    Normalized,
-    Number,
-    Regex,
-    extract_number,
-)
+from skillopt.suite.scorers.registry import build_scorer, scorer_class
+
+if TYPE_CHECKING:
+    from skillopt.suite.scorers.code import Command, Python
+    from skillopt.suite.scorers.judge import Judge
+    from skillopt.suite.scorers.structured import (
+        MAX_JSON_DEPTH,
+        MAX_JSON_STARTS,
+        NO_JSON,
+        Json,
+        json_depth,
+        parse_json_answer,
+    )
+    from skillopt.suite.scorers.text import (
+        Choice,
+        Contains,
+        Exact,
+        Normalized,
+        Number,
+        Regex,
+        extract_number,
+    )
+
+_LAZY = {
+    "code": ("Command", "Python"),
+    "judge": ("Judge",),
+    "structured": (
+        "MAX_JSON_DEPTH",
+        "MAX_JSON_STARTS",
+        "NO_JSON",
+        "Json",
+        "json_depth",
+        "parse_json_answer",
+    ),
+    "text": ("Choice", "Contains", "Exact", "Normalized", "Number", "Regex", "extract_number"),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = vars(importlib.import_module(f"{__name__}.{module}"))[name]
+    globals()[name] = value  # looked up once
+    return value
+
 
 __all__ = [
-    "scorer_class",
     "MAX_JSON_DEPTH",
     "MAX_JSON_STARTS",
     "NO_JSON",
-    "SCORERS",
     "Choice",
     "Command",
     "Contains",
@@ -59,5 +93,6 @@ __all__ = [
     "extract_number",
     "json_depth",
     "parse_json_answer",
+    "scorer_class",
     "show",
 ]

@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from skillopt._util.text import clip
+from skillopt.suite.task import Task
 
 
 @dataclass(frozen=True)
@@ -43,33 +44,40 @@ class ScorerParams(BaseModel):
     threshold: float = 1.0
 
 
-class Scorer:
-    """Base class. Subclasses set `type`, `Params`, `needs_expected`, and implement
-    `score`. `spec` is the canonical mapping hashed into rollout fingerprints."""
+P = TypeVar("P", bound=ScorerParams)
 
-    type = ""
-    version = 1
-    needs_expected = True
-    Params: type[ScorerParams] = ScorerParams
 
-    def __init__(self, params: ScorerParams, base_dir: Path):
+class Scorer(Generic[P]):
+    """Base class. Subclasses set `name` (what a suite's `type:` says), `Params`,
+    `needs_expected`, and implement `score`; a subclass names its parameters' class
+    twice, as `Scorer[ExactParams]` (so `self.params` is typed) and as `Params` (so
+    the registry can validate a suite's spec into it). `spec` is the canonical
+    mapping hashed into rollout fingerprints; its key stays `type`, as suites write
+    it, so fingerprints do not depend on the attribute's name."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+    needs_expected: bool = True
+    Params: ClassVar[type[ScorerParams]] = ScorerParams
+
+    def __init__(self, params: P, base_dir: Path):
         self.params = params
         self.base_dir = base_dir
 
     @property
-    def spec(self) -> dict:
-        return {"type": self.type, "v": self.version, **self.params.model_dump()}
+    def spec(self) -> dict[str, Any]:
+        return {"type": self.name, "v": self.version, **self.params.model_dump()}
 
-    def __call__(self, task, answer: str, ctx: ScoreContext | None = None) -> Score:
+    def __call__(self, task: Task, answer: str, ctx: ScoreContext | None = None) -> Score:
         return self.score(task, answer, ctx or ScoreContext())
 
-    def score(self, task, answer: str, ctx: ScoreContext) -> Score:  # pragma: no cover
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:  # pragma: no cover
         raise NotImplementedError
 
     def check_item(self, expected: Any) -> str | None:
         """A problem with an item's `expected` for this scorer, or None."""
         if self.needs_expected and expected is None:
-            return f"required by scorer {self.type!r}"
+            return f"required by scorer {self.name!r}"
         return None
 
     def _graded(self, value: float, feedback_fail: str, feedback_pass: str = "correct") -> Score:

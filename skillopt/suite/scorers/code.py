@@ -19,33 +19,34 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.errors import ScorerError
-from skillopt.suite.scorers.base import Score, Scorer, ScorerParams
+from skillopt.suite.scorers.base import Score, ScoreContext, Scorer, ScorerParams
+from skillopt.suite.task import Task
 
 
 class PythonParams(ScorerParams):
     function: str
 
 
-class Python(Scorer):
+class Python(Scorer[PythonParams]):
     """Calls `module:function(answer, expected, task)`; the module is imported with
     the suite's directory on `sys.path`, only while it is imported (import sibling
     modules at the top of the file, not inside the function). It may return a bool,
     a number in [0, 1], a `Score`, or a mapping with `value`/`score`, `passed` and
     `feedback`."""
 
-    type = "python"
+    name = "python"
     needs_expected = False
     Params = PythonParams
 
-    def __init__(self, params, base_dir):
+    def __init__(self, params: PythonParams, base_dir: Path):
         super().__init__(params, base_dir)
         self._fn, self._source_hash = _import_function(params.function, base_dir)
 
     @property
-    def spec(self):
+    def spec(self) -> dict[str, Any]:
         return {**super().spec, "source": self._source_hash}
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         try:
             result = self._fn(answer, task.expected, task)
         except Exception as exc:  # the user's scorer failed: not the agent's fault
@@ -86,7 +87,7 @@ class Python(Scorer):
         )
 
 
-def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
+def _import_function(ref: str, base_dir: Path) -> tuple[Callable[..., Any], str]:
     """Resolve `module:function`. A module file next to the suite is loaded from
     that file under a private name, fresh each time: a cached module could be
     another suite's file of the same name, or this file before it was edited, and
@@ -105,6 +106,8 @@ def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
             digest = hashlib.sha256(source).hexdigest()[:16]
             private = f"_skillopt_scorer_{digest}_{module_name.replace('.', '_')}"
             spec = importlib.util.spec_from_file_location(private, path)
+            if spec is None or spec.loader is None:  # a .py file always has both
+                raise ImportError(f"no loader for {path}")
             module = importlib.util.module_from_spec(spec)
             saved = list(sys.path)
             try:  # the suite's directory is on sys.path only while the module runs
@@ -115,13 +118,13 @@ def _import_function(ref: str, base_dir: Path) -> tuple[Callable, str]:
                 sys.path[:] = saved
         else:
             module = importlib.import_module(module_name)
-            file = getattr(module, "__file__", None)
+            file = vars(module).get("__file__")  # a built-in module has none
             digest = hashlib.sha256(Path(file).read_bytes()).hexdigest()[:16] if file else "builtin"
     except Exception as exc:
         raise ValueError(
             f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
         ) from None
-    fn = getattr(module, attr, None)
+    fn = vars(module).get(attr)
     if not callable(fn):
         raise ValueError(f"module {module_name!r} has no function {attr!r}")
     return fn, digest
@@ -137,7 +140,7 @@ class CommandParams(ScorerParams):
     env: list[str] = []  # names of variables passed through besides the basic ones
 
 
-class Command(Scorer):
+class Command(Scorer[CommandParams]):
     """Runs a shell verifier. It gets the answer on stdin and in
     `$SKILLOPT_ANSWER_FILE`, the expected value in `$SKILLOPT_EXPECTED`, runs in
     the task's finished workspace when there is one, and scores by exit code (0 =
@@ -156,12 +159,12 @@ class Command(Scorer):
     fails where the suite's directory does not exist (a Ray worker without the
     suite's files), since what it missed may be a file beside the suite."""
 
-    type = "command"
+    name = "command"
     version = 2  # 2: the verifier gets a scrubbed environment, not skillopt's own
     needs_expected = False
     Params = CommandParams
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         from skillopt._util.text import safe, tail
         from skillopt.harness import process
 
@@ -200,7 +203,7 @@ class Command(Scorer):
                 raise ScorerError(f"verifier could not start: {exc}") from exc
         if result.timed_out:  # its process group was killed
             return Score(0.0, False, f"verifier timed out after {self.params.timeout:g}s")
-        stdout, stderr = safe(result.stdout), safe(result.stderr)
+        stdout, stderr = safe(result.stdout) or "", safe(result.stderr) or ""
         returncode = result.returncode
         output = tail(stdout + stderr, OUTPUT_TAIL)
         if returncode in (126, 127):
@@ -222,7 +225,7 @@ class Command(Scorer):
             if isinstance(data, dict) and isinstance(data.get("score"), (int, float)):
                 value = min(1.0, max(0.0, float(data["score"])))
                 passed = bool(data.get("passed", value >= self.params.threshold))
-                return Score(value, passed, safe(str(data.get("feedback", output))))
+                return Score(value, passed, safe(str(data.get("feedback", output))) or "")
         if returncode == 0:
             return Score(1.0, True, output or "verifier passed")
         return Score(

@@ -7,8 +7,9 @@ unscored (`ScorerError`), never a score of 0.
 from __future__ import annotations
 
 from skillopt.errors import ModelError, ScorerError
-from skillopt.suite.scorers.base import Score, Scorer, ScorerParams, show
+from skillopt.suite.scorers.base import Score, ScoreContext, Scorer, ScorerParams, show
 from skillopt.suite.scorers.structured import parse_json_answer
+from skillopt.suite.task import Task
 
 
 class JudgeParams(ScorerParams):
@@ -17,17 +18,17 @@ class JudgeParams(ScorerParams):
     threshold: float = 0.5
 
 
-class Judge(Scorer):
+class Judge(Scorer[JudgeParams]):
     """An LLM grades the answer against a rubric (and the expected answer when the
     item has one). The judge model comes from the spec's `model`, the suite's
     `judge:` or the `--judge` setting; its reply must hold a JSON object with a
     `score` in [0, 1] and a `feedback` string."""
 
-    type = "judge"
+    name = "judge"
     needs_expected = False
     Params = JudgeParams
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         if ctx.judge is None:
             raise ScorerError("judge scorer has no judge model")
         from skillopt.prompts import render_prompt

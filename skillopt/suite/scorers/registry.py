@@ -1,6 +1,6 @@
-"""The built-in scorers by type name (`SCORERS`), the lookup of any registered
-scorer (built in or a plugin's, see `skillopt.plugins`), and `build_scorer`, which
-turns a suite's spec into a scorer.
+"""The lookup of a registered scorer by name (built in or a plugin's: the one list
+of them is `skillopt.plugins`' registry, which imports a scorer's module when it is
+first looked up), and `build_scorer`, which turns a suite's spec into a scorer.
 
 Invariant: a spec is validated when the suite loads, before any model call; a bad
 one is a `ValueError` with a one-line reason the loader places in the file.
@@ -17,18 +17,9 @@ from pydantic import ValidationError
 from skillopt._util.text import did_you_mean
 from skillopt.errors import first_error
 from skillopt.suite.scorers.base import Scorer
-from skillopt.suite.scorers.code import Command, Python
-from skillopt.suite.scorers.judge import Judge
-from skillopt.suite.scorers.structured import Json
-from skillopt.suite.scorers.text import Choice, Contains, Exact, Normalized, Number, Regex
-
-SCORERS: dict[str, type[Scorer]] = {
-    cls.type: cls
-    for cls in (Exact, Normalized, Contains, Regex, Number, Choice, Json, Python, Command, Judge)
-}
 
 
-def scorer_class(kind: str) -> type[Scorer]:
+def scorer_class(kind: str) -> type[Scorer[Any]]:
     """The scorer class registered as `kind`. Raises `ValueError` for an unknown
     name, `PluginError` for one that cannot be loaded or is misdeclared."""
     from skillopt.plugins import PluginError, registry
@@ -47,9 +38,9 @@ def scorer_class(kind: str) -> type[Scorer]:
         raise PluginError(
             f"the scorer {kind!r} from {entry.origin} is {cls!r}, not a subclass of skillopt.Scorer"
         )
-    if cls.type != kind:
+    if cls.name != kind:
         raise PluginError(
-            f"the scorer {kind!r} from {entry.origin} declares type {cls.type!r}; they must match"
+            f"the scorer {kind!r} from {entry.origin} declares name {cls.name!r}; they must match"
         )
     return cls
 
@@ -63,7 +54,7 @@ class BadScorerSpec(ValueError):
         self.param = param
 
 
-def _bad_params(exc: ValidationError, kind: str, cls: type[Scorer]) -> BadScorerSpec:
+def _bad_params(exc: ValidationError, kind: str, cls: type[Scorer[Any]]) -> BadScorerSpec:
     """What is wrong with a scorer's parameters, naming the scorer: an unknown one
     (reported first: a typo explains a missing one) with the closest known name and
     the scorer's parameters, else pydantic's word on the first bad value."""
@@ -88,7 +79,7 @@ def _bad_params(exc: ValidationError, kind: str, cls: type[Scorer]) -> BadScorer
     return BadScorerSpec(f"scorer {kind!r} parameter {(param or kind)!r}: {msg}", param or None)
 
 
-def build_scorer(spec: Any, base_dir: Path) -> Scorer:
+def build_scorer(spec: Any, base_dir: Path) -> Scorer[Any]:
     """Build a scorer from a spec (`"exact"` or `{type: regex, pattern: …}`).
     Raises `ValueError` with a one-line reason; the loader adds file and item."""
     if isinstance(spec, str):

@@ -11,7 +11,8 @@ import json
 import re
 from typing import Any
 
-from skillopt.suite.scorers.base import Score, Scorer, ScorerParams, show
+from skillopt.suite.scorers.base import Score, ScoreContext, Scorer, ScorerParams, show
+from skillopt.suite.task import Task
 
 
 class JsonParams(ScorerParams):
@@ -124,15 +125,15 @@ def _leaves(value: Any) -> int:
     return 1
 
 
-class Json(Scorer):
+class Json(Scorer[JsonParams]):
     """Subset match: every field of `expected` must appear in the answer's JSON with
     the same value (extra fields are fine). The value is the fraction of matching
     leaves; pass needs `threshold` (default all)."""
 
-    type = "json"
+    name = "json"
     Params = JsonParams
 
-    def check_item(self, expected):
+    def check_item(self, expected: Any) -> str | None:
         if expected is None:
             return "required by scorer 'json'"
         if isinstance(expected, str):
@@ -142,7 +143,7 @@ class Json(Scorer):
                 return f"scorer 'json' needs a JSON value: {exc.msg}"
         return None
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         expected = task.expected
         if isinstance(expected, str):
             expected = json.loads(expected)

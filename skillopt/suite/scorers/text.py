@@ -10,8 +10,12 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from pathlib import Path
+from typing import Any
 
-from skillopt.suite.scorers.base import Score, Scorer, ScorerParams, show
+from skillopt.errors import ScorerError
+from skillopt.suite.scorers.base import Score, ScoreContext, Scorer, ScorerParams, show
+from skillopt.suite.task import Task
 
 
 def _diff_hint(expected: str, got: str) -> str:
@@ -32,11 +36,11 @@ class ExactParams(ScorerParams):
     ignore_case: bool = False
 
 
-class Exact(Scorer):
-    type = "exact"
+class Exact(Scorer[ExactParams]):
+    name = "exact"
     Params = ExactParams
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         exp, got = str(task.expected), answer
         if self.params.strip:
             exp, got = exp.strip(), got.strip()
@@ -57,11 +61,11 @@ class NormalizedParams(ScorerParams):
     punctuation: bool = True
 
 
-class Normalized(Scorer):
-    type = "normalized"
+class Normalized(Scorer[NormalizedParams]):
+    name = "normalized"
     Params = NormalizedParams
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         exp = _normalize(str(task.expected), self.params.punctuation)
         got = _normalize(answer, self.params.punctuation)
         if exp == got:
@@ -78,14 +82,14 @@ class ContainsParams(ScorerParams):
     ignore_case: bool = False
 
 
-class Contains(Scorer):
+class Contains(Scorer[ContainsParams]):
     """`expected` is a string or a list of strings that must all appear; the
     value is the fraction found (pass needs `threshold`, default all)."""
 
-    type = "contains"
+    name = "contains"
     Params = ContainsParams
 
-    def check_item(self, expected):
+    def check_item(self, expected: Any) -> str | None:
         if expected is None:
             return "required by scorer 'contains'"
         if isinstance(expected, list) and not all(
@@ -96,7 +100,7 @@ class Contains(Scorer):
             return "must not be empty for scorer 'contains'"
         return None
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         needles = task.expected if isinstance(task.expected, list) else [task.expected]
         needles = [str(n) for n in needles]
         hay = answer.casefold() if self.params.ignore_case else answer
@@ -117,22 +121,21 @@ class RegexParams(ScorerParams):
     fullmatch: bool = False
 
 
-class Regex(Scorer):
+class Regex(Scorer[RegexParams]):
     """Matches `pattern` (or, without one, the item's `expected` as a pattern)."""
 
-    type = "regex"
+    name = "regex"
     Params = RegexParams
 
-    def __init__(self, params, base_dir):
+    def __init__(self, params: RegexParams, base_dir: Path):
         super().__init__(params, base_dir)
-        if params.pattern is not None:
-            self._compiled = _compile(params.pattern, params.ignore_case)
+        # without a pattern of its own, the item's `expected` is the pattern
+        self.needs_expected = params.pattern is None
+        self._compiled = (
+            None if params.pattern is None else _compile(params.pattern, params.ignore_case)
+        )
 
-    @property
-    def needs_expected(self):
-        return self.params.pattern is None
-
-    def check_item(self, expected):
+    def check_item(self, expected: Any) -> str | None:
         if self.params.pattern is None:
             if expected is None:
                 return "required by scorer 'regex' when it has no 'pattern'"
@@ -142,11 +145,11 @@ class Regex(Scorer):
                 return f"not a valid regular expression: {exc}"
         return None
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         pattern = self.params.pattern if self.params.pattern is not None else str(task.expected)
         rx = (
             self._compiled
-            if self.params.pattern is not None
+            if self._compiled is not None
             else _compile(pattern, self.params.ignore_case)
         )
         got = answer.strip()
@@ -156,7 +159,7 @@ class Regex(Scorer):
         return Score(0.0, False, f"answer {show(got)} does not match /{pattern}/")
 
 
-def _compile(pattern: str, ignore_case: bool) -> re.Pattern:
+def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
 
 
@@ -182,21 +185,23 @@ class NumberParams(ScorerParams):
     relative: float = 0.0
 
 
-class Number(Scorer):
+class Number(Scorer[NumberParams]):
     """Passes when |answer - expected| <= max(tolerance, relative * |expected|)."""
 
-    type = "number"
+    name = "number"
     Params = NumberParams
 
-    def check_item(self, expected):
+    def check_item(self, expected: Any) -> str | None:
         if expected is None:
             return "required by scorer 'number'"
         if isinstance(expected, bool) or extract_number(str(expected)) is None:
             return f"scorer 'number' needs a number, got {expected!r}"
         return None
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         exp = extract_number(str(task.expected))
+        if exp is None:  # `check_item` refused such an item when the suite loaded
+            raise ScorerError(f"scorer 'number' needs a number, got {task.expected!r}")
         got = extract_number(answer)
         allowed = max(self.params.tolerance, self.params.relative * abs(exp))
         tol = f" (±{allowed:g})" if allowed else ""
@@ -216,18 +221,18 @@ class ChoiceParams(ScorerParams):
     ignore_case: bool = True
 
 
-class Choice(Scorer):
+class Choice(Scorer[ChoiceParams]):
     """One of a fixed set of options; the answer may be the option itself or a
     sentence naming exactly one option. Per-item `metadata.choices` overrides."""
 
-    type = "choice"
+    name = "choice"
     Params = ChoiceParams
 
-    def _choices(self, task) -> list[str]:
+    def _choices(self, task: Task) -> list[str]:
         item_choices = task.metadata.get("choices") if task.metadata else None
         return [str(c) for c in (item_choices or self.params.choices or [])]
 
-    def check_item(self, expected):
+    def check_item(self, expected: Any) -> str | None:
         if expected is None:
             return "required by scorer 'choice'"
         if self.params.choices is not None:
@@ -239,7 +244,7 @@ class Choice(Scorer):
     def _fold(self, s: str) -> str:
         return s.strip().casefold() if self.params.ignore_case else s.strip()
 
-    def score(self, task, answer, ctx):
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         choices = self._choices(task) or [str(task.expected)]
         got = self._fold(answer).rstrip(".")
         picked = [c for c in choices if self._fold(c) == got]
