@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+# tests/ is where the shared test modules are found, each under one name:
+# `helpers`, `fakes`, `train.world` (never plain `world`), `ray_cluster`, ...
 sys.path.insert(0, str(Path(__file__).parent))
 
 # one Ray cluster for the whole session: a session fixture imported into several
