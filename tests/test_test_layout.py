@@ -1,6 +1,7 @@
 """The test suite's own arrangement: each shared test module is loaded under one
 name only (a module loaded under two names is two copies of its state: a fixture
-registered in one, a scripted reply queued in the other)."""
+registered in one, a scripted reply queued in the other), and the list of tests
+measured slow (tests/conftest.py) names tests that exist."""
 
 from __future__ import annotations
 
@@ -51,3 +52,36 @@ def test_no_test_module_is_loaded_under_two_names():
     twice = {file: found for file, found in names.items() if len(found) > 1}
     assert not twice, twice
     assert names[str(Path(train.world.__file__).resolve())] == ["train.world"]
+
+
+def measured_slow() -> tuple[str, ...]:
+    tree = ast.parse((TESTS / "conftest.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "MEASURED_SLOW" for t in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value))
+    raise AssertionError("tests/conftest.py defines no MEASURED_SLOW")
+
+
+def test_every_test_measured_slow_exists():
+    """A renamed or moved test would silently drop out of the list and back into the
+    quick loop; a name here that matches no test fails instead."""
+    listed = measured_slow()
+    assert len(listed) == len(set(listed)), "listed twice"
+    missing = []
+    for node_id in listed:
+        file, _, name = node_id.partition("::")
+        path = ROOT / file
+        tests = (
+            {
+                n.name
+                for n in ast.parse(path.read_text(encoding="utf-8")).body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+            if path.is_file()
+            else set()
+        )
+        if name not in tests:
+            missing.append(node_id)
+    assert not missing, missing
