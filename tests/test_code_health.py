@@ -35,7 +35,7 @@ def test_the_whole_package_type_checks_strictly():
     # the configuration is the whole package, strict, with pydantic's plugin
     assert mypy["files"] == ["skillopt"] and mypy["strict"] is True, mypy
     assert "pydantic.mypy" in mypy["plugins"], mypy
-    res = run("mypy", "skillopt")
+    res = run("mypy")  # what pyproject names: `mypy skillopt`
     assert res.returncode == 0, res.stdout + res.stderr
     # every module of the package was checked (none excluded or silently dropped)
     modules = sorted((ROOT / "skillopt").rglob("*.py"))
