@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,11 +101,15 @@ class Finding:
         return f"{self.path}:{self.line}: {self.text}"
 
 
-def sources() -> Iterator[tuple[str, str, ast.Module]]:
+@cache
+def sources() -> tuple[tuple[str, str, ast.Module], ...]:
+    """(path, text, syntax tree) of every module of the package, parsed once."""
+    found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         text = path.read_text(encoding="utf-8")
-        yield rel, text, ast.parse(text, rel)
+        found.append((rel, text, ast.parse(text, rel)))
+    return tuple(found)
 
 
 def finding(rel: str, text: str, node: ast.expr | ast.stmt) -> Finding:
