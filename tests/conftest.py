@@ -13,18 +13,71 @@ from pathlib import Path
 
 import pytest
 
+# tests/ is where the shared test modules are found, each under one name:
+# `helpers`, `fakes`, `train.world` (never plain `world`), `ray_cluster`, ...
 sys.path.insert(0, str(Path(__file__).parent))
 
 # one Ray cluster for the whole session: a session fixture imported into several
 # test modules would be one fixture per module, each starting a cluster of its own
 from ray_cluster import ray_cluster  # noqa: E402, F401
 
+# Tests measured at a second or more each (a child process or two, a deliberate wait
+# for a timeout or a kill, a whole training run through an agent CLI) with
+# `--durations`: they are `slow`, so that `-m quick` stays under two minutes on two
+# cores. A test that is slow only because it is the first to import litellm or a
+# provider SDK is not listed: whichever test came next would pay the import instead.
+# tests/test_test_layout.py checks that every name here is a test that exists.
+MEASURED_SLOW = (
+    "tests/cli/test_interrupt.py::test_sigint_keeps_finished_rollouts_and_rerun_resumes",
+    "tests/cli/test_keys_cli.py::test_eval_without_the_key_stops_in_one_line_before_any_request",
+    "tests/cli/test_keys_cli.py::test_train_names_every_role_and_where_its_model_came_from",
+    "tests/cli/test_live_terminal.py::test_eval_in_an_80_column_terminal",
+    "tests/cli/test_live_terminal.py::test_piped_output_gets_plain_progress_lines_and_each_decision_once",
+    "tests/cli/test_live_terminal.py::test_train_in_an_80_column_terminal_keeps_decisions_apart_from_the_bar",
+    "tests/cli/test_eval_http.py::test_eval_over_http_with_a_rate_limit_on_the_way",
+    "tests/faults/test_isolation.py::test_a_verifier_that_is_given_the_key_has_it_blanked_in_its_feedback",
+    "tests/faults/test_isolation.py::test_a_sibling_process_of_the_same_user_cannot_read_skillopts_environ",
+    "tests/faults/test_isolation.py::test_an_agent_written_verifier_gets_no_secret",
+    "tests/faults/test_isolation.py::test_the_agent_sees_no_secret_no_suite_and_no_cwd_of_skillopt",
+    "tests/faults/test_isolation.py::test_without_the_namespace_skillopt_is_still_non_dumpable",
+    "tests/faults/test_store_races.py::test_a_killed_claimer_does_not_block_the_others",
+    "tests/faults/test_store_races.py::test_a_new_audit_repository_created_by_many_processes_at_once",
+    "tests/faults/test_store_races.py::test_two_evals_of_the_same_skill_pay_each_rollout_once",
+    "tests/harness/test_agent_cli.py::test_ctrl_c_or_a_kill_stops_the_agents_still_running",
+    "tests/harness/test_claude_code.py::test_a_hang_is_killed_with_its_whole_process_group",
+    "tests/harness/test_codex.py::test_a_hang_is_killed",
+    "tests/harness/test_process.py::test_namespaced_timeout_kills_the_real_processes",
+    "tests/harness/test_process.py::test_timeout_escalates_to_sigkill_after_the_grace",
+    "tests/harness/test_process.py::test_timeout_kills_the_child_and_its_grandchild",
+    "tests/harness/test_train_agents.py::test_training_through_an_agent_harness",
+    "tests/harness/test_train_agents.py::test_resume_through_an_agent_harness_reuses_stored_rollouts",
+    "tests/models/test_direct_clients.py::test_an_openai_or_anthropic_eval_never_imports_litellm",
+    "tests/models/test_litellm_http.py::test_safe_from_many_threads",
+    "tests/plugins/test_plugins.py::test_a_fresh_process_finds_the_plugin_through_its_installed_metadata",
+    "tests/ship/test_github_example.py::test_validate_script_runs_as_written",
+    "tests/store/test_concurrency.py::test_a_long_rollout_keeps_its_claim",
+    "tests/test_readme.py::test_readme_commands_without_the_embedded_model",
+    "tests/train/test_executor_flag.py::test_executor_ray_without_a_cluster_is_one_line_and_exit_2",
+    "tests/train/test_html_report.py::test_open_hands_the_page_to_the_users_browser",
+)
+
+# what `-m quick` leaves out: everything slow, and everything that needs a program
+# or a cluster beyond Python (the real agent CLIs, Ray, a headless browser)
+NOT_QUICK = ("slow", "realcli", "ray", "browser")
+
 
 def pytest_collection_modifyitems(items):
-    """A test on the Ray cluster is a Ray test (`-m ray`, `-m "not ray"`)."""
+    """A test on the Ray cluster is a Ray test (`-m ray`, `-m "not ray"`); a measured
+    slow test is `slow`; every other test that needs nothing beyond Python is
+    `quick` (`-m quick`, the loop to run while working)."""
+    slow = frozenset(MEASURED_SLOW)
     for item in items:
-        if "ray_cluster" in getattr(item, "fixturenames", ()):
+        if isinstance(item, pytest.Function) and "ray_cluster" in item.fixturenames:
             item.add_marker(pytest.mark.ray)
+        if item.nodeid.split("[")[0] in slow:
+            item.add_marker(pytest.mark.slow)
+        if not any(item.get_closest_marker(name) for name in NOT_QUICK):
+            item.add_marker(pytest.mark.quick)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fakes.agent_cli import HELPFUL
-from harness.test_train_agents import COMMAND_AGENT
+from test_train_agents import COMMAND_AGENT  # one module: pytest loads it by this name
 from train.world import ScriptedOptimizer, edits_reply, flags, models, world  # noqa: F401
 
 from skillopt import api

@@ -1,1 +1,1 @@
-from world import models, world  # noqa: F401  (fixtures for the training tests)
+from train.world import models, world  # noqa: F401  (fixtures for the training tests)

@@ -8,8 +8,8 @@ import json
 import sqlite3
 
 import pytest
+from train.world import HELPFUL, ScriptedOptimizer, edits_reply, flags, follow_skill
 from typer.testing import CliRunner
-from world import HELPFUL, ScriptedOptimizer, edits_reply, flags, follow_skill
 
 import skillopt
 from skillopt.cli.main import app

@@ -8,8 +8,8 @@ import json
 import re
 
 import pytest
+from train.world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, flags
 from typer.testing import CliRunner
-from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.cli.main import app

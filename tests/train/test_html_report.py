@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from train.world import HARMFUL, HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, train_args
 from typer.testing import CliRunner
-from world import HARMFUL, HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, train_args
 
 from skillopt import api
 from skillopt.cli.main import app

@@ -7,8 +7,8 @@ import json
 import threading
 
 import yaml
+from train.world import HELPFUL, NEUTRAL, PARTIAL, ScriptedOptimizer, edits_reply, flags
 from typer.testing import CliRunner
-from world import HELPFUL, NEUTRAL, PARTIAL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.cli.main import app

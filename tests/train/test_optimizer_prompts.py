@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from world import HARMFUL, PARTIAL, ScriptedOptimizer, edits_reply, flags
+from train.world import HARMFUL, PARTIAL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.suite.loader import load_suite

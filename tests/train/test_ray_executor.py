@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import have_local, write_suite
+from train.world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, follow_skill, train_args
 from typer.testing import CliRunner
-from world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, follow_skill, train_args
 
 from skillopt import api
 from skillopt.cli.main import app

@@ -10,8 +10,8 @@ import shutil
 import sqlite3
 
 import pytest
+from train.world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, flags
 from typer.testing import CliRunner
-from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, flags
 
 import skillopt
 from skillopt.cli.main import app

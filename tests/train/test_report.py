@@ -7,8 +7,8 @@ import json
 
 import git
 import pytest
+from train.world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, follow_skill, train_args
 from typer.testing import CliRunner
-from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, follow_skill, train_args
 
 from skillopt.cli.common import out
 from skillopt.cli.main import app

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from browser import browser, load, not_blank, screenshot  # noqa: F401  (fixture)
 from helpers import have_local
+from train.world import HARMFUL, HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, train_args
 from typer.testing import CliRunner
-from world import HARMFUL, HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, train_args
 
 from skillopt.cli.main import app
 

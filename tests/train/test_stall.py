@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from train.world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, flags
 from typer.testing import CliRunner
-from world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.cli.main import app

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from train.world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, train_args
 from typer.testing import CliRunner
-from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, train_args
 
 from skillopt.cli.main import app
 

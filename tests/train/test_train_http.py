@@ -7,7 +7,7 @@ import json
 
 import pytest
 from fakes.openai_server import FakeOpenAI, Reply
-from world import HELPFUL, follow_skill
+from train.world import HELPFUL, follow_skill
 
 from skillopt import api
 

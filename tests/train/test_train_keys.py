@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from world import flags
+from train.world import flags
 
 from skillopt import api
 from skillopt.errors import SystemicFailure

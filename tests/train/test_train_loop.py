@@ -6,7 +6,7 @@ import json
 
 import git
 import pytest
-from world import HARMFUL, HELPFUL, NEUTRAL, PARTIAL, ScriptedOptimizer, edits_reply, flags
+from train.world import HARMFUL, HELPFUL, NEUTRAL, PARTIAL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.errors import InputError
@@ -368,7 +368,7 @@ def test_bad_optimizer_replies_are_skipped_and_the_run_goes_on(world, models):
 
 
 def test_target_failures_are_unscored_not_zero(world, models):
-    from world import follow_skill
+    from train.world import follow_skill
 
     from skillopt.errors import ModelError
 
