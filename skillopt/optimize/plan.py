@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from skillopt.config import Settings
-from skillopt.optimize.base import NoteTaker, SlowUpdater
+from skillopt.models.base import Model
+from skillopt.optimize.base import NoteTaker, Optimizer, SlowUpdater
 from skillopt.optimize.schedule import edit_budget, steps_per_epoch
 from skillopt.rollouts.budget import FLAGS, Budget, Priors, duration_text, usd
 from skillopt.skill.document import Skill
@@ -81,7 +82,7 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
     from skillopt.optimize.exemplars import ExemplarOptimizer
     from skillopt.optimize.reflect import LLMOptimizer
 
-    optimizer_name = str(getattr(optimizer, "name", optimizer))
+    optimizer_name = optimizer.name if isinstance(optimizer, Optimizer) else str(optimizer)
     # a provider model named as the optimizer but not built (its key is missing: the
     # dry run still plans it) is the LLM optimizer
     unbuilt_llm = isinstance(optimizer, str) and "/" in optimizer
@@ -248,6 +249,29 @@ def _binding(budget: Budget, rollouts: int, calls: int, cost: float | None) -> l
     return lines
 
 
+@runtime_checkable
+class _HoldsModel(Protocol):
+    """A wrapper around a model (MeteredModel, StoredModel) or an optimizer that
+    calls one (the LLM optimizer)."""
+
+    model: object
+
+
+@runtime_checkable
+class _Priced(Protocol):
+    """A user's model that says whether its calls are priced (`priced = True`)."""
+
+    priced: bool
+
+
+def _innermost(model: object) -> object:
+    """The model under every wrapper (or `model` itself: a name, a bare model)."""
+    inner = model
+    while isinstance(inner, _HoldsModel) and isinstance(inner.model, Model):
+        inner = inner.model
+    return inner
+
+
 def price_known(model: object) -> bool:
     """Whether what `model` (a `Model`, or one wrapped in skillopt's metering) costs
     can be counted: it is free, or litellm's price table knows it, or it is a
@@ -255,17 +279,15 @@ def price_known(model: object) -> bool:
     from skillopt.models.remote import RemoteModel
     from skillopt.models.scripted import ScriptedModel
 
-    inner = model
-    while hasattr(inner, "model") and hasattr(inner.model, "complete"):
-        inner = inner.model  # MeteredModel, StoredModel
-    name = str(getattr(inner, "name", ""))
+    inner = _innermost(model)
+    name = inner.name if isinstance(inner, Model) else ""
     if isinstance(inner, ScriptedModel):
         return inner.cost is not None
     if free_model(name) is not None:
         return True
     if isinstance(inner, RemoteModel):
         return _estimate(name, 1000, 1000)[0] is not None
-    return bool(getattr(inner, "priced", False))
+    return isinstance(inner, _Priced) and inner.priced
 
 
 def priors(skill: Skill, suite: Suite, s: Settings, target: object, optimizer: object) -> Priors:
@@ -282,12 +304,10 @@ def priors(skill: Skill, suite: Suite, s: Settings, target: object, optimizer: o
 def _unit_price(model: object, tokens_in: float, tokens_out: float) -> float | None:
     from skillopt.models.scripted import ScriptedModel
 
-    inner = model
-    while hasattr(inner, "model") and hasattr(inner.model, "complete"):
-        inner = inner.model
+    inner = _innermost(model)
     if isinstance(inner, ScriptedModel):
         return inner.cost  # its price per call, as it says
-    name = inner if isinstance(inner, str) else str(getattr(inner, "name", "") or "")
+    name = inner if isinstance(inner, str) else (inner.name if isinstance(inner, Model) else "")
     return _estimate(name, tokens_in, tokens_out)[0] if "/" in name else None
 
 
