@@ -110,7 +110,7 @@ def _worker_rollout(
     """A rollout on a worker. `boxed` holds the object refs of the engine's harness
     and judge (in a list, so Ray does not fetch them for every task): fetched once
     per worker process."""
-    from skillopt.rollouts.engine import run_one
+    from skillopt.rollouts.job import run_one
 
     with _components_lock:
         found = _components.get(token)
