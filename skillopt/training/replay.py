@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import git
 
@@ -39,10 +39,13 @@ from skillopt.errors import InputError
 from skillopt.models.stored import ReplayMiss
 from skillopt.runs.read import find_run
 from skillopt.runs.rundir import RunDir
-from skillopt.skill.document import SKILL_FILE
+from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.audit import Audit
 from skillopt.store.rollouts import RolloutStore
 from skillopt.training.state import TrainState
+
+if TYPE_CHECKING:
+    from skillopt.training.loop import TrainObserver
 
 MANIFEST = "bundle.json"
 BUNDLE_VERSION = 1
@@ -232,14 +235,13 @@ def _finished_state(run: RunDir) -> TrainState:
 
 
 def replay(
-    ref: str | Path, *, run_dir: str | Path | None = None, observers: Sequence[Any] = ()
+    ref: str | Path, *, run_dir: str | Path | None = None, observers: Sequence[TrainObserver] = ()
 ) -> ReplayResult:
     """Re-run the finished run `ref` (an id, a run directory, or a bundle) from its
     recorded calls only, and compare its decisions and best skill with the record."""
-    from skillopt.eval.context import prepare
     from skillopt.suite.loader import load_suite
-    from skillopt.training import session as training
-    from skillopt.training.loop import Trainer
+    from skillopt.training.session_build import NewRun, RunSession
+    from skillopt.training.session_parts import choose_optimizer
 
     with _recording(ref, run_dir) as rec, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -250,40 +252,27 @@ def replay(
             raise InputError("the run's history has no initial commit", path=rec.audit_repo)
         skill_dir = _materialise(audit, initial.sha, work / "skill" / Path(skill_path).name)
         settings = _offline_settings(rec.config, rec.store, work / "runs")
-        suite = load_suite(rec.suite)
-        from skillopt.skill.document import Skill
-
         skill = Skill.load(skill_dir)
-        ledger = training._Ledger(offline=True)
-        ctx = prepare(suite, settings, skills=[skill], check=False)
-        run = RunDir.create(work / "runs", f"{rec.run.run_id}-replay")
-        ledger.ctx, ledger.run = ctx, run
-        engine = ctx.engine(run_id=run.run_id)
-        engine.offline = True
+        session = RunSession.open(
+            load_suite(rec.suite),
+            settings,
+            skill=skill,
+            skill_dir=skill_dir,
+            where=NewRun(work / "runs", f"{rec.run.run_id}-replay", str(skill_dir), str(rec.suite)),
+            optimizer=choose_optimizer(settings.optimizer, settings),
+            observers=observers,
+            offline=True,
+        )
+        state = session.state
         miss: str | None = None
         try:
-            optimizer = training.build_optimizer(settings.optimizer, settings, ledger, ledger)
-            state = TrainState.new(skill)
-            trainer = Trainer(
-                suite=suite,
-                settings=settings,
-                engine=engine,
-                optimizer=optimizer,
-                audit=Audit.create(skill_dir, work / "runs", run.run_id),
-                run=run,
-                state=state,
-                skill_root=skill_dir,
-                observers=observers,
-            )
             try:
-                trainer.run()
+                session.trainer.run()
             except ReplayMiss as exc:
                 miss = f"step {state.step + 1}: {exc}"
-            spend = ctx.store.spend(run.run_id)
+            spend = session.ctx.store.spend(session.run.run_id)
         finally:
-            engine.close()
-            run.close()
-            ctx.store.close()
+            session.close()
         recorded = rec.state
         first = miss or _first_difference(recorded.steps, state.steps)
         if first is None and state.incumbent.hash != recorded.incumbent.hash:
