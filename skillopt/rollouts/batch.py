@@ -38,3 +38,10 @@ class Batch:
     results: list[Rollout | None] = field(default_factory=list)
     done: int = 0
     cached: int = 0
+
+    def fill(self, i: int, rollout: Rollout, *, cached: bool = False) -> None:
+        """Slot `i` is finished: run here, or served from the store (`cached`)."""
+        self.results[i] = rollout
+        self.done += 1
+        if cached:
+            self.cached += 1

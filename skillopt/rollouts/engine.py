@@ -172,9 +172,7 @@ class RolloutEngine:
 
     def _served(self, batch: Batch, i: int, hit: Rollout, split: str) -> None:
         served = replace(hit, cached=True, split=split)
-        batch.results[i] = served
-        batch.done += 1
-        batch.cached += 1
+        batch.fill(i, served, cached=True)
         self._emit(RolloutEvent(batch.label, served, batch.done, batch.total))
 
     def _run_pending(
@@ -255,8 +253,7 @@ class RolloutEngine:
         def collect(i: int, rollout: Rollout) -> None:
             nonlocal in_flight
             in_flight -= 1
-            batch.results[i] = rollout
-            batch.done += 1
+            batch.fill(i, rollout)
             self._emit(RolloutEvent(batch.label, rollout, batch.done, batch.total))
             self._watch.see(rollout, len(pending))
             if until is not None and (todo or ready or waiting) and until(batch.results):

@@ -26,11 +26,11 @@ import shutil
 import sqlite3
 import tarfile
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import git
 
@@ -64,7 +64,7 @@ class ReplayResult:
     served: dict[str, int] = field(default_factory=dict)  # rollouts / replies from the store
     first_difference: str | None = None  # the first step that differs, in words
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -103,7 +103,7 @@ def bundle(ref: str | Path, out: str | Path, *, run_dir: str | Path | None = Non
     return out
 
 
-def _store_path(config: dict) -> Path:
+def _store_path(config: Mapping[str, Any]) -> Path:
     path = Path(config["settings"].get("store") or "runs/rollouts.sqlite")
     if not path.is_file():
         raise InputError(
@@ -114,7 +114,7 @@ def _store_path(config: dict) -> Path:
     return path
 
 
-def _copy_audit(config: dict, run_id: str, dest: Path) -> None:
+def _copy_audit(config: Mapping[str, Any], run_id: str, dest: Path) -> None:
     """A bare repository holding only the run's refs and what they reach."""
     source = git.Repo(config["audit"]["repo"])
     target = git.Repo.init(dest, bare=True)
@@ -184,7 +184,7 @@ def _copy_rows(store_path: Path, run_id: str, dest: Path) -> dict[str, int]:
 @dataclass
 class _Recording:
     run: RunDir
-    config: dict
+    config: dict[str, Any]
     state: TrainState
     store: Path
     suite: Path
@@ -298,8 +298,9 @@ def replay(
 def _materialise(audit: Audit, sha: str, dest: Path) -> Path:
     """The skill directory as committed at `sha`, written to `dest`."""
     tree = audit.repo.commit(sha).tree / audit.skill_path
+    assert isinstance(tree, git.Tree)  # the skill's path in its commit is a directory
     for blob in tree.traverse():
-        if blob.type == "blob":
+        if isinstance(blob, git.Blob):
             out = dest / Path(blob.path).relative_to(audit.skill_path)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(blob.data_stream.read())
@@ -308,7 +309,7 @@ def _materialise(audit: Audit, sha: str, dest: Path) -> Path:
     return dest
 
 
-def _offline_settings(config: dict, store: Path, runs: Path) -> Settings:
+def _offline_settings(config: Mapping[str, Any], store: Path, runs: Path) -> Settings:
     """The run's settings, reading the recorded store and writing under `runs`: no key
     is needed (none is used) and no budget applies (nothing is paid)."""
     recorded = dict(config["settings"])
@@ -328,7 +329,9 @@ def _offline_settings(config: dict, store: Path, runs: Path) -> Settings:
     return Settings(**recorded)
 
 
-def _first_difference(recorded: list[dict], replayed: list[dict]) -> str | None:
+def _first_difference(
+    recorded: Sequence[Mapping[str, object]], replayed: Sequence[Mapping[str, object]]
+) -> str | None:
     for old, new in zip(recorded, replayed):
         a, b = _decision(old), _decision(new)
         if a != b:
@@ -346,11 +349,14 @@ def _first_difference(recorded: list[dict], replayed: list[dict]) -> str | None:
     return None
 
 
-def _decision(rec: dict) -> dict:
-    gate = rec.get("gate") or {}
+def _decision(rec: Mapping[str, object]) -> dict[str, object]:
+    """What must agree between a recorded step and its replay (`_COMPARED`)."""
+    gate = rec.get("gate")
     return {
         "kind": rec.get("kind"),
         "decision": rec.get("decision"),
         "skill_hash": rec.get("skill_hash"),
-        "val": gate.get("candidate_mean", rec.get("val")),
+        "val": gate.get("candidate_mean", rec.get("val"))
+        if isinstance(gate, Mapping)
+        else rec.get("val"),
     }

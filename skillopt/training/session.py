@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,9 +145,8 @@ def plan(
         build_harness(settings)  # validates its settings; runs nothing
     result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer)
     problems = [*warnings, *context_warnings(the_skill, target), *split_warnings(suite_obj)]
-    result.notes += [f"warning: {p}" for p in problems] + settings.notices
-    result.missing_keys = keys
-    return result
+    notes = [*result.notes, *(f"warning: {p}" for p in problems), *settings.notices]
+    return replace(result, notes=notes, missing_keys=keys)
 
 
 def _inputs(
