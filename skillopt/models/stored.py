@@ -62,8 +62,8 @@ def sampled(fingerprint: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
 
 class StoredModel(ModelWrapper):
     """`model`, with its replies kept in and served from the store `store()` returns
-    (the optimizer is built before the run's store is open). `on_used(key, served)`
-    is told of each reply used, and whether it was served from the store."""
+    (asked at each call, so the caller decides which store serves it). `on_used(key,
+    served)` is told of each reply used, and whether it was served from the store."""
 
     def __init__(
         self,

@@ -1,5 +1,7 @@
-"""Composition of a training run: a new run (`start`), its dry-run `plan`, and
-`resume` of a checkpointed one. The loop itself is `skillopt.training.loop`.
+"""The entry points of a training run: a new run (`start`), its dry-run `plan`, and
+`resume` of a checkpointed one. Each validates its inputs, then says what differs
+to `RunSession.open` (`skillopt.training.session_build`), the one place a run is
+assembled; the loop itself is `skillopt.training.loop`.
 
 Invariants: everything is validated before the first model call (a typo costs
 nothing, and no run directory is made for it); objects a caller passes (an
