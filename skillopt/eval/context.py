@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from skillopt.config import Settings, resolve_settings
 from skillopt.errors import BadSkill, InputError
 from skillopt.harness import Harness, build_harness, takes_model
-from skillopt.models.base import Model
+from skillopt.models.base import Model, Usage
 from skillopt.models.resolve import context_window, resolve_model
 from skillopt.rollouts.budget import Guard
 from skillopt.rollouts.engine import Observer, RolloutEngine
@@ -35,11 +35,35 @@ def load(suite: str | Path | Suite) -> Suite:
     return suite if isinstance(suite, Suite) else load_suite(suite)
 
 
+@runtime_checkable
+class Named(Protocol):
+    """An object with a `name` (a model, a harness, an optimizer, a gate)."""
+
+    name: str
+
+
+@runtime_checkable
+class ReportsCost(Protocol):
+    """A harness that says whether its runs report what they cost (an agent CLI's
+    own total), so a budget can count them."""
+
+    reports_cost: bool
+
+
+@runtime_checkable
+class ModelBacked(Protocol):
+    """An optimizer whose proposals are calls of `model` (the LLM optimizer): its
+    price counts in a budget."""
+
+    model: Model
+
+
 def object_name(obj: object) -> str:
     """How an object passed in place of a name is called in settings, `run.yaml` and
     reports: its `name`, else its type's."""
-    name = getattr(obj, "name", None)
-    return name if isinstance(name, str) else type(obj).__name__
+    if isinstance(obj, Named) and isinstance(obj.name, str):
+        return obj.name
+    return type(obj).__name__
 
 
 def settings_for(
@@ -114,9 +138,10 @@ def tell(warn: Warn | None, lines: Sequence[object]) -> None:
             warn(str(line))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Context:
-    """Everything a run needs, resolved and validated."""
+    """Everything a run needs, resolved and validated. With a spend ledger, the judge
+    is metered from the start (see `prepare`)."""
 
     suite: Suite
     settings: Settings
@@ -131,10 +156,12 @@ class Context:
         *,
         run_id: str | None = None,
         guard: Guard | None = None,
+        offline: bool = False,
     ) -> RolloutEngine:
         """An engine over this context; with `run_id`, what it pays is written to the
         store's spend ledger under that run; with `guard`, each batch it pays for is
-        checked against the budget first."""
+        checked against the budget first; `offline` (a replay), it pays for nothing
+        and a rollout the store does not hold raises `ReplayMiss`."""
         remote = None
         if self.settings.executor == "ray":
             from skillopt.rollouts.ray_executor import RayExecutor
@@ -149,6 +176,7 @@ class Context:
             run_id=run_id,
             guard=guard,
             remote=remote,
+            offline=offline,
         )
 
 
@@ -163,12 +191,14 @@ def prepare(
     judge: Model | None = None,
     keep_dir: Path | None = None,
     check: bool = True,
+    ledger: str | None = None,
 ) -> Context:
     """Resolve the models, build the harness (unless given) and check it can run
     `skills` and connect to the Ray cluster of `executor: ray` (unless `check` is
     false: a replay runs nothing), open the store
     (unless given). `keep_dir` is where the harness keeps workspaces (a training
-    run keeps them in its own directory)."""
+    run keeps them in its own directory). With `ledger` (a run id), the judge's
+    calls go to the store's spend ledger under it as they happen."""
     if harness is None:
         if target is None:
             target = resolve_target(settings)
@@ -184,7 +214,24 @@ def prepare(
         judge = resolve_judge(suite, settings)
     if store is None:
         store = RolloutStore(settings.store)
+    if judge is not None and ledger is not None:
+        from skillopt.models.metered import MeteredModel
+
+        judge = MeteredModel(judge, JudgeMeter(store, ledger))
     return Context(suite, settings, target, harness, store, judge)
+
+
+@dataclass(frozen=True)
+class JudgeMeter:
+    """A `Meter` writing the judge's calls to `store`'s spend ledger under `ledger`."""
+
+    store: RolloutStore
+    ledger: str
+
+    def __call__(self, calls: int, usage: Usage, cost: float | None) -> None:
+        self.store.record_call(
+            self.ledger, "judge", "call", calls, usage.input_tokens, usage.output_tokens, cost
+        )
 
 
 def resolve_target(settings: Settings) -> Model | None:
@@ -231,20 +278,19 @@ def unpriced_roles(ctx: Context, optimizer: object = None) -> list[str]:
     if ctx.target is not None:
         if not price_known(ctx.target):
             out.append(f"target {ctx.target.name}")
-    elif not getattr(ctx.harness, "reports_cost", False):
+    elif not (isinstance(ctx.harness, ReportsCost) and ctx.harness.reports_cost):
         out.append(f"the {ctx.harness.name} harness's runs (it reports no cost)")
     if ctx.judge is not None and not price_known(ctx.judge):
         out.append(f"judge {ctx.judge.name}")
-    model = getattr(optimizer, "model", None)
-    if model is not None and not price_known(model):
-        out.append(f"optimizer {model.name}")
+    if isinstance(optimizer, ModelBacked) and not price_known(optimizer.model):
+        out.append(f"optimizer {optimizer.model.name}")
     return out
 
 
 def budget_guard(ctx: Context, ledger: str, skill: Skill, optimizer: object = None) -> Guard | None:
     """The settings' budget as a `Guard` over what the store's spend ledger holds
-    under `ledger` (a run id); None when no budget is set. `optimizer` is the
-    optimizer's model, if it has one (its price projects the first calls)."""
+    under `ledger` (a run id); None when no budget is set. The price of `optimizer`'s
+    model, when it has one, projects its first calls."""
     from skillopt.optimize.plan import priors
     from skillopt.rollouts.budget import Budget, Spent
 
@@ -252,24 +298,9 @@ def budget_guard(ctx: Context, ledger: str, skill: Skill, optimizer: object = No
     if not budget.is_set:
         return None
     s = ctx.settings
+    model = optimizer.model if isinstance(optimizer, ModelBacked) else None
     return Guard(
         budget,
         lambda: Spent.from_ledger(ctx.store.spend(ledger)),
-        priors=priors(skill, ctx.suite, s, ctx.target or s.target or "", optimizer),
+        priors=priors(skill, ctx.suite, s, ctx.target or s.target or "", model),
     )
-
-
-def meter_judge(ctx: Context, ledger: str) -> None:
-    """The judge's calls go to the store's spend ledger under `ledger` as they happen."""
-    from skillopt.models.metered import MeteredModel
-
-    if ctx.judge is None or isinstance(ctx.judge, MeteredModel):
-        return
-    store = ctx.store
-
-    def meter(calls: int, usage: Any, cost: float | None) -> None:
-        store.record_call(
-            ledger, "judge", "call", calls, usage.input_tokens, usage.output_tokens, cost
-        )
-
-    ctx.judge = MeteredModel(ctx.judge, meter)

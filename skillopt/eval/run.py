@@ -19,7 +19,6 @@ from skillopt.eval.context import (
     check_skill,
     context_warnings,
     load,
-    meter_judge,
     prepare,
     settings_for,
     tell,
@@ -68,6 +67,9 @@ def evaluate(
     credentials.require(
         suite_obj, resolved, passed={"target": target, "harness": harness, "judge": judge}
     )
+    # with a budget, what this evaluation pays (its judge's calls included) is written
+    # to the ledger under an id of its own, and each batch is checked against it first
+    ledger = f"eval-{uuid.uuid4().hex[:12]}" if Budget.of(resolved).is_set else None
     ctx = prepare(
         suite_obj,
         resolved,
@@ -76,12 +78,13 @@ def evaluate(
         target=target,
         harness=harness,
         judge=judge,
+        ledger=ledger,
     )
     try:
         tell(warn, warnings + context_warnings(the_skill, ctx.target))
         tell(warn, ctx.settings.notices)
         tell(warn, refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx)))
-        return _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers)
+        return _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers, ledger)
     finally:
         if store is None:
             ctx.store.close()
@@ -93,14 +96,10 @@ def _evaluate(
     tasks_by_split: dict[str, list[Task]],
     compare_no_skill: bool,
     observers: Sequence[Observer],
+    ledger: str | None,
 ) -> EvalResult:
-    # with a budget, what this evaluation pays is written to the ledger under an id of
-    # its own, and each batch is checked against it first
-    ledger = f"eval-{uuid.uuid4().hex[:12]}"
-    guard = budget_guard(ctx, ledger, the_skill)
-    if guard is not None:
-        meter_judge(ctx, ledger)
-    engine = ctx.engine(observers, run_id=ledger if guard else None, guard=guard)
+    guard = budget_guard(ctx, ledger, the_skill) if ledger is not None else None
+    engine = ctx.engine(observers, run_id=ledger, guard=guard)
     try:
         splits = list(tasks_by_split)
         variants = [("no-skill", Skill.empty())] if the_skill.is_empty else [("skill", the_skill)]

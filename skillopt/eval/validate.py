@@ -73,7 +73,6 @@ def validate(
     from skillopt.eval import credentials
     from skillopt.eval.context import (
         budget_guard,
-        meter_judge,
         prepare,
         settings_for,
         unpriced_roles,
@@ -124,6 +123,8 @@ def validate(
         suite, resolved, passed={"target": target, "harness": harness, "judge": judge}
     )
     with resolve_baseline(skill, baseline) as (base_skill, base_label, base_note):
+        ledger = f"validate-{uuid.uuid4().hex[:12]}"
+        budgeted = Budget.of(resolved).is_set  # the judge's calls go to the ledger too
         ctx = prepare(
             suite,
             resolved,
@@ -131,6 +132,7 @@ def validate(
             target=target,
             harness=harness,
             judge=judge,
+            ledger=ledger if budgeted else None,
         )
         try:
             unpriced = refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx))
@@ -140,10 +142,7 @@ def validate(
         if warn is not None:
             for notice in [*ctx.settings.notices, *unpriced]:
                 warn(notice)
-        ledger = f"validate-{uuid.uuid4().hex[:12]}"
         guard = budget_guard(ctx, ledger, skill)
-        if guard is not None:
-            meter_judge(ctx, ledger)
         engine = ctx.engine(observers, run_id=ledger if guard else None, guard=guard)
         start = time.perf_counter()
         try:

@@ -8,6 +8,7 @@ process is killed right after: a run's accounting is never lost with a checkpoin
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from skillopt.errors import ModelError
 from skillopt.models.base import (
@@ -31,10 +32,10 @@ class ModelWrapper:
     model: Model
     name: str
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         return self.model.fingerprint()
 
-    def json_params(self, schema: dict, name: str) -> dict:
+    def json_params(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         return self.model.json_params(schema, name) if isinstance(self.model, JsonMode) else {}
 
     def check(self) -> None:
@@ -59,11 +60,11 @@ class MeteredModel(ModelWrapper):
         self.name = model.name
         self._meter = meter
 
-    def complete(self, prompt: Prompt, **params) -> Completion:
+    def complete(self, prompt: Prompt, **params: Any) -> Completion:
         try:
             reply = self.model.complete(prompt, **params)
         except ModelError as exc:
-            self._meter(getattr(exc, "attempts", 1), Usage(), 0.0)
+            self._meter(exc.attempts, Usage(), 0.0)
             raise
         self._meter(reply.attempts, reply.usage, reply.cost)
         return reply

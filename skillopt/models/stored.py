@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from skillopt.errors import SkilloptError
@@ -39,13 +39,13 @@ class ReplayMiss(SkilloptError):
 
 
 class ReplyStore(Protocol):
-    def get_reply(self, key: str) -> dict | None: ...
+    def get_reply(self, key: str) -> dict[str, Any] | None: ...
 
     def put_reply(
         self,
         key: str,
-        model: dict,
-        request: dict,
+        model: dict[str, Any],
+        request: dict[str, Any],
         text: str,
         usage: Usage,
         cost: float | None,
@@ -53,7 +53,7 @@ class ReplyStore(Protocol):
     ) -> None: ...
 
 
-def sampled(fingerprint: dict, params: dict) -> bool:
+def sampled(fingerprint: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
     """Whether replies to one request may differ: a temperature above 0, or none set
     (the provider's default samples)."""
     temperature = params.get("temperature", fingerprint.get("temperature"))
@@ -62,8 +62,8 @@ def sampled(fingerprint: dict, params: dict) -> bool:
 
 class StoredModel(ModelWrapper):
     """`model`, with its replies kept in and served from the store `store()` returns
-    (the optimizer is built before the run's store is open). `on_used(key, served)`
-    is told of each reply used, and whether it was served from the store."""
+    (asked at each call, so the caller decides which store serves it). `on_used(key,
+    served)` is told of each reply used, and whether it was served from the store."""
 
     def __init__(
         self,
@@ -83,7 +83,9 @@ class StoredModel(ModelWrapper):
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def key(self, prompt: Prompt, params: dict[str, Any]) -> tuple[str, dict, dict]:
+    def key(
+        self, prompt: Prompt, params: dict[str, Any]
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """(key, model fingerprint, request) of the next call with these arguments."""
         fp = self.model.fingerprint()
         request: dict[str, Any] = {"messages": as_messages(prompt), "params": params}

@@ -33,6 +33,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from skillopt.errors import InputError, SkilloptError
 from skillopt.rollouts.spend import Spend
@@ -72,6 +73,22 @@ def duration_text(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
+class Limits(Protocol):
+    """Where a `Budget` is read from: the settings' spend-control fields (`Settings`
+    has them; this module does not import the settings, which import it)."""
+
+    @property
+    def budget_usd(self) -> float | None: ...
+    @property
+    def max_target_rollouts(self) -> int | None: ...
+    @property
+    def max_optimizer_calls(self) -> int | None: ...
+    @property
+    def time_limit(self) -> float | None: ...
+    @property
+    def allow_unpriced(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Budget:
     """The limits of one invocation; None: no limit. The USD, rollout and call limits
@@ -85,14 +102,14 @@ class Budget:
     allow_unpriced: bool = False
 
     @classmethod
-    def of(cls, settings: object) -> Budget:
+    def of(cls, settings: Limits) -> Budget:
         """The budget a `Settings` holds."""
         return cls(
-            usd=getattr(settings, "budget_usd", None),
-            target_rollouts=getattr(settings, "max_target_rollouts", None),
-            optimizer_calls=getattr(settings, "max_optimizer_calls", None),
-            time_limit=getattr(settings, "time_limit", None),
-            allow_unpriced=bool(getattr(settings, "allow_unpriced", False)),
+            usd=settings.budget_usd,
+            target_rollouts=settings.max_target_rollouts,
+            optimizer_calls=settings.max_optimizer_calls,
+            time_limit=settings.time_limit,
+            allow_unpriced=settings.allow_unpriced,
         )
 
     @property
@@ -184,7 +201,7 @@ class BudgetExceeded(SkilloptError):
         before step 3 · val (candidate) (60 rollouts run, 12 more needed, limit 60)'."""
         return why(self.limit, self.where, self.detail)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str]:
         return {"reason": "budget", "budget": self.flag, "where": self.where, "detail": self.detail}
 
 

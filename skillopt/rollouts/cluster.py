@@ -97,7 +97,7 @@ def _ray_check() -> dict[str, Any]:
         import ray
     except ImportError:
         return _check("ray", False, "not importable")
-    return _check("ray", True, str(getattr(ray, "__version__", "installed")))
+    return _check("ray", True, str(ray.__version__))
 
 
 def _agent_check(harness: str, binary: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@ streamed back to the driver as it finishes.
 
 Invariants:
 - The driver alone writes the store and git: a worker runs the harness and the
-  scorer (`rollout.run_one`, the same function the local executor runs) and
+  scorer (`rollouts.job.run_one`, the same function the local executor runs) and
   returns the `Rollout`; the engine stores it. Nothing on a worker needs the
   suite file, the store or the repository: the skill's text and supporting files,
   the task (its input and files) and the harness travel with the task.
@@ -20,25 +20,23 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import secrets
 import socket
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from skillopt.config import RaySettings
 from skillopt.errors import InputError
-from skillopt.harness.base import Harness, ReleasesWorkspaces
+from skillopt.harness.base import Harness
+from skillopt.models.base import Model
+from skillopt.rollouts.ray_worker import ShippedSkill, worker_rollout
 from skillopt.rollouts.record import Rollout
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
@@ -55,76 +53,6 @@ _PROBE_S = 5.0
 Done = Callable[[Rollout | None, BaseException | None], None]
 
 
-@dataclass(frozen=True)
-class ShippedSkill:
-    """A skill as it travels to a worker: its text, and its supporting files' bytes
-    (a worker has no access to the skill directory)."""
-
-    text: str
-    support: tuple[tuple[str, str], ...]
-    files: tuple[tuple[str, bytes], ...]
-    hash: str
-
-    @classmethod
-    def of(cls, skill: Skill) -> ShippedSkill:
-        files = []
-        if skill.root is not None:
-            files = [(rel, (skill.root / rel).read_bytes()) for rel, _ in skill.support]
-        return cls(skill.text, skill.support, tuple(files), skill.hash)
-
-    def unpack(self) -> Skill:
-        """The skill on this machine: with supporting files, rooted in a directory
-        holding them under the temporary directory. The directory is named by the
-        files' hashes, so the candidates of a run (which differ in SKILL.md alone:
-        a harness writes it from the text) share one, written once per machine."""
-        if not self.files:
-            return Skill.parse(self.text, support=self.support)
-        digest = hashlib.sha256(repr(self.support).encode()).hexdigest()[:16]
-        root = Path(tempfile.gettempdir()) / f"skillopt-support-{digest}"
-        if not (root / ".complete").is_file():
-            staging = Path(tempfile.mkdtemp(prefix="skillopt-support-"))
-            for rel, data in self.files:
-                dest = staging / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(data)
-            (staging / ".complete").write_text("")
-            try:
-                staging.rename(root)
-            except OSError:  # another task of this worker got there first
-                import shutil
-
-                shutil.rmtree(staging, ignore_errors=True)
-        return Skill.parse(self.text, root=root, support=self.support)
-
-
-# -- the worker's side ---------------------------------------------------------------
-# what a worker process has unpacked: per engine, its harness and judge (a harness may
-# hold what is slow to make, such as the embedded model's weights)
-_components: dict[str, tuple[Harness, Any]] = {}
-_components_lock = threading.Lock()
-
-
-def _worker_rollout(
-    token: str, boxed: list[Any], shipped: ShippedSkill, task: Task, sample: int, key: str
-) -> Rollout:
-    """A rollout on a worker. `boxed` holds the object refs of the engine's harness
-    and judge (in a list, so Ray does not fetch them for every task): fetched once
-    per worker process."""
-    from skillopt.rollouts.engine import run_one
-
-    with _components_lock:
-        found = _components.get(token)
-        if found is None:
-            import ray
-
-            harness, judge = ray.get(boxed)
-            found = _components[token] = (harness, judge)
-    harness, judge = found
-    releases = harness if isinstance(harness, ReleasesWorkspaces) else None
-    return run_one(harness, releases, judge, shipped.unpack(), task, sample, key)
-
-
-# -- the driver's side ---------------------------------------------------------------
 def _ray() -> Any:
     try:
         import ray
@@ -334,12 +262,12 @@ class RayExecutor:
     """Starts rollouts as Ray tasks and hands each result to its `done` callback, in
     a thread of its own, as it finishes. One per engine."""
 
-    def __init__(self, settings: RaySettings, harness: Harness, judge: Any):
+    def __init__(self, settings: RaySettings, harness: Harness, judge: Model | None):
         self.settings = settings
         self.ray = connect(settings)
         self._token = uuid.uuid4().hex
         self._boxed = [self.ray.put(harness), self.ray.put(judge)]
-        self._remote = self.ray.remote(_worker_rollout).options(
+        self._remote = self.ray.remote(worker_rollout).options(
             num_cpus=settings.num_cpus_per_rollout,
             max_retries=settings.max_retries,
             retry_exceptions=False,
@@ -436,4 +364,4 @@ class RayExecutor:
         self._thread.join(timeout=2)
 
 
-__all__ = ["RayExecutor", "ShippedSkill", "cluster_nodes", "connect", "on_each_node"]
+__all__ = ["RayExecutor", "cluster_nodes", "connect", "on_each_node"]

@@ -52,7 +52,8 @@ from skillopt.optimize.schedule import (
     successes_to_protect,
 )
 from skillopt.rollouts.budget import BudgetExceeded, Guard
-from skillopt.rollouts.engine import HOPELESS, Rollout, RolloutEngine, RolloutEvent
+from skillopt.rollouts.engine import Rollout, RolloutEngine, RolloutEvent
+from skillopt.rollouts.watch import HOPELESS
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import (

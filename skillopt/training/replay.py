@@ -26,11 +26,11 @@ import shutil
 import sqlite3
 import tarfile
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import git
 
@@ -39,10 +39,13 @@ from skillopt.errors import InputError
 from skillopt.models.stored import ReplayMiss
 from skillopt.runs.read import find_run
 from skillopt.runs.rundir import RunDir
-from skillopt.skill.document import SKILL_FILE
+from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.audit import Audit
 from skillopt.store.rollouts import RolloutStore
 from skillopt.training.state import TrainState
+
+if TYPE_CHECKING:
+    from skillopt.training.loop import TrainObserver
 
 MANIFEST = "bundle.json"
 BUNDLE_VERSION = 1
@@ -61,7 +64,7 @@ class ReplayResult:
     served: dict[str, int] = field(default_factory=dict)  # rollouts / replies from the store
     first_difference: str | None = None  # the first step that differs, in words
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -100,7 +103,7 @@ def bundle(ref: str | Path, out: str | Path, *, run_dir: str | Path | None = Non
     return out
 
 
-def _store_path(config: dict) -> Path:
+def _store_path(config: Mapping[str, Any]) -> Path:
     path = Path(config["settings"].get("store") or "runs/rollouts.sqlite")
     if not path.is_file():
         raise InputError(
@@ -111,7 +114,7 @@ def _store_path(config: dict) -> Path:
     return path
 
 
-def _copy_audit(config: dict, run_id: str, dest: Path) -> None:
+def _copy_audit(config: Mapping[str, Any], run_id: str, dest: Path) -> None:
     """A bare repository holding only the run's refs and what they reach."""
     source = git.Repo(config["audit"]["repo"])
     target = git.Repo.init(dest, bare=True)
@@ -181,7 +184,7 @@ def _copy_rows(store_path: Path, run_id: str, dest: Path) -> dict[str, int]:
 @dataclass
 class _Recording:
     run: RunDir
-    config: dict
+    config: dict[str, Any]
     state: TrainState
     store: Path
     suite: Path
@@ -232,14 +235,13 @@ def _finished_state(run: RunDir) -> TrainState:
 
 
 def replay(
-    ref: str | Path, *, run_dir: str | Path | None = None, observers: Sequence[Any] = ()
+    ref: str | Path, *, run_dir: str | Path | None = None, observers: Sequence[TrainObserver] = ()
 ) -> ReplayResult:
     """Re-run the finished run `ref` (an id, a run directory, or a bundle) from its
     recorded calls only, and compare its decisions and best skill with the record."""
-    from skillopt.eval.context import prepare
     from skillopt.suite.loader import load_suite
-    from skillopt.training import session as training
-    from skillopt.training.loop import Trainer
+    from skillopt.training.session_build import NewRun, RunSession
+    from skillopt.training.session_parts import choose_optimizer
 
     with _recording(ref, run_dir) as rec, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -250,40 +252,27 @@ def replay(
             raise InputError("the run's history has no initial commit", path=rec.audit_repo)
         skill_dir = _materialise(audit, initial.sha, work / "skill" / Path(skill_path).name)
         settings = _offline_settings(rec.config, rec.store, work / "runs")
-        suite = load_suite(rec.suite)
-        from skillopt.skill.document import Skill
-
         skill = Skill.load(skill_dir)
-        ledger = training._Ledger(offline=True)
-        ctx = prepare(suite, settings, skills=[skill], check=False)
-        run = RunDir.create(work / "runs", f"{rec.run.run_id}-replay")
-        ledger.ctx, ledger.run = ctx, run
-        engine = ctx.engine(run_id=run.run_id)
-        engine.offline = True
+        session = RunSession.open(
+            load_suite(rec.suite),
+            settings,
+            skill=skill,
+            skill_dir=skill_dir,
+            where=NewRun(work / "runs", f"{rec.run.run_id}-replay", str(skill_dir), str(rec.suite)),
+            optimizer=choose_optimizer(settings.optimizer, settings),
+            observers=observers,
+            offline=True,
+        )
+        state = session.state
         miss: str | None = None
         try:
-            optimizer = training.build_optimizer(settings.optimizer, settings, ledger, ledger)
-            state = TrainState.new(skill)
-            trainer = Trainer(
-                suite=suite,
-                settings=settings,
-                engine=engine,
-                optimizer=optimizer,
-                audit=Audit.create(skill_dir, work / "runs", run.run_id),
-                run=run,
-                state=state,
-                skill_root=skill_dir,
-                observers=observers,
-            )
             try:
-                trainer.run()
+                session.trainer.run()
             except ReplayMiss as exc:
                 miss = f"step {state.step + 1}: {exc}"
-            spend = ctx.store.spend(run.run_id)
+            spend = session.ctx.store.spend(session.run.run_id)
         finally:
-            engine.close()
-            run.close()
-            ctx.store.close()
+            session.close()
         recorded = rec.state
         first = miss or _first_difference(recorded.steps, state.steps)
         if first is None and state.incumbent.hash != recorded.incumbent.hash:
@@ -309,8 +298,9 @@ def replay(
 def _materialise(audit: Audit, sha: str, dest: Path) -> Path:
     """The skill directory as committed at `sha`, written to `dest`."""
     tree = audit.repo.commit(sha).tree / audit.skill_path
+    assert isinstance(tree, git.Tree)  # the skill's path in its commit is a directory
     for blob in tree.traverse():
-        if blob.type == "blob":
+        if isinstance(blob, git.Blob):
             out = dest / Path(blob.path).relative_to(audit.skill_path)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(blob.data_stream.read())
@@ -319,7 +309,7 @@ def _materialise(audit: Audit, sha: str, dest: Path) -> Path:
     return dest
 
 
-def _offline_settings(config: dict, store: Path, runs: Path) -> Settings:
+def _offline_settings(config: Mapping[str, Any], store: Path, runs: Path) -> Settings:
     """The run's settings, reading the recorded store and writing under `runs`: no key
     is needed (none is used) and no budget applies (nothing is paid)."""
     recorded = dict(config["settings"])
@@ -339,7 +329,9 @@ def _offline_settings(config: dict, store: Path, runs: Path) -> Settings:
     return Settings(**recorded)
 
 
-def _first_difference(recorded: list[dict], replayed: list[dict]) -> str | None:
+def _first_difference(
+    recorded: Sequence[Mapping[str, object]], replayed: Sequence[Mapping[str, object]]
+) -> str | None:
     for old, new in zip(recorded, replayed):
         a, b = _decision(old), _decision(new)
         if a != b:
@@ -357,11 +349,14 @@ def _first_difference(recorded: list[dict], replayed: list[dict]) -> str | None:
     return None
 
 
-def _decision(rec: dict) -> dict:
-    gate = rec.get("gate") or {}
+def _decision(rec: Mapping[str, object]) -> dict[str, object]:
+    """What must agree between a recorded step and its replay (`_COMPARED`)."""
+    gate = rec.get("gate")
     return {
         "kind": rec.get("kind"),
         "decision": rec.get("decision"),
         "skill_hash": rec.get("skill_hash"),
-        "val": gate.get("candidate_mean", rec.get("val")),
+        "val": gate.get("candidate_mean", rec.get("val"))
+        if isinstance(gate, Mapping)
+        else rec.get("val"),
     }

@@ -33,7 +33,7 @@ from skillopt.rollouts.engine import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit, apply_edits
 from skillopt.suite.loader import load_suite
-from skillopt.training import session as training
+from skillopt.training import session_parts as training
 
 FRONT = "---\nname: codes\ndescription: Normalise product codes.\n---\n"
 INTRO = "# Codes\n\nRewrite the product code you are given.\n"

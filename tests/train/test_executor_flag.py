@@ -23,7 +23,7 @@ from skillopt.cli.main import app
 from skillopt.errors import InputError
 from skillopt.rollouts import ray_executor as executor
 
-ROOT = Path(executor.__file__).resolve().parent.parent
+ROOT = Path(executor.__file__).resolve().parents[2]  # the checkout holding skillopt/
 runner = CliRunner()
 
 

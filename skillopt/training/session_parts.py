@@ -1,0 +1,123 @@
+"""What a run session builds its optimizer from: the optimizer the settings name
+(`OptimizerChoice`), resolved before anything runs, and the run's spend ledger
+(`SpendLedger`), which its model calls go to.
+
+Invariant: the choice is made first, so a bad optimizer name costs nothing (no
+store, no run directory); the optimizer itself is built once, when the run's store
+is open and its id known, with its ledger given at construction: nothing is
+attached to it later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from skillopt.config import Settings
+from skillopt.errors import InputError
+from skillopt.models.base import Model, Usage
+from skillopt.models.metered import Meter, MeteredModel
+from skillopt.models.resolve import resolve_model
+from skillopt.models.stored import StoredModel
+from skillopt.optimize.base import Optimizer
+from skillopt.plugins import Entry
+from skillopt.store.rollouts import RolloutStore
+
+# a registered optimizer's factory: (settings, meter) -> the optimizer
+OptimizerFactory = Callable[[Settings, "Meter | None"], object]
+
+
+@dataclass(frozen=True)
+class SpendLedger:
+    """Where a run's optimizer calls are written as they return: the store's spend
+    ledger under `run_id`, and the replies it used (for `skillopt bundle`).
+    `offline` (a replay): the optimizer's replies come from the store only."""
+
+    store: RolloutStore
+    run_id: str
+    offline: bool = False
+
+    def __call__(self, calls: int, usage: Usage, cost: float | None) -> None:
+        """A `Meter`: one optimizer call, answered or failed."""
+        self.store.record_call(
+            self.run_id,
+            "optimizer",
+            "call",
+            calls,
+            usage.input_tokens,
+            usage.output_tokens,
+            cost,
+            cached_input_tokens=usage.cached_input_tokens,
+        )
+
+    def replies(self) -> RolloutStore:
+        """The store the optimizer's replies are kept in and served from."""
+        return self.store
+
+    def used(self, key: str, served: bool) -> None:
+        """An optimizer reply the run used: noted for its bundle; one served from the
+        store is a call not paid for, counted as such."""
+        self.store.note_uses(self.run_id, "reply", [key])
+        if served:
+            self.store.record_call(self.run_id, "optimizer", "cached", 0)
+
+
+@dataclass(frozen=True)
+class OptimizerChoice:
+    """The optimizer called `name`, resolved but not built: a registered one (its
+    `entry` and `factory`), or the LLM optimizer backed by `model`."""
+
+    name: str
+    entry: Entry | None = None
+    factory: OptimizerFactory | None = None
+    model: Model | None = None
+
+    def build(self, settings: Settings, ledger: SpendLedger | None = None) -> Optimizer:
+        """The optimizer, its every model call sent to `ledger` as it happens and its
+        replies kept in (and served from) the run's store, when a ledger is given."""
+        from skillopt.optimize.reflect import LLMOptimizer
+
+        if self.entry is not None and self.factory is not None:
+            built = self.factory(settings, ledger)
+            optimizer: Optimizer = self.entry.check_built(
+                built, Optimizer, "has no `name` and `propose(request)`"
+            )
+            return optimizer
+        assert self.model is not None  # `choose_optimizer` gives one or the other
+        model: Model = self.model
+        if ledger is not None:
+            model = StoredModel(
+                MeteredModel(model, ledger),
+                ledger.replies,
+                on_used=ledger.used,
+                offline=ledger.offline,
+                salt=f"seed:{settings.seed}",
+            )
+        return LLMOptimizer(model)
+
+
+def choose_optimizer(name: str | None, settings: Settings) -> OptimizerChoice:
+    """The optimizer called `name`: a registered one (`exemplars`, a plugin's), or an
+    LLM optimizer backed by the model of that name. An unknown name, or a model
+    without its key, raises here, before anything runs."""
+    from skillopt.plugins import registry
+
+    if not name:
+        raise InputError(
+            "no optimizer: pass --optimizer MODEL, or set `optimizer:` in "
+            "skillopt.yaml or in the suite's `defaults:`",
+            field="optimizer",
+        )
+    entry = registry().find("optimizer", name)
+    if entry is not None:
+        factory: OptimizerFactory = entry.load()
+        return OptimizerChoice(name, entry=entry, factory=factory)
+    model = resolve_model(name, settings.model_settings(name), role="optimizer")
+    return OptimizerChoice(name, model=model)
+
+
+def build_optimizer(
+    name: str | None, settings: Settings, ledger: SpendLedger | None = None
+) -> Optimizer:
+    """The optimizer called `name` (see `choose_optimizer`), built at once."""
+    return choose_optimizer(name, settings).build(settings, ledger)
