@@ -136,7 +136,7 @@ class RunEta:
         self.n_val = (splits or {}).get("val", 0)
         self.n_test = (splits or {}).get("test", 0)
 
-    def stage(self, data: dict) -> None:
+    def stage(self, data: dict[str, Any]) -> None:
         now = self.clock()
         if data.get("stage") == "baseline":
             self._baseline = now
@@ -146,7 +146,7 @@ class RunEta:
             if self._first is None:
                 self._first = now
 
-    def decision(self, data: dict) -> None:
+    def decision(self, data: dict[str, Any]) -> None:
         now = self.clock()
         if data.get("kind") == "initial" and self._baseline is not None:
             self.val_pass = now - self._baseline

@@ -34,7 +34,7 @@ from skillopt.cli.common import (
 from skillopt.cli.models import refuse_missing_keys
 from skillopt.cli.progress import Display, RunEta, open_display
 from skillopt.errors import InputError
-from skillopt.training.loop import TrainEvent
+from skillopt.training.events import TrainEvent
 
 
 class TrainProgress:

@@ -58,7 +58,8 @@ from skillopt.store.audit import Audit
 from skillopt.store.rollouts import RolloutStore
 from skillopt.suite.loader import require_split
 from skillopt.suite.task import Suite
-from skillopt.training.loop import Trainer, TrainObserver
+from skillopt.training.events import TrainObserver
+from skillopt.training.loop import Trainer
 from skillopt.training.state import TrainState
 
 # the settings `resume` may change: a stopped run continues with a larger budget

@@ -24,7 +24,7 @@ from skillopt.cli.progress import (
 )
 from skillopt.cli.train import TrainProgress, eta_text
 from skillopt.errors import InputError
-from skillopt.training.loop import TrainEvent
+from skillopt.training.events import event as TrainEvent
 
 
 class Clock:
