@@ -91,7 +91,7 @@ class Trainer:
         self.state = state
         judge = Judge(self.core, gate if gate is not None else build_gate(settings))
         self.notes = Notes(self.core)
-        self.steps = StepRunner(self.core, judge, self.notes)
+        self.stepper = StepRunner(self.core, judge, self.notes)
         self.slow_update = SlowUpdate(self.core, judge)
 
     @property
@@ -118,7 +118,7 @@ class Trainer:
             epoch = st.epoch
             batches = self._batches(epoch)
             while st.k < len(batches) and st.stopped_early is None:
-                self.steps.run(epoch, st.k, batches[st.k])
+                self.stepper.run(epoch, st.k, batches[st.k])
                 st.next_batch()
                 self._stop_if_stalled(epoch)
                 core.checkpoint()

@@ -12,7 +12,6 @@ Invariants:
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from skillopt.eval.results import mean_value, task_outcomes
 from skillopt.optimize.base import Proposal, ProposalRequest, WholeBatch
@@ -130,10 +129,6 @@ class StepRunner:
             # successes were folded into the failures calls may hold a "successes" one)
             return [Proposal.from_dict(p) for p in pending.proposals]
         ctx = core.context()
-        limits: dict[str, Any] = {
-            "max_edit_lines": core.s.max_edit_lines,
-            "max_step_lines": core.s.max_step_lines,
-        }
         requests = [
             ProposalRequest(
                 incumbent,
@@ -145,7 +140,8 @@ class StepRunner:
                 step,
                 epoch,
                 ctx,
-                **limits,
+                max_edit_lines=core.s.max_edit_lines,
+                max_step_lines=core.s.max_step_lines,
                 protect=list(protect),
             )
             for mb in chunks(failures, self.minibatch_size(len(failures)))
