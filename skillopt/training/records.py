@@ -148,8 +148,7 @@ def _read(tp: Any, value: object, where: str, fail: Fail) -> Any:
 def _record(cls: type[Any], value: object, where: str, fail: Fail) -> Any:
     if not isinstance(value, dict):
         raise fail(where, f"expected an object, got {kind_of(value)}")
-    hints = get_type_hints(cls)
-    fields = [f for f in dataclasses.fields(cls) if f.init]
+    hints, fields = _shape(cls)
     keys = {_key(f) for f in fields}
     for key in value:
         if key not in keys:
@@ -162,6 +161,22 @@ def _record(cls: type[Any], value: object, where: str, fail: Fail) -> Any:
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise fail(_at(where, key), "missing")
     return cls(**given)
+
+
+Shape = tuple[dict[str, Any], list[dataclasses.Field[Any]]]
+_SHAPES: dict[type[Any], Shape] = {}
+
+
+def _shape(cls: type[Any]) -> Shape:
+    """A record class's field types and fields, resolved once per class (a checkpoint
+    holds a record per step; two threads resolving one class at once agree)."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        shape = _SHAPES[cls] = (
+            get_type_hints(cls),
+            [f for f in dataclasses.fields(cls) if f.init],
+        )
+    return shape
 
 
 def _describe(tp: Any) -> str:
