@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from skillopt.runs.read import RunInfo, RunStep
     from skillopt.ship.export import AdoptResult, ExportResult
     from skillopt.store.audit import AuditCommit
-    from skillopt.training.loop import TrainObserver
+    from skillopt.training.events import TrainObserver
     from skillopt.training.replay import ReplayResult
     from skillopt.training.session import TrainResult
 

@@ -31,10 +31,11 @@ from skillopt.cli.common import (
     out,
     warn,
 )
+from skillopt.cli.eta import RunEta
 from skillopt.cli.models import refuse_missing_keys
-from skillopt.cli.progress import Display, RunEta, open_display
+from skillopt.cli.progress import Display, open_display
 from skillopt.errors import InputError
-from skillopt.training.loop import TrainEvent
+from skillopt.training.events import TrainEvent
 
 
 class TrainProgress:

@@ -1,6 +1,7 @@
 """The optimizer contract: what a training step asks (`ProposalRequest`, with the
 run's `RunContext`), what comes back (`Proposal`, `TextResult`), and the `Optimizer`
-Protocol with its optional capabilities (`SlowUpdater`, `NoteTaker`).
+Protocol with its optional capabilities (`SlowUpdater`, `NoteTaker`, `WholeBatch`,
+`CallsModel`).
 
 Any object with `name` and `propose` is an optimizer (`skillopt.train(...,
 optimizer=obj)` or a plugin); the trainer asks for the optional capabilities with
@@ -179,10 +180,24 @@ class Optimizer(Protocol):
 
 
 # Optional capabilities, checked with `isinstance`: an optimizer offers one by
-# defining its method. One is an attribute instead: `whole_batch = True` asks for
-# all of a step's failures in one `propose` call rather than one call per
-# `minibatch_size` of them (an optimizer with no model context to fill, like
-# `exemplars`, chooses better seeing them all).
+# defining its method or attribute.
+
+
+@runtime_checkable
+class WholeBatch(Protocol):
+    """An optimizer that asks for all of a step's failures in one `propose` call
+    (`whole_batch = True`) rather than one call per `minibatch_size` of them: one with
+    no model context to fill, like `exemplars`, chooses better seeing them all."""
+
+    whole_batch: bool
+
+
+@runtime_checkable
+class CallsModel(Protocol):
+    """An optimizer whose proposals are calls to `model` (a budget of optimizer calls
+    counts them; an optimizer without a model spends none)."""
+
+    model: object
 
 
 @runtime_checkable

@@ -9,13 +9,18 @@ Invariant: a decision reads the same everywhere people see it (`decision_label`:
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
 from skillopt._util import display
 from skillopt._util.display import NA
 from skillopt.skill.edits import Edit
-from skillopt.training.state import SplitScore, StepRecord, TrainState
+from skillopt.training.checkpoint import SplitScore
+from skillopt.training.state import TrainState
+
+# a step record read as its JSON (`training/steps`): a typed record or, in a test, a dict
+Record = Mapping[str, Any]
 
 _GATE_RULES = {
     "strict": "a candidate replaces the incumbent when its mean validation score is "
@@ -68,18 +73,18 @@ def flips(before: SplitScore | None, after: SplitScore | None) -> dict[str, Any]
     }
 
 
-def _applied(rec: StepRecord) -> list[dict]:
-    return [a["edit"] for a in rec.get("apply", []) if a.get("status") == "applied"]
+def _applied(rec: Record) -> list[dict[str, Any]]:
+    return [a["edit"] for a in rec.get("apply") or [] if a.get("status") == "applied"]
 
 
-def _candidate_edits(rec: StepRecord) -> list[dict]:
+def _candidate_edits(rec: Record) -> list[dict[str, Any]]:
     """The edits that made a step's candidate (a slow update's: its guidance)."""
     if rec["kind"] == "slow_update":
         return [{"op": "guidance", "content": rec.get("guidance")}] if _applied(rec) else []
     return _applied(rec)
 
 
-def summary(state: TrainState, config: dict) -> dict:
+def summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
     """The run's summary from its state and its recorded config (`run.yaml`)."""
     steps = state.steps
     settings = config.get("settings", {})
@@ -87,7 +92,7 @@ def summary(state: TrainState, config: dict) -> dict:
     for rec in steps:
         if rec["kind"] != "initial":
             decisions[rec["decision"]] = decisions.get(rec["decision"], 0) + 1
-    edits: dict[str, list[dict]] = {"accepted": [], "rejected": []}
+    edits: dict[str, list[dict[str, Any]]] = {"accepted": [], "rejected": []}
     for rec in steps:
         if rec.get("decision") in edits:
             for e in _candidate_edits(rec):
@@ -133,7 +138,7 @@ def summary(state: TrainState, config: dict) -> dict:
     }
 
 
-def _step(rec: StepRecord) -> dict:
+def _step(rec: Record) -> dict[str, Any]:
     gate = rec.get("gate") or {}
     out: dict[str, Any] = {
         k: rec.get(k)
@@ -150,7 +155,7 @@ def _step(rec: StepRecord) -> dict:
     }
 
 
-def skipped_calls(state: TrainState) -> list[dict]:
+def skipped_calls(state: TrainState) -> list[dict[str, Any]]:
     """Every optimizer request that gave nothing usable, with its reason: a failed
     call or a reply that stayed invalid after the repair re-ask."""
     out = []
@@ -192,7 +197,7 @@ def _kind(kind: str) -> str:
     return "slow update" if kind == "slow_update" else kind
 
 
-def markdown(summary: dict) -> str:
+def markdown(summary: dict[str, Any]) -> str:
     s = summary
     acct = s["accounting"]
     gate = s.get("gate") or {"name": "strict", "min_delta": 0.0, "alpha": 0.05}
@@ -289,14 +294,14 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _from_cache(acct: dict, role: str) -> str:
+def _from_cache(acct: dict[str, Any], role: str) -> str:
     """How many of `role`'s input tokens the provider read from its prompt cache,
     said only when some were (a run without caching reads as it always did)."""
     n = acct.get(f"{role}_cached_tokens", 0)
     return f" ({n:,} cached tokens)" if n else ""
 
 
-def cached_tokens_line(acct: dict) -> str | None:
+def cached_tokens_line(acct: dict[str, Any]) -> str | None:
     """One line on the prompt cache's share of the input tokens; None when no
     provider reported a cached token."""
     parts = [
@@ -308,7 +313,7 @@ def cached_tokens_line(acct: dict) -> str | None:
     return "cached tokens: " + ", ".join(parts) if parts else None
 
 
-def _test_section(s: dict) -> list[str]:
+def _test_section(s: dict[str, Any]) -> list[str]:
     test = s.get("test") or {}
     if not test:
         return []
@@ -334,12 +339,12 @@ def _test_section(s: dict) -> list[str]:
     return lines
 
 
-def flips_line(f: dict) -> str:
+def flips_line(f: dict[str, Any]) -> str:
     """`fail→pass 10: a, b … and 2 more · pass→fail 1: c` (`f` as `flips` gives it)."""
     return display.flips(f["fail_to_pass"], f["pass_to_fail"])
 
 
-def _edit_lines(edits: list[dict]) -> list[str]:
+def _edit_lines(edits: list[dict[str, Any]]) -> list[str]:
     lines = []
     for e in edits:
         why = f" ({e['reason']})" if e.get("reason") else ""

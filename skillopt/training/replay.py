@@ -45,7 +45,7 @@ from skillopt.store.rollouts import RolloutStore
 from skillopt.training.state import TrainState
 
 if TYPE_CHECKING:
-    from skillopt.training.loop import TrainObserver
+    from skillopt.training.events import TrainObserver
 
 MANIFEST = "bundle.json"
 BUNDLE_VERSION = 1

@@ -49,7 +49,7 @@ from skillopt.runs.summary import markdown, summary
 from skillopt.skill.document import Skill
 from skillopt.suite.loader import require_split
 from skillopt.suite.task import Suite
-from skillopt.training.loop import TrainObserver
+from skillopt.training.events import TrainObserver
 from skillopt.training.session_build import Checkpoint, NewRun, RunSession
 from skillopt.training.session_parts import OptimizerChoice, build_optimizer, choose_optimizer
 from skillopt.training.state import TrainState

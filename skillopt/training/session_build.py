@@ -31,7 +31,8 @@ from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
 from skillopt.store.audit import Audit
 from skillopt.suite.task import Suite
-from skillopt.training.loop import Trainer, TrainObserver
+from skillopt.training.events import TrainObserver
+from skillopt.training.loop import Trainer
 from skillopt.training.session_parts import OptimizerChoice, SpendLedger
 from skillopt.training.state import TrainState
 

@@ -11,14 +11,13 @@ exactly as the uninterrupted one would.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-
-from skillopt.training.state import StepRecord
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 UNPRODUCTIVE = ("rejected", "no_candidate")  # a tie or a loss at the gate, or nothing to gate
 
 
-def stalled(steps: Sequence[StepRecord], patience: int) -> str | None:
+def stalled(steps: Sequence[Mapping[str, Any]], patience: int) -> str | None:
     """Why the run has stalled, or None when it has not (always None for `patience`
     0). Stalled: each of the last `patience` training steps ran the same incumbent,
     saw the same non-empty set of failing training tasks, and was rejected or gave no

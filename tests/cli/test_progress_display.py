@@ -10,21 +10,18 @@ from rich.console import Console
 
 from skillopt._util import display
 from skillopt.cli import common
+from skillopt.cli.eta import RunEta, expected_test_time, remaining, run_eta
 from skillopt.cli.progress import (
     INTERVAL_ENV,
     LiveDisplay,
     PlainDisplay,
-    RunEta,
-    expected_test_time,
     interval_from_env,
     numbers,
-    remaining,
-    run_eta,
     status,
 )
 from skillopt.cli.train import TrainProgress, eta_text
 from skillopt.errors import InputError
-from skillopt.training.loop import TrainEvent
+from skillopt.training.events import event as TrainEvent
 
 
 class Clock:

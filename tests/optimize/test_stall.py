@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from skillopt.training.stall import stalled
-from skillopt.training.state import StepRecord
+from skillopt.training.steps import StepRecord
 
 
 def step(n: int, decision: str = "rejected", failing=("a", "b"), skill: str = "h0") -> StepRecord:

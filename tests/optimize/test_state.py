@@ -14,17 +14,16 @@ from skillopt.rollouts.spend import RoleSpend, Spend, TargetSpend
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
-from skillopt.training.state import (
-    MIGRATIONS,
-    STATE_VERSION,
+from skillopt.training.checkpoint import (
     Accounting,
     EarlyStop,
     Pending,
     Revision,
     SkippedNote,
     SplitScore,
-    TrainState,
 )
+from skillopt.training.state import TrainState
+from skillopt.training.state_format import MIGRATIONS, STATE_VERSION
 
 SKILL = Skill.parse("---\nname: words\ndescription: Demo.\n---\n# Words\n\n- Reply.\n")
 EDIT = Edit("add", section="Rules", content="- Shout.")

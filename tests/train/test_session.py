@@ -62,10 +62,10 @@ def test_start_resume_and_replay_build_their_session_in_one_place(world, models,
     for kwargs, session in sessions:
         assert session.engine.offline == kwargs.get("offline", False)
         # the pieces are wired to each other when built, not afterwards
-        assert session.trainer.engine is session.engine
+        assert session.trainer.core.engine is session.engine
         assert session.engine.run_id == session.run.run_id
         assert session.engine.guard is session.guard
-        assert session.trainer.optimizer is session.optimizer
+        assert session.trainer.core.optimizer is session.optimizer
     # start and resume built the same run; the replay one of its own
     assert sessions[0][1].run.run_id == sessions[1][1].run.run_id == run.run_id
     assert sessions[2][1].run.run_id == f"{run.run_id}-replay"

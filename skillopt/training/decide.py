@@ -1,0 +1,212 @@
+"""Deciding a candidate: the gate on the validation tasks (raced when the gate
+allows it), the audit commit with its evidence, the incumbent and memory updated,
+and the step recorded.
+
+Invariants:
+- The incumbent only changes here, through the gate: a candidate is kept only when
+  it beats the incumbent on the same validation tasks (the incumbent's scores come
+  from the rollout store, so scoring it again costs nothing).
+- Every gated candidate is committed to git with its decision and evidence.
+- A race is decided on the shortest settled prefix of its order, whatever finished
+  first, so the decision and its evidence are the same at any concurrency, on a
+  resume and on a replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from skillopt.eval.results import TaskOutcome, task_outcomes
+from skillopt.optimize.evidence import commit_message
+from skillopt.optimize.gate import Gate, Race, ThresholdGate
+from skillopt.rollouts.engine import Rollout
+from skillopt.skill.document import Skill
+from skillopt.skill.edits import ApplyReport
+from skillopt.training.checkpoint import Revision
+from skillopt.training.core import RunCore
+from skillopt.training.events import GateDecision, NoCandidate, Stage
+from skillopt.training.steps import (
+    BatchRecord,
+    GateRecord,
+    SlowUpdateRecord,
+    StepRecord,
+    Verdict,
+)
+
+StepKind = Literal["step", "slow_update"]
+Build = Callable[[Verdict], StepRecord]  # the step's record, once its verdict is known
+
+
+def no_candidate_reason(
+    report: ApplyReport, proposals: Sequence[Mapping[str, Any]], failures: int | None
+) -> str:
+    """Why a step gave nothing to gate: its edits changed nothing, none applied, every
+    optimizer call was skipped, or there was nothing to learn from (`failures` 0: a
+    step's failing training tasks; None for a slow update)."""
+    if report.applied:
+        return "the edits left the skill unchanged"
+    if report.results:
+        return f"none of the {len(report.results)} proposed edits could be applied"
+    if skipped := [p["skipped"] for p in proposals if p.get("skipped")]:
+        return (
+            f"the optimizer proposed no edit: {len(skipped)} of "
+            f"{len(proposals)} optimizer calls skipped ({skipped[0]})"
+        )
+    if failures == 0:
+        return "no failures to learn from and no edit proposed"
+    return "the optimizer proposed no edit"
+
+
+class Judge:
+    """Gates candidates for one run: `decide` records the step with its verdict."""
+
+    def __init__(self, core: RunCore, gate: Gate):
+        self.core = core
+        self.gate = gate
+
+    def decide(
+        self,
+        step: int,
+        epoch: int,
+        incumbent: Skill,
+        candidate: Skill,
+        report: ApplyReport,
+        build: Build,
+        *,
+        kind: StepKind,
+        nothing: str,
+    ) -> None:
+        """Gate the candidate, commit it, update incumbent and memory, record the step
+        (`build` makes its record from the verdict). `nothing`: why there is no
+        candidate, when no edit applied or the skill did not change."""
+        core, st = self.core, self.core.state
+        applied = [r.edit for r in report.applied]
+        if not applied or candidate.hash == incumbent.hash:
+            core.record(build(Verdict(decision="no_candidate", reason=nothing)))
+            val = st.incumbent.val
+            core.emit(
+                NoCandidate(
+                    step=step,
+                    step_kind=kind,
+                    decision="no_candidate",
+                    reason=nothing,
+                    val=val,
+                    best=val,
+                )
+            )
+            return
+        core.stage(Stage(stage="gate", step=step))
+        inc = self.val_outcomes(incumbent, f"step {step} · val (incumbent)")
+        cand, race = self.raced_outcomes(candidate, inc, f"step {step} · val (candidate)")
+        decision = self.gate.decide(inc, cand)
+        if race is not None and len(cand) < len(race.order):
+            decision = decision.raced(len(cand), len(race.order))
+        verdict: Literal["accepted", "rejected"] = "accepted" if decision.accepted else "rejected"
+        subject, body, evidence = commit_message(
+            step, epoch, kind, verdict, decision, report, self.gate.name, candidate.hash
+        )
+        sha = core.audit.commit(candidate, subject, body, evidence)
+        flips = (len(decision.fail_to_pass), len(decision.pass_to_fail))
+        if decision.accepted:
+            st.accept(Revision(candidate.text, candidate.hash, decision.candidate_mean))
+            core.memory.accept(step, applied, decision.delta, val=st.incumbent.val, flips=flips)
+        else:
+            core.memory.reject(
+                step,
+                applied,
+                decision.delta,
+                decision.reason,
+                flips=flips,
+                skill_hash=candidate.hash,
+            )
+        gate = GateRecord.of(decision)
+        core.record(
+            build(
+                Verdict(
+                    decision=verdict,
+                    reason=decision.reason,
+                    gate=gate,
+                    commit=sha,
+                    skill_hash=candidate.hash,
+                )
+            )
+        )
+        core.emit(
+            GateDecision(
+                step=step,
+                step_kind=kind,
+                accepted=decision.accepted,
+                decision=verdict,
+                delta=decision.delta,
+                p_value=decision.p_value,
+                gate=decision.mode,
+                val=None if decision.unrun else decision.candidate_mean,
+                best=st.incumbent.val,
+                reason=decision.reason,
+                commit=sha,
+            )
+        )
+
+    def val_outcomes(self, skill: Skill, label: str) -> dict[str, TaskOutcome]:
+        core = self.core
+        return task_outcomes(core.rollouts(skill, core.val, label, core.s.samples))
+
+    def raced_outcomes(
+        self, skill: Skill, incumbent: dict[str, TaskOutcome], label: str
+    ) -> tuple[dict[str, TaskOutcome], Race | None]:
+        """The candidate's validation outcomes, raced when the gate allows it (a
+        built-in gate, and not `gate_full`): the tasks in the order that settles the
+        gate soonest, stopped once no outcome of the rest could accept (`Race`).
+
+        A race is decided on the shortest settled prefix of that order, whatever
+        finished first: rollouts still in flight when it settled are kept in the
+        store but are not evidence, so the decision and its evidence are the same
+        at any concurrency, on a resume and on a replay."""
+        core = self.core
+        if core.s.gate_full or not isinstance(self.gate, ThresholdGate):
+            return self.val_outcomes(skill, label), None
+        race = Race.plan(self.gate, incumbent, [t.id for t in core.val], self.recent_flips())
+        by_id = {t.id: t for t in core.val}
+        tasks = [by_id[t] for t in race.order]
+        samples = core.s.samples
+        prefix: list[Rollout] = []  # the rollouts of the complete tasks at the front
+        checked = -1  # the prefix length (in rollouts) last found unsettled
+        at: int | None = None  # the prefix length, in tasks, once it settles
+
+        def settled(results: Sequence[Rollout | None]) -> bool:
+            nonlocal checked, at
+            while at is None:
+                if len(prefix) != checked:  # each prefix is judged once
+                    checked = len(prefix)
+                    if race.settled(task_outcomes(prefix)):
+                        at = len(prefix) // samples
+                        break
+                chunk = results[len(prefix) : len(prefix) + samples]
+                if len(chunk) < samples or any(r is None for r in chunk):
+                    return False
+                prefix.extend(r for r in chunk if r is not None)
+            return True
+
+        rollouts = core.engine.run(skill, tasks, samples=samples, label=label, until=settled)
+        if at is None:  # everything came at once (from the store): find the prefix now
+            by_task: dict[str, list[Rollout | None]] = {}
+            for r in rollouts:
+                by_task.setdefault(r.task_id, []).append(r)
+            settled([r for t in race.order for r in by_task.get(t, [None] * samples)])
+        if at is not None:  # the evidence is the settled prefix, whatever else finished
+            kept = set(race.order[:at])
+            rollouts = [r for r in rollouts if r.task_id in kept]
+        return task_outcomes(rollouts), race
+
+    def recent_flips(self, steps: int = 3) -> list[str]:
+        """The validation tasks that flipped either way in the last few gates."""
+        flips: list[str] = []
+        gated = [
+            r.gate
+            for r in self.core.state.steps
+            if isinstance(r, (BatchRecord, SlowUpdateRecord)) and r.gate is not None
+        ][-steps:]
+        for gate in reversed(gated):
+            flips += [*gate.fail_to_pass, *gate.pass_to_fail]
+        return flips

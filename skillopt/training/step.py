@@ -1,0 +1,180 @@
+"""One training step on a batch: rollouts of the incumbent → reflection on the
+failures (one optimizer call per minibatch) → merge of the proposed edits within
+the step's budget → apply → the candidate decided (`training/decide`).
+
+Invariants:
+- The optimizer sees training rollouts only; validation and test answers never
+  reach it.
+- Paid optimizer replies are checkpointed before the step is recorded
+  (`Pending`): a step resumed after a crash reuses them and never asks again.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from skillopt.eval.results import mean_value, task_outcomes
+from skillopt.optimize.base import Proposal, ProposalRequest, WholeBatch
+from skillopt.optimize.merge import merge_edits
+from skillopt.optimize.schedule import chunks, edit_budget, successes_to_protect
+from skillopt.rollouts.engine import Rollout
+from skillopt.skill.document import Skill
+from skillopt.skill.edits import apply_edits
+from skillopt.suite.task import Task
+from skillopt.training.checkpoint import Pending
+from skillopt.training.core import RunCore
+from skillopt.training.decide import Judge, no_candidate_reason
+from skillopt.training.epoch import Notes
+from skillopt.training.events import ProposalMade, Stage
+from skillopt.training.steps import BatchRecord, StepRecord, Verdict
+
+
+class StepRunner:
+    """Runs the steps of one run on its batches of training tasks."""
+
+    def __init__(self, core: RunCore, judge: Judge, notes: Notes):
+        self.core = core
+        self.judge = judge
+        self.notes = notes
+
+    def run(self, epoch: int, k: int, batch: list[Task]) -> None:
+        """Step `k` (from 0) of `epoch` (from 0) on `batch`, recorded once decided."""
+        core, s = self.core, self.core.s
+        core.begin()
+        step = core.state.step + 1
+        core.spend(f"step {step}")
+        regular = epoch * core.per_epoch + k
+        budget = edit_budget(
+            regular,
+            core.total_steps,
+            max_edits=s.lr,
+            min_edits=s.min_lr,
+            schedule=s.schedule,
+        )
+        incumbent = core.incumbent
+        core.stage(
+            Stage(
+                stage="rollout",
+                step=step,
+                epoch=epoch + 1,
+                k=k + 1,
+                per_epoch=core.per_epoch,
+                budget=budget,
+            )
+        )
+        rollouts = core.rollouts(incumbent, batch, f"step {step} · train")
+        failures = [r for r in rollouts if r.scored and not r.passed]
+        passed = [r for r in rollouts if r.scored and r.passed]
+        protect = successes_to_protect(failures, passed, s.minibatch_size)  # to keep
+        train_mean = mean_value(task_outcomes(rollouts))
+
+        proposals = self.proposals(step, epoch, incumbent, failures, protect, budget)
+        merged = merge_edits(
+            [p.edits for p in proposals],
+            budget,
+            max_edit_lines=s.max_edit_lines,
+            max_step_lines=s.max_step_lines,
+        )
+        candidate, report = apply_edits(incumbent, merged.kept)
+        asked = [p.to_dict() for p in proposals]
+
+        def record(v: Verdict) -> StepRecord:
+            return BatchRecord(
+                step=step,
+                epoch=epoch + 1,
+                budget=budget,
+                train_mean=train_mean,
+                failures=len(failures),
+                failing=tuple(sorted({r.task_id for r in failures})),
+                incumbent_hash=incumbent.hash,
+                successes=len(passed),
+                unscored=sum(1 for r in rollouts if not r.scored),
+                proposals=asked,
+                dropped=[{"edit": e.to_dict(), "reason": why} for e, why in merged.dropped],
+                apply=report.to_list(),
+                decision=v.decision,
+                reason=v.reason,
+                gate=v.gate,
+                commit=v.commit,
+                skill_hash=v.skill_hash,
+                wall_s=core.seconds(),
+            )
+
+        for e, why in merged.dropped:
+            if why.startswith(("conflicts", "too large")):
+                core.memory.skip(step, e, why)
+        for r in report.not_applied:
+            core.memory.skip(step, r.edit, f"{r.status}: {r.detail}" if r.detail else r.status)
+        nothing = no_candidate_reason(report, asked, len(failures))
+        self.judge.decide(
+            step, epoch, incumbent, candidate, report, record, kind="step", nothing=nothing
+        )
+
+    def proposals(
+        self,
+        step: int,
+        epoch: int,
+        incumbent: Skill,
+        failures: list[Rollout],
+        protect: list[Rollout],
+        budget: int,
+    ) -> list[Proposal]:
+        """One reflection call per minibatch of failures, each showing `protect` (solved
+        training tasks of the batch) as behaviour its edits must not break; none when
+        the step has no failure."""
+        core = self.core
+        pending = core.state.pending
+        if pending is not None and pending.step == step and pending.proposals is not None:
+            # resumed inside this step: reuse finished calls (a checkpoint from before
+            # successes were folded into the failures calls may hold a "successes" one)
+            return [Proposal.from_dict(p) for p in pending.proposals]
+        ctx = core.context()
+        requests = [
+            ProposalRequest(
+                incumbent,
+                "failures",
+                mb,
+                core.tasks,
+                budget,
+                core.memory,
+                step,
+                epoch,
+                ctx,
+                max_edit_lines=core.s.max_edit_lines,
+                max_step_lines=core.s.max_step_lines,
+                protect=list(protect),
+            )
+            for mb in chunks(failures, self.minibatch_size(len(failures)))
+        ]
+        self.notes.take_owed(len(requests))  # before the first call of an epoch reads them
+        core.stage(Stage(stage="reflect", step=step, minibatches=len(requests)))
+        if not requests:
+            return []
+        core.spend(f"step {step} · reflect", calls=len(requests))
+        workers = max(1, min(core.s.optimizer_concurrency, len(requests)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillopt-reflect") as pool:
+            proposals = list(pool.map(core.optimizer.propose, requests))
+        for req, p in zip(requests, proposals):
+            core.emit(
+                ProposalMade(
+                    step=step,
+                    call=req.kind,
+                    tasks=[r.task_id for r in req.rollouts],
+                    edits=len(p.edits),
+                    skipped=p.skipped,
+                    calls=p.calls,
+                )
+            )
+        core.stop_if_hopeless(proposals)
+        core.state.pend(Pending(step, proposals=[p.to_dict() for p in proposals]))
+        core.checkpoint()
+        return proposals
+
+    def minibatch_size(self, failures: int) -> int:
+        """Failures per optimizer call: `minibatch_size`, or all of them for an
+        optimizer that asks for the whole batch (`WholeBatch`: no model context to
+        fill, like `exemplars`)."""
+        optimizer = self.core.optimizer
+        if isinstance(optimizer, WholeBatch) and optimizer.whole_batch:
+            return max(1, failures)
+        return self.core.s.minibatch_size
