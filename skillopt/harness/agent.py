@@ -22,7 +22,7 @@ from pathlib import Path
 from skillopt._util.text import clip, tail
 from skillopt.config import SELF_RUN_PROVIDERS, Settings
 from skillopt.errors import HarnessError, InputError
-from skillopt.harness import process
+from skillopt.harness import dumpable, process
 from skillopt.harness.base import Trajectory
 from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
@@ -412,16 +412,18 @@ class AgentHarness:
 
     def probe_version(self, executable: str) -> str:
         """First line of `<binary> --version` (part of every rollout's fingerprint)."""
-        process.make_non_dumpable()  # the agent's own program runs from here on
+        # the agent's own program, closed off like an agent; it runs no task, so
+        # nothing acting on a model's output outlives it
         try:
-            proc = subprocess.run(
-                [executable, "--version"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                env=process.scrubbed_env(process.BASE_ENV),
-                errors="replace",
-            )
+            with dumpable.hidden(contained=True):
+                proc = subprocess.run(
+                    [executable, "--version"],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    env=process.scrubbed_env(process.BASE_ENV),
+                    errors="replace",
+                )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise HarnessError(f"`{self.binary} --version` failed: {exc}") from None
         if proc.returncode != 0:
