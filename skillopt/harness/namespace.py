@@ -20,7 +20,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping
-from importlib import resources
 
 _NS_FLAGS = ("--pid", "--fork", "--mount-proc", "--kill-child")
 _USER_NS_FLAGS = ("--user", "--map-current-user", "--keep-caps")
@@ -31,6 +30,8 @@ _lock = threading.Lock()
 
 def init_program() -> str:
     """The source of the namespace's pid 1 (`ns_init.py`), as `python -c` runs it."""
+    from importlib import resources  # only when a child first runs: not at start-up
+
     return resources.files("skillopt.harness").joinpath("ns_init.py").read_text("utf-8")
 
 
