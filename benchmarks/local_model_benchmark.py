@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from skillopt.harness.chat import ChatHarness  # noqa: E402
-from skillopt.models import local  # noqa: E402
+from skillopt.models import local, local_llama, local_prompt  # noqa: E402
 from skillopt.skill.document import Skill  # noqa: E402
 from skillopt.suite.loader import load_suite  # noqa: E402
 
@@ -46,7 +46,7 @@ def batch(n_tasks: int | None) -> list[list[dict]]:
     suite = load_suite(ROOT / "tasks" / "product-codes.yaml")
     skill = Skill.load(ROOT / "skills" / "product-codes")
     examples = "\n\n".join(
-        local.format_example(t.prompt, str(t.expected)) for t in suite.split("train")[:8]
+        local_prompt.format_example(t.prompt, str(t.expected)) for t in suite.split("train")[:8]
     )
     longer = skill.with_body(skill.body + "\n## Examples\n\n" + examples + "\n")
     harness = ChatHarness(local.LocalModel())
@@ -69,15 +69,15 @@ def timed(answer: Answer, prompts: Sequence[list[dict]]) -> float:
 def llama_prefix_matching(model: local.LocalModel) -> Answer:
     """The previous evaluation: llama-cpp-python matches the prompt against the
     tokens its cache holds and evaluates only the rest, in whatever batch that is."""
-    runner = local._runner(model.n_ctx, model.n_threads)
+    runner = local_llama.runner_for(model.n_ctx, model.n_threads)
 
     def answer(prompt: list[dict]) -> str:
         runner.head = None  # this mode leaves the cache in a non-canonical state
         out = runner.llm.create_completion(
-            runner.llm.tokenize(local.completion_prompt(prompt).encode(), add_bos=True),
+            runner.llm.tokenize(local_prompt.completion_prompt(prompt).encode(), add_bos=True),
             max_tokens=model.max_tokens,
             temperature=model.temperature,
-            stop=local.STOP,
+            stop=local_llama.STOP,
             seed=0,
         )
         return str(out["choices"][0]["text"]).strip()
@@ -115,9 +115,9 @@ def main(argv: list[str]) -> int:
     # the reference: each sampled prompt answered by a freshly loaded model
     fresh: dict[int, str] = {}
     for i in range(0, n, args.fresh):
-        local._close_all()
+        local_llama._close_all()
         fresh[i] = local.LocalModel().complete(prompts[i]).text
-    runner = local._runner(reuse.n_ctx, reuse.n_threads)
+    runner = local_llama.runner_for(reuse.n_ctx, reuse.n_threads)
     legacy = llama_prefix_matching(reuse)
 
     heads = runner.head_evals

@@ -35,7 +35,8 @@ import yaml
 
 from skillopt.errors import InputError
 from skillopt.models.base import Completion, Prompt, Usage
-from skillopt.models.local import PROMPT_FORMAT, LocalModel, completion_prompt
+from skillopt.models.local import LocalModel
+from skillopt.models.local_prompt import PROMPT_FORMAT, completion_prompt
 
 WINDOW = 30  # non-empty lines before the cue a base-model target reads
 

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from skillopt import api  # noqa: E402
-from skillopt.models.local import format_example  # noqa: E402
+from skillopt.models.local_prompt import format_example  # noqa: E402
 from skillopt.optimize.exemplars import examples_in  # noqa: E402
 from skillopt.skill.document import Skill  # noqa: E402
 from skillopt.skill.edits import Edit, apply_edits  # noqa: E402

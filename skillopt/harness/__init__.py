@@ -48,10 +48,12 @@ def build_harness(
             f"unknown harness {name!r}; choose one of: {', '.join(reg.names('harness'))}",
             field="harness",
         )
-    harness = entry.load()(settings, target, keep_dir)
-    return entry.check_built(
-        harness, Harness, "lacks the Harness contract (name, version, fingerprint, check, run)"
+    built: Harness = entry.check_built(
+        entry.load()(settings, target, keep_dir),
+        Harness,
+        "lacks the Harness contract (name, version, fingerprint, check, run)",
     )
+    return built
 
 
 __all__ = [

@@ -2,7 +2,8 @@
 the isolated workspace per task, the scrubbed environment, the process run and the
 keeping or removal of workspaces after scoring.
 
-Contract for a subclass: `skills_dir` (where the agent looks for skills in its cwd),
+Contract for a subclass: a `build(settings, target, keep_dir)` class method (the
+registry's factory), `skills_dir` (where the agent looks for skills in its cwd),
 `env_names` / `env_prefixes` (what it needs from the environment), `argv()` and
 `parse()`. `parse` turns a finished process into a `Trajectory` and never raises:
 an output it cannot read is an unscored error, never a score.
@@ -10,121 +11,29 @@ an output it cannot read is an unscored error, never a score.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from skillopt._util.text import clip, tail
+from skillopt._util.text import tail
 from skillopt.config import SELF_RUN_PROVIDERS, Settings
 from skillopt.errors import HarnessError, InputError
-from skillopt.harness import process
+from skillopt.harness import dumpable, process
+from skillopt.harness.agent_output import JsonObject, classify
 from skillopt.harness.base import Trajectory
 from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.suite.task import Task
 
-STEP_OUTPUT_LIMIT = 2000  # characters of one tool output kept in a trajectory
-STEP_INPUT_LIMIT = 1000
-CLIPPED = "…[truncated {cut} chars]"  # the `clip` marker of steps and CLI messages
-
-# The kinds `classify` gives; `rollout.SYSTEMIC` says which of them stop a run.
-_KIND_PATTERNS = (
-    (
-        "auth",
-        re.compile(
-            r"invalid (x-)?api[ _-]?key|api key|authenticat|unauthori[sz]ed|\b401\b|\b403\b|"
-            r"not logged in|please run /login|log ?in (is )?required|oauth token|permission denied "
-            r"for model|forbidden|missing environment variable",
-            re.I,
-        ),
-    ),
-    (
-        "quota",
-        re.compile(
-            r"quota|credit balance|billing|usage limit|insufficient[_ ](funds|credit)|"
-            r"payment required|\b402\b|out of credits|spend limit",
-            re.I,
-        ),
-    ),
-    ("rate_limit", re.compile(r"rate[ _-]?limit|\b429\b|too many requests|overloaded", re.I)),
-    ("not_found", re.compile(r"model[_ ]not[_ ]found|model `[^`]*` does not exist", re.I)),
-    (
-        "server",
-        re.compile(
-            r"high demand|internal server error|service unavailable|bad gateway|"
-            r"\b50[0-4]\b|stream disconnected before completion",
-            re.I,
-        ),
-    ),
-)
-
-
-def classify(message: str, default: str = "agent_error") -> str:
-    """The error kind of an agent's failure message (auth, quota, rate_limit, …)."""
-    for kind, pattern in _KIND_PATTERNS:
-        if pattern.search(message or ""):
-            return kind
-    return default
-
-
-def status_kind(status) -> str | None:
-    """The error kind of an HTTP status a CLI reports from its provider, or None when
-    the status says nothing (or is not a status)."""
-    if not isinstance(status, int) or isinstance(status, bool):
-        return None
-    if status in (401, 403):
-        return "auth"
-    if status == 402:
-        return "quota"
-    if status == 404:
-        return "not_found"
-    if status in (429, 529):
-        return "rate_limit"
-    if 500 <= status < 600:
-        return "server"
-    return None
-
-
 # variables that point a program at the user's own config and data: left out when
 # the agent gets a private HOME, so it falls back to that HOME's
 HOME_POINTERS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
-
-
-def json_lines(text: str) -> list[dict]:
-    """The JSON objects among the lines of `text`; anything else (progress, warnings,
-    a half-written last line) is skipped."""
-    objects = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            objects.append(obj)
-    return objects
-
-
-def clip_json(value, limit: int = STEP_INPUT_LIMIT):
-    """`value` itself when its JSON fits in `limit` characters, else that JSON clipped
-    with a marker."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(text) <= limit else clip(text, limit, CLIPPED)
-
-
-def as_int(value, default: int = 0) -> int:
-    """A count from a CLI's JSON: numbers only (not booleans), else `default`."""
-    return (
-        int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
-    )
 
 
 def cli_model(target: str | None, harness: str, prefixes: tuple[str, ...]) -> str | None:
@@ -171,7 +80,7 @@ class AgentHarness:
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, object]:
         """Picklable (a Ray worker gets a copy): no open workspaces, a fresh lock
         and cancel flag there."""
         state = self.__dict__.copy()
@@ -179,20 +88,13 @@ class AgentHarness:
         del state["_lock"], state["_cancelled"]
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
 
-    @classmethod
-    def build(
-        cls, settings: Settings, target: object = None, keep_dir: Path | None = None
-    ) -> AgentHarness:
-        """The registry's factory: the CLI is handed `settings.target` by name."""
-        return cls(settings, keep_dir=keep_dir)  # type: ignore[call-arg]
-
     # -- the Harness contract ------------------------------------------------------------
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> JsonObject:
         return {
             "harness": self.name,
             "version": self.version,
@@ -201,7 +103,7 @@ class AgentHarness:
             **self.options(),
         }
 
-    def options(self) -> dict:
+    def options(self) -> JsonObject:
         """Settings that change what the agent does (in the fingerprint)."""
         return {}
 
@@ -253,7 +155,7 @@ class AgentHarness:
         with self._lock:
             self._open[ws.path] = (ws, f"{_label(task.id)}-{skill.short_hash[:8]}")
         prompt = self.prompt(skill, task)
-        messages = ({"role": "user", "content": prompt},)
+        messages: tuple[JsonObject, ...] = ({"role": "user", "content": prompt},)
         try:
             argv = self.argv(ws, skill, task)
             result = process.run_process(
@@ -284,7 +186,7 @@ class AgentHarness:
         if result.timed_out:
             traj = self.parse(result, ws, skill, task)
             kind, why = self.timeout_cause(traj)
-            return _merge(
+            return replace(
                 traj,
                 messages=messages,
                 workspace=ws.path,
@@ -297,7 +199,7 @@ class AgentHarness:
         traj = self.parse(result, ws, skill, task)
         if traj.answer is not None and traj.error is None:
             messages = (*messages, {"role": "assistant", "content": traj.answer})
-        return _merge(traj, messages=messages, workspace=ws.path, latency_s=result.duration_s)
+        return replace(traj, messages=messages, workspace=ws.path, latency_s=result.duration_s)
 
     def release(self, trajectory: Trajectory, *, failed: bool) -> Path | None:
         """Keep the workspace under `keep_dir` (per `agent.keep_workspaces`) or remove it."""
@@ -412,16 +314,18 @@ class AgentHarness:
 
     def probe_version(self, executable: str) -> str:
         """First line of `<binary> --version` (part of every rollout's fingerprint)."""
-        process.make_non_dumpable()  # the agent's own program runs from here on
+        # the agent's own program, closed off like an agent; it runs no task, so
+        # nothing acting on a model's output outlives it
         try:
-            proc = subprocess.run(
-                [executable, "--version"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                env=process.scrubbed_env(process.BASE_ENV),
-                errors="replace",
-            )
+            with dumpable.hidden(contained=True):
+                proc = subprocess.run(
+                    [executable, "--version"],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    env=process.scrubbed_env(process.BASE_ENV),
+                    errors="replace",
+                )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise HarnessError(f"`{self.binary} --version` failed: {exc}") from None
         if proc.returncode != 0:
@@ -457,9 +361,3 @@ def copy_private(src: Path, dest: Path) -> bool:
 
 def _label(task_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", task_id).strip("-.")[:60] or "task"
-
-
-def _merge(traj: Trajectory, **changes) -> Trajectory:
-    from dataclasses import replace
-
-    return replace(traj, **changes)

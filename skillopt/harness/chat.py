@@ -43,7 +43,7 @@ class ChatHarness:
             raise InputError("the chat harness needs a target model", field="target")
         return cls(target)
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         return {"harness": self.name, "version": self.version, "target": self.model.fingerprint()}
 
     def check(self, skills: Sequence[Skill] = ()) -> None:
@@ -68,7 +68,7 @@ class ChatHarness:
         """The task as the model reads it (its own shape, when it has one)."""
         return self.model.task_as_seen(task) if isinstance(self.model, ShowsTask) else task
 
-    def messages(self, skill: Skill, task: Task) -> list[dict]:
+    def messages(self, skill: Skill, task: Task) -> list[dict[str, Any]]:
         messages = []
         body = skill.for_target().body.strip()
         if body:

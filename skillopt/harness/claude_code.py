@@ -19,26 +19,26 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from skillopt._util.text import clip, tail
 from skillopt.config import Settings
-from skillopt.harness.agent import (
-    CLIPPED,
-    STEP_OUTPUT_LIMIT,
-    AgentHarness,
-    as_int,
-    classify,
-    cli_model,
-    clip_json,
-    copy_private,
-    json_lines,
-    status_kind,
-)
+from skillopt.harness.agent import AgentHarness, cli_model, copy_private
+from skillopt.harness.agent_output import CLIPPED, JsonObject, as_object, classify, status_kind
 from skillopt.harness.base import Trajectory
+from skillopt.harness.claude_events import (
+    expanded,
+    lists,
+    model_calls,
+    read_events,
+    run_facts,
+    skill_name,
+    tool_steps,
+    usage_of,
+)
 from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
-from skillopt.models.base import Usage
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
 
@@ -80,7 +80,14 @@ class ClaudeCodeHarness(AgentHarness):
         super().__init__(settings, settings.claude_code.binary, keep_dir=keep_dir)
         self.conf = settings.claude_code
         self.model = cli_model(settings.target, self.name, ("anthropic",))
-        self._settings: dict | None = None
+        self._settings: JsonObject | None = None
+
+    @classmethod
+    def build(
+        cls, settings: Settings, target: object = None, keep_dir: Path | None = None
+    ) -> ClaudeCodeHarness:
+        """The registry's factory: the CLI is handed `settings.target` by name."""
+        return cls(settings, keep_dir=keep_dir)
 
     shadow_reason = "Claude Code prefers personal skills to project skills,"
     agent_label = "Claude Code (`claude -p`, loading a skill with its `Skill` tool)"
@@ -96,7 +103,7 @@ class ClaudeCodeHarness(AgentHarness):
     def user_skill_roots(self) -> list[Path]:
         return [self.config_dir() / "skills"]
 
-    def options(self) -> dict:
+    def options(self) -> JsonObject:
         c = self.conf
         return {
             "model": self.resolved_model(),
@@ -110,7 +117,7 @@ class ClaudeCodeHarness(AgentHarness):
             "args": c.args,
         }
 
-    def user_settings(self) -> dict:
+    def user_settings(self) -> JsonObject:
         """The user's own settings.json, which the CLI reads only when not isolated
         (read once)."""
         if self._settings is None:
@@ -210,13 +217,13 @@ class ClaudeCodeHarness(AgentHarness):
         init = next(
             (e for e in events if e.get("type") == "system" and e.get("subtype") == "init"), None
         )
-        info = _run_facts(init, events)
+        info = run_facts(init, events)
         if name and self.agent.invoke == "explicit" and expanded(init, name):
             invoked = True  # the CLI put the skill into the prompt: no Skill tool call
         final = next((e for e in reversed(events) if e.get("type") == "result"), None)
         listed = init.get("skills") if isinstance(init, dict) else None
-        if name and isinstance(listed, list) and not _lists(listed, name):
-            shown = ", ".join(_skill_name(x) for x in listed[:20]) or "none"
+        if name and isinstance(listed, list) and not lists(listed, name):
+            shown = ", ".join(skill_name(x) for x in listed[:20]) or "none"
             return Trajectory(
                 error=f"claude did not discover the skill {name!r} installed at "
                 f"{self.skills_dir}/{name}/SKILL.md (the skills it lists: {shown}); "
@@ -239,8 +246,20 @@ class ClaudeCodeHarness(AgentHarness):
                 invoked,
                 info,
             )
+        return self._outcome(final, events, steps, invoked if traced else None, info)
+
+    def _outcome(
+        self,
+        final: JsonObject,
+        events: list[JsonObject],
+        steps: tuple[JsonObject, ...],
+        invoked: bool | None,
+        info: JsonObject,
+    ) -> Trajectory:
+        """The trajectory the result object `final` describes (see the module's
+        outcome rules)."""
         subtype = str(final.get("subtype") or "")
-        usage = final.get("usage") if isinstance(final.get("usage"), dict) else {}
+        usage = as_object(final.get("usage"))
         info.update(
             {
                 k: final.get(k)
@@ -259,19 +278,22 @@ class ClaudeCodeHarness(AgentHarness):
         if isinstance(denials, list) and denials:
             info["permission_denials"] = len(denials)
         cost = final.get("total_cost_usd")
-        common = dict(
-            usage=_usage(usage),
+        # what every outcome below carries; each adds its answer or its error
+        done = Trajectory(
+            usage=usage_of(usage),
             cost=float(cost) if isinstance(cost, (int, float)) else None,
-            model_calls=_model_calls(events, final),
+            model_calls=model_calls(events, final),
             steps=steps,
-            skill_invoked=invoked if traced else None,
+            skill_invoked=invoked,
             info=info,
         )
         text = final.get("result")
         if subtype in AGENT_OUTCOMES:
-            steps = (*steps, {"type": "stopped", "reason": subtype})
-            common["steps"] = steps
-            return Trajectory(answer=text if isinstance(text, str) else "", **common)
+            return replace(
+                done,
+                answer=text if isinstance(text, str) else "",
+                steps=(*steps, {"type": "stopped", "reason": subtype}),
+            )
         if final.get("is_error") or (subtype and subtype != "success"):
             errors = final.get("errors")
             message = (
@@ -287,18 +309,16 @@ class ClaudeCodeHarness(AgentHarness):
             status = final.get("api_error_status")
             kind = status_kind(status)
             what = f"API error {status}" if kind else subtype or "is_error"
-            return Trajectory(
+            return replace(
+                done,
                 error=f"claude reported an error ({what}): {message}",
                 error_kind=kind or classify(message),
-                **common,
             )
         if not isinstance(text, str):
-            return Trajectory(
-                error="claude's result object has no `result` text",
-                error_kind="bad_output",
-                **common,
+            return replace(
+                done, error="claude's result object has no `result` text", error_kind="bad_output"
             )
-        return Trajectory(answer=text, **common)
+        return replace(done, answer=text)
 
     def timeout_cause(self, partial: Trajectory) -> tuple[str, str]:
         status = partial.info.get("api_retry_status")
@@ -311,56 +331,7 @@ class ClaudeCodeHarness(AgentHarness):
         )
 
 
-def _run_facts(init: dict | None, events: list[dict]) -> dict:
-    """What the init event says ran (the model), and how the CLI's API retries went."""
-    info: dict = {}
-    if isinstance(init, dict):
-        if isinstance(init.get("model"), str):
-            info["model"] = init["model"]
-        if isinstance(init.get("claude_code_version"), str):
-            info["cli_version"] = init["claude_code_version"]
-    retries = [e for e in events if e.get("type") == "system" and e.get("subtype") == "api_retry"]
-    if retries:
-        info["api_retries"] = len(retries)
-        status = retries[-1].get("error_status")
-        if isinstance(status, int) and not isinstance(status, bool):
-            info["api_retry_status"] = status
-    return info
-
-
-def _model_calls(events: list[dict], final: dict) -> int:
-    """API calls the agent made: one per assistant message (the CLI prints a message
-    with text and a tool call as two events with the same id); without a trace, the
-    result's turn count (which also counts tool results, so it is an upper bound)."""
-    ids = {
-        e["message"].get("id")
-        for e in events
-        if e.get("type") == "assistant"
-        and isinstance(e.get("message"), dict)
-        and e["message"].get("id")
-    }
-    return len(ids) or as_int(final.get("num_turns"), 1)
-
-
-def _skill_name(entry) -> str:
-    if isinstance(entry, dict):
-        return str(entry.get("name") or "?")
-    return str(entry)
-
-
-def _lists(listed: list, name: str) -> bool:
-    return any(_skill_name(x) == name or _skill_name(x).endswith(":" + name) for x in listed)
-
-
-def expanded(init: dict | None, name: str) -> bool:
-    """Whether the CLI expanded an explicit `/name` in the prompt into the skill (it
-    then calls no Skill tool, and its stream shows nothing of the expansion): the
-    init event lists the skill among the commands it can expand."""
-    commands = init.get("slash_commands") if isinstance(init, dict) else None
-    return isinstance(commands, list) and _lists(commands, name)
-
-
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path) -> JsonObject:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -368,100 +339,9 @@ def _read_json(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def read_events(stdout: str) -> list[dict]:
-    """The JSON objects claude printed: one object, an array of messages, or JSON
-    lines. Lines that are not JSON objects are skipped."""
-    text = stdout.strip()
-    if not text:
-        return []
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        whole = None
-    if isinstance(whole, dict):
-        return [whole]
-    if isinstance(whole, list):
-        return [e for e in whole if isinstance(e, dict)]
-    return json_lines(text)
-
-
-def tool_steps(
-    events: list[dict], skill_name: str | None
-) -> tuple[tuple[dict, ...], bool | None, bool]:
-    """(steps, skill invoked, whether the events hold a trace of messages)."""
-    steps: list[dict] = []
-    by_id: dict[str, dict] = {}
-    traced = False
-    invoked = False
-    for event in events:
-        kind = event.get("type")
-        if kind not in ("assistant", "user"):
-            continue
-        traced = True
-        message = event.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "tool_use":
-                tool = str(block.get("name") or "?")
-                tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                step = {"type": "tool_use", "tool": tool, "input": clip_json(tool_input)}
-                steps.append(step)
-                if isinstance(block.get("id"), str):
-                    by_id[block["id"]] = step
-                if skill_name and _invokes(tool, tool_input, skill_name):
-                    invoked = True
-            elif block.get("type") == "tool_result":
-                step = by_id.get(str(block.get("tool_use_id")))
-                output = clip(_result_text(block.get("content")), STEP_OUTPUT_LIMIT, CLIPPED)
-                if step is not None:
-                    step["output"] = output
-                    if block.get("is_error"):
-                        step["is_error"] = True
-                else:
-                    steps.append({"type": "tool_result", "output": output})
-    if not skill_name:
-        return tuple(steps), None, traced
-    return tuple(steps), invoked, traced
-
-
-def _invokes(tool: str, tool_input: dict, name: str) -> bool:
-    if tool == "Skill":
-        called = str(
-            tool_input.get("skill") or tool_input.get("command") or tool_input.get("name") or ""
-        ).lstrip("/")
-        return called == name or called.endswith(":" + name)
-    if tool == "Read":
-        path = str(tool_input.get("file_path") or tool_input.get("path") or "")
-        return path.replace("\\", "/").endswith(f"skills/{name}/SKILL.md")
-    return False
-
-
-def _result_text(content) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(c.get("text", "")) if isinstance(c, dict) else str(c) for c in content)
-    return "" if content is None else json.dumps(content, ensure_ascii=False, default=str)
-
-
-def _usage(usage: dict) -> Usage:
-    return Usage(
-        input_tokens=sum(
-            as_int(usage.get(k))
-            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        ),
-        output_tokens=as_int(usage.get("output_tokens")),
-        cached_input_tokens=as_int(usage.get("cache_read_input_tokens")),
-    )
-
-
-def _with(traj: Trajectory, steps: tuple, invoked: bool | None, info: dict) -> Trajectory:
-    from dataclasses import replace
-
+def _with(
+    traj: Trajectory, steps: tuple[JsonObject, ...], invoked: bool | None, info: JsonObject
+) -> Trajectory:
     return replace(
         traj, steps=steps, skill_invoked=invoked if steps else None, info={**traj.info, **info}
     )

@@ -26,7 +26,8 @@ from pathlib import Path
 from skillopt._util.text import clip
 from skillopt.config import Settings
 from skillopt.errors import InputError
-from skillopt.harness.agent import CLIPPED, STEP_OUTPUT_LIMIT, AgentHarness
+from skillopt.harness.agent import AgentHarness
+from skillopt.harness.agent_output import CLIPPED, STEP_OUTPUT_LIMIT, JsonObject
 from skillopt.harness.base import Trajectory
 from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
@@ -82,7 +83,14 @@ class CommandHarness(AgentHarness):
         self.model = settings.target or ""
         self.binary_label = f"`{argv[0]}`"
 
-    def fingerprint(self) -> dict:
+    @classmethod
+    def build(
+        cls, settings: Settings, target: object = None, keep_dir: Path | None = None
+    ) -> CommandHarness:
+        """The registry's factory: the CLI is handed `settings.target` by name."""
+        return cls(settings, keep_dir=keep_dir)
+
+    def fingerprint(self) -> JsonObject:
         # the program's own version string is not ours to probe; `command.version` is
         return {
             "harness": self.name,
@@ -184,11 +192,11 @@ class CommandHarness(AgentHarness):
         return Trajectory(answer=answer.strip("\n"), steps=steps, model_calls=1)
 
 
-def read_steps(path: Path) -> tuple[dict, ...]:
+def read_steps(path: Path) -> tuple[JsonObject, ...]:
     """The program's own JSON-lines record of its steps, if it wrote one."""
     if not path.is_file():
         return ()
-    steps: list[dict] = []
+    steps: list[JsonObject] = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[:MAX_STEPS]:
         try:
             obj = json.loads(line)

@@ -13,18 +13,17 @@ Invariants:
   the child runs in a new PID namespace with its own /proc, under a small init
   (pid 1): it cannot see skillopt, its ancestors or any other process, only its own
   descendants. Its exit status, output files, cwd and the kill of its group
-  are what they would be without the namespace. Either way skillopt makes itself
-  non-dumpable, so a same-user process cannot read its /proc/<pid>/environ or cwd.
+  are what they would be without the namespace (`namespace`).
+- Either way skillopt is non-dumpable while the agent may run (`dumpable.hidden`),
+  so a same-user process cannot read its /proc/<pid>/environ or cwd.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillopt._util.text import tail
+from skillopt.harness import dumpable, namespace
 
 # What any program needs to start and reach the network; each harness adds its own.
 BASE_ENV = (
@@ -69,95 +69,6 @@ TERM_GRACE_S = 3.0  # between SIGTERM and SIGKILL
 _live: set[int] = set()  # process-group ids of running agents
 _live_lock = threading.Lock()
 
-# pid 1 of an agent's PID namespace: `python -I -S -c _INIT <channel fd or -> <argv…>`.
-# It reads the wrapper's outer pid from the channel and makes it the agent's pid (so
-# agents running at once never share a pid, as they share /tmp), drops the capabilities
-# `unshare --keep-caps` lent it for that, starts the agent with the environment it was
-# itself given, reaps orphans until the agent exits, and reports how the agent ended
-# (E errno: exec failed; S n: killed by signal n; X n: exit code n) on the channel. As
-# pid 1 it gets no signal it has no handler for: a group SIGTERM reaches the agent, the
-# agent decides, and when the agent ends the init ends and the kernel kills whatever
-# else is left in the namespace.
-_INIT = r"""
-import os, signal, sys
-
-def report(chan, kind, n):
-    if chan is not None:
-        try:
-            os.write(chan, b"%s %d\n" % (kind, n))
-        except OSError:
-            pass
-
-def main(chan, argv):
-    if chan is not None:
-        os.set_inheritable(chan, False)
-        want = b""
-        while not want.endswith(b"\n"):
-            part = os.read(chan, 32)
-            if not part:
-                break
-            want += part
-        if want.strip().isdigit() and int(want) > 2:
-            try:
-                with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-                    f.write(str(int(want) - 1))
-            except OSError:
-                pass
-    with open("/proc/self/status") as f:
-        ambient = next((ln.split()[1] for ln in f if ln.startswith("CapAmb:")), "0")
-    if int(ambient, 16):
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(47, 4, 0, 0, 0) != 0:  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
-            report(chan, b"E", ctypes.get_errno())
-            os._exit(126)
-    try:  # the environment as given: python itself may have added LC_CTYPE (PEP 538)
-        with open("/proc/self/environ", "rb") as f:
-            env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-    except OSError:
-        env = dict(os.environb)
-    sigint = signal.getsignal(signal.SIGINT)
-    pid = os.fork()
-    if pid == 0:
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT,
-                      signal.SIG_IGN if sigint == signal.SIG_IGN else signal.SIG_DFL)
-        try:
-            os.execvpe(argv[0], argv, env)
-        except OSError as exc:
-            report(chan, b"E", exc.errno or 0)
-        os._exit(127)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    while True:
-        got, status = os.waitpid(-1, 0)
-        if got == pid:
-            break
-    if os.WIFSIGNALED(status):
-        report(chan, b"S", os.WTERMSIG(status))
-        os._exit(128 + os.WTERMSIG(status))
-    code = os.waitstatus_to_exitcode(status)
-    report(chan, b"X", code)
-    os._exit(code)
-
-chan = None
-try:
-    chan = None if sys.argv[1] == "-" else int(sys.argv[1])
-    main(chan, sys.argv[2:])
-except OSError as exc:  # could not start the agent (fork failed, say)
-    report(chan, b"E", exc.errno or 0)
-    os._exit(126)
-except BaseException:
-    os._exit(125)
-"""
-_NS_FLAGS = ("--pid", "--fork", "--mount-proc", "--kill-child")
-_USER_NS_FLAGS = ("--user", "--map-current-user", "--keep-caps")
-_UNPROBED: list[str] = []  # a sentinel: not probed yet
-_ns_prefix: list[str] | None = _UNPROBED  # the argv prefix that wraps a child, or None
-_ns_lock = threading.Lock()
-_dumpable_done = False
-_dumpable_lock = threading.Lock()
-
 
 @dataclass(frozen=True)
 class ProcessResult:
@@ -191,67 +102,8 @@ def pid_namespace_available() -> bool:
 
 
 def _namespace_prefix() -> list[str] | None:
-    global _ns_prefix
-    with _ns_lock:
-        if _ns_prefix is _UNPROBED:
-            _ns_prefix = _probe_namespace()
-        return _ns_prefix
-
-
-def _probe_namespace() -> list[str] | None:
-    """The argv prefix that starts a child in a new PID namespace with its own /proc,
-    or None. Root tries a plain PID namespace first; anyone else needs a user namespace
-    that maps them to themselves (their files stay theirs). The probe runs the real
-    wrapper and checks from inside that the child's parent is our init, pid 1."""
-    if not sys.platform.startswith("linux") or not sys.executable:
-        return None
-    unshare = shutil.which("unshare") or next(
-        (p for p in ("/usr/bin/unshare", "/bin/unshare") if os.access(p, os.X_OK)), None
-    )
-    if unshare is None:
-        return None
-    check = (
-        "import os, sys; sys.exit(0 if os.getppid() == 1 and b'ns_last_pid' in "
-        "open('/proc/1/cmdline', 'rb').read() else 3)"
-    )
-    variants = ([()] if os.geteuid() == 0 else []) + [_USER_NS_FLAGS]
-    for flags in variants:
-        prefix = [unshare, *flags, *_NS_FLAGS, sys.executable, "-I", "-S", "-c", _INIT]
-        try:
-            done = subprocess.run(
-                [*prefix, "-", sys.executable, "-I", "-S", "-c", check],
-                env=scrubbed_env(BASE_ENV),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=20,
-                cwd="/",
-            )
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if done.returncode == 0 and not done.stdout and not done.stderr:
-            return prefix
-    return None
-
-
-def make_non_dumpable() -> bool:
-    """Make this process non-dumpable (Linux; once): a process of the same user that
-    lacks CAP_SYS_PTRACE can then no longer read our /proc/<pid>/environ, cwd, fd or
-    memory, nor attach a debugger. /proc/<pid>/cmdline stays readable. Children are
-    unaffected: exec makes them dumpable again. Returns whether it is in effect."""
-    global _dumpable_done
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        with _dumpable_lock:
-            if not _dumpable_done:
-                _dumpable_done = True
-                libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, SUID_DUMP_DISABLE
-        return libc.prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE
-    except (OSError, AttributeError):
-        return False
+    # the probe runs with what any program gets, like an agent
+    return namespace.wrapper(scrubbed_env(BASE_ENV))
 
 
 def run_process(
@@ -270,47 +122,19 @@ def run_process(
     starts is killed at once, so no agent outlives a stopped run. With `pid_namespace`
     (the default) it runs in its own PID namespace when `pid_namespace_available()`;
     nothing else about the run differs."""
-    make_non_dumpable()
     prefix = _namespace_prefix() if pid_namespace else None
-    stdin_path, out_path, err_path = (io_dir / n for n in ("stdin.txt", "stdout.txt", "stderr.txt"))
-    stdin_path.write_text(stdin_text, encoding="utf-8")
-    ours = theirs = None
-    if prefix is not None:
-        # the init's channel: our pid goes in, how the agent ended comes back
-        ours, theirs = socket.socketpair()
-    start = time.perf_counter()
-    try:
-        with (
-            open(stdin_path, "rb") as fin,
-            open(out_path, "wb") as fout,
-            open(err_path, "wb") as ferr,
-        ):
-            wrapped = argv if theirs is None else [*prefix, str(theirs.fileno()), *argv]
-            proc = subprocess.Popen(
-                wrapped,
-                cwd=cwd,
-                env=env,
-                stdin=fin,
-                stdout=fout,
-                stderr=ferr,
-                start_new_session=True,
-                pass_fds=() if theirs is None else (theirs.fileno(),),
-            )
-            with _live_lock:
-                _live.add(proc.pid)
-            if theirs is not None:
-                theirs.close()
-                try:
-                    ours.sendall(b"%d\n" % proc.pid)
-                except OSError:  # the init is gone already (killed): nothing to tell
-                    pass
-            returncode = _wait(proc, timeout, cancelled)
-        report = _read_report(ours) if ours is not None else None
-    finally:
-        for sock in (ours, theirs):
-            if sock is not None:
-                sock.close()
-    duration = time.perf_counter() - start
+    # closed to the agent while it may run; a namespace's init leaves nothing behind
+    with dumpable.hidden(contained=prefix is not None):
+        returncode, duration, report = _run(
+            argv,
+            prefix,
+            cwd=cwd,
+            env=env,
+            stdin_text=stdin_text,
+            timeout=timeout,
+            io_dir=io_dir,
+            cancelled=cancelled,
+        )
     if report is not None:
         kind, number = report
         if kind == "E":  # as Popen would have raised it for the program itself
@@ -321,12 +145,71 @@ def run_process(
             returncode = (number, returncode[1])
     code, timed_out = returncode
     return ProcessResult(
-        None if timed_out else code, _read(out_path), _read(err_path), timed_out, duration
+        None if timed_out else code,
+        _read(io_dir / "stdout.txt"),
+        _read(io_dir / "stderr.txt"),
+        timed_out,
+        duration,
     )
 
 
+def _run(
+    argv: list[str],
+    prefix: list[str] | None,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    stdin_text: str,
+    timeout: float,
+    io_dir: Path,
+    cancelled: threading.Event | None,
+) -> tuple[tuple[int | None, bool], float, tuple[str, int] | None]:
+    """Start `argv` (behind `prefix`, the namespace's wrapper, when given) and wait for
+    it: ((return code, timed out), seconds, what the namespace's init reported)."""
+    stdin_path, out_path, err_path = (io_dir / n for n in ("stdin.txt", "stdout.txt", "stderr.txt"))
+    stdin_path.write_text(stdin_text, encoding="utf-8")
+    # the init's channel: our pid goes in, how the agent ended comes back
+    channel = socket.socketpair() if prefix is not None else None
+    start = time.perf_counter()
+    try:
+        with (
+            open(stdin_path, "rb") as fin,
+            open(out_path, "wb") as fout,
+            open(err_path, "wb") as ferr,
+        ):
+            wrapped = argv
+            pass_fds: tuple[int, ...] = ()
+            if prefix is not None and channel is not None:
+                wrapped = [*prefix, str(channel[1].fileno()), *argv]
+                pass_fds = (channel[1].fileno(),)
+            proc = subprocess.Popen(
+                wrapped,
+                cwd=cwd,
+                env=env,
+                stdin=fin,
+                stdout=fout,
+                stderr=ferr,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
+            with _live_lock:
+                _live.add(proc.pid)
+            if channel is not None:
+                channel[1].close()
+                try:
+                    channel[0].sendall(b"%d\n" % proc.pid)
+                except OSError:  # the init is gone already (killed): nothing to tell
+                    pass
+            returncode = _wait(proc, timeout, cancelled)
+        report = namespace.read_report(channel[0]) if channel is not None else None
+    finally:
+        for sock in channel or ():
+            sock.close()
+    return returncode, time.perf_counter() - start, report
+
+
 def _wait(
-    proc: subprocess.Popen, timeout: float, cancelled: threading.Event | None
+    proc: subprocess.Popen[bytes], timeout: float, cancelled: threading.Event | None
 ) -> tuple[int | None, bool]:
     """Wait for `proc` under the timeout; (its return code, whether the timeout fired).
     On any way out its whole process group is killed."""
@@ -358,28 +241,6 @@ def _wait(
         with _live_lock:
             _live.discard(proc.pid)
     return proc.returncode, fired.is_set()
-
-
-def _read_report(sock: socket.socket) -> tuple[str, int] | None:
-    """What the namespace init said about the agent's end, if it said it (it cannot
-    when it was killed with its group)."""
-    sock.setblocking(False)
-    data = b""
-    try:
-        while len(data) < 64:
-            part = sock.recv(64)
-            if not part:
-                break
-            data += part
-    except OSError:  # nothing (more) to read
-        pass
-    # the first line decides: after "E" (from the child that could not exec) the init
-    # still reports the child's exit
-    first = data.decode("ascii", "replace").strip().split("\n", 1)[0]
-    kind, _, number = first.partition(" ")
-    if kind in ("E", "S", "X") and number.lstrip("-").isdigit():
-        return kind, int(number)
-    return None
 
 
 def kill_all() -> int:

@@ -28,7 +28,7 @@ def models(env: Mapping[str, str] | None = None) -> list[ModelInfo]:
     ones first), models configured in skillopt.yaml, and the agent CLIs on PATH."""
     import os
 
-    from skillopt.models import local
+    from skillopt.models import local, local_prompt, local_weights
 
     environ: Mapping[str, str] = os.environ if env is None else env
     st = local.status()
@@ -47,9 +47,9 @@ def models(env: Mapping[str, str] | None = None) -> list[ModelInfo]:
             )
             if not ok
         ]
-        detail = f"not installed (missing {', '.join(missing)}): {local.INSTALL}"
+        detail = f"not installed (missing {', '.join(missing)}): {local_weights.INSTALL}"
     out = [
-        ModelInfo(local.NAME, "embedded", st["installed"], detail),
+        ModelInfo(local_prompt.NAME, "embedded", st["installed"], detail),
         ModelInfo(
             "exemplars",
             "optimizer",

@@ -87,9 +87,10 @@ class LiteLLMModel(RemoteModel):
             info = import_litellm().get_model_info(self.name)
         except Exception:  # not in the map
             return None
-        return info.get("max_input_tokens") or info.get("max_tokens")
+        window: int | None = info.get("max_input_tokens") or info.get("max_tokens")
+        return window
 
-    def json_params(self, schema: dict, name: str) -> dict:
+    def json_params(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         """Request arguments for JSON replies: the provider's schema mode where litellm
         says it has one, else plain JSON mode, else nothing (tolerant parsing)."""
         litellm = import_litellm()
@@ -110,7 +111,7 @@ class LiteLLMModel(RemoteModel):
             pass
         return {}
 
-    def complete(self, prompt: Prompt, **params) -> Completion:
+    def complete(self, prompt: Prompt, **params: Any) -> Completion:
         litellm = import_litellm()
         kwargs: dict[str, Any] = {**self.params, **params}
         messages = as_messages(prompt)

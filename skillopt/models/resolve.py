@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 from skillopt.config import ModelSettings
 from skillopt.errors import InputError, MissingCredentials
@@ -68,7 +69,7 @@ def route(name: str, settings: ModelSettings, role: str = "model") -> str:
     return "litellm"
 
 
-def _params(settings: ModelSettings) -> dict:
+def _params(settings: ModelSettings) -> dict[str, Any]:
     """The request parameters a model's settings give it (as `RemoteModel` builds them)."""
     base = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
     return {**{k: v for k, v in base.items() if v is not None}, **settings.params}
@@ -95,7 +96,10 @@ def resolve_model(
             if exc.field is None and exc.path is None and exc.item is None:
                 raise InputError(str(exc), field=role) from None
             raise
-        return entry.check_built(model, Model, "has no `name`, `complete` and `fingerprint`")
+        built: Model = entry.check_built(
+            model, Model, "has no `name`, `complete` and `fingerprint`"
+        )
+        return built
     client = route(name, settings, role)
     api_key = None
     if settings.api_key_env:
@@ -106,7 +110,8 @@ def resolve_model(
             )
     cls: type[RemoteModel]
     if client == "sdk":
-        from skillopt.models.direct import AnthropicModel, OpenAIModel
+        from skillopt.models.anthropic_client import AnthropicModel
+        from skillopt.models.openai_client import OpenAIModel
 
         cls = OpenAIModel if name.startswith("openai/") else AnthropicModel
     else:

@@ -19,8 +19,8 @@ from skillopt.models.base import Completion, Prompt, Usage, as_messages, last_us
 
 @dataclass(frozen=True)
 class Call:
-    messages: list[dict]
-    params: dict
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]
     at: float
 
 
@@ -42,7 +42,7 @@ class ScriptedModel:
         name: str = "scripted/test",
         default: str | None = None,
         latency: float = 0.0,
-        params: dict | None = None,
+        params: dict[str, Any] | None = None,
         cost: float | None = 0.0,
     ):
         self.name = name
@@ -52,9 +52,9 @@ class ScriptedModel:
         self.cost = cost
         self.calls: list[Call] = []
         self._lock = threading.Lock()
-        self._fn: Callable | None = None
+        self._fn: Callable[[list[dict[str, Any]]], Any] | None = None
         self._map: dict[str, Any] | None = None
-        self._queue: deque | None = None
+        self._queue: deque[Any] | None = None
         if callable(answers):
             self._fn = answers
         elif isinstance(answers, Mapping):
@@ -62,17 +62,17 @@ class ScriptedModel:
         elif answers is not None:
             self._queue = deque(answers if isinstance(answers, Iterable) else [answers])
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         """Picklable (a Ray worker gets a copy): the lock is made anew there."""
         state = self.__dict__.copy()
         del state["_lock"]
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def fingerprint(self) -> dict:
+    def fingerprint(self) -> dict[str, Any]:
         return {"name": self.name, **self.params}
 
     @property
@@ -80,7 +80,7 @@ class ScriptedModel:
         with self._lock:
             return len(self.calls)
 
-    def complete(self, prompt: Prompt, **params) -> Completion:
+    def complete(self, prompt: Prompt, **params: Any) -> Completion:
         messages = as_messages(prompt)
         start = time.perf_counter()
         with self._lock:
@@ -107,7 +107,7 @@ class ScriptedModel:
             finish_reason="stop",
         )
 
-    def _next(self, messages: list[dict]) -> Any:
+    def _next(self, messages: list[dict[str, Any]]) -> Any:
         if self._fn is not None:
             return None
         if self._map is not None:

@@ -36,7 +36,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from skillopt.models.local import format_example
+from skillopt.models.local_prompt import format_example
 from skillopt.optimize.base import Proposal, ProposalRequest
 from skillopt.optimize.memory import Memory
 from skillopt.skill.document import Skill

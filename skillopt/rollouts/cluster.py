@@ -130,19 +130,21 @@ def _agent_check(harness: str, binary: str) -> dict[str, Any]:
 def _embedded_checks() -> list[dict[str, Any]]:
     """llama_cpp and the weights package, each importable or not (the weights are
     neither assembled nor loaded)."""
-    from skillopt.models import local
+    from skillopt.models import local, local_weights
 
     st = local.status()
     llama = (
         _check("llama_cpp", True, str(st["llama_cpp"]))
         if st["llama_cpp"]
-        else _check("llama_cpp", False, f"not importable: {local.INSTALL}")
+        else _check("llama_cpp", False, f"not importable: {local_weights.INSTALL}")
     )
     if st["weights_package"]:
         cached = "cached" if st["cached"] else "assembled on first use"
-        weights = _check(local.PACKAGE, True, f"importable; weights {cached} at {st['cache']}")
+        weights = _check(
+            local_weights.PACKAGE, True, f"importable; weights {cached} at {st['cache']}"
+        )
     else:
-        weights = _check(local.PACKAGE, False, f"not importable: {local.INSTALL}")
+        weights = _check(local_weights.PACKAGE, False, f"not importable: {local_weights.INSTALL}")
     return [llama, weights]
 
 

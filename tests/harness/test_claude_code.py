@@ -17,7 +17,8 @@ from skillopt import api
 from skillopt.config import Settings
 from skillopt.errors import HarnessError, InputError, SystemicFailure
 from skillopt.harness import build_harness
-from skillopt.harness.claude_code import ClaudeCodeHarness, read_events, tool_steps
+from skillopt.harness.claude_code import ClaudeCodeHarness
+from skillopt.harness.claude_events import read_events, tool_steps
 from skillopt.rollouts.engine import RolloutEngine
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore

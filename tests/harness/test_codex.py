@@ -18,7 +18,8 @@ from skillopt import api
 from skillopt.config import Settings
 from skillopt.errors import HarnessError, SystemicFailure
 from skillopt.harness import build_harness
-from skillopt.harness.codex import LAST_MESSAGE, CodexHarness, item_steps, read_jsonl
+from skillopt.harness.codex import LAST_MESSAGE, CodexHarness
+from skillopt.harness.codex_events import item_steps, read_jsonl
 from skillopt.rollouts.engine import RolloutEngine
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore

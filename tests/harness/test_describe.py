@@ -10,7 +10,7 @@ from helpers import have_local
 from skillopt.config import Settings
 from skillopt.harness import Describes, ShowsTask, build_harness
 from skillopt.harness.chat import ChatHarness
-from skillopt.models import ScriptedModel, local
+from skillopt.models import ScriptedModel, local, local_prompt
 
 
 def agent_harness(tmp_path, name: str, *, target=None, agent=None, **section):
@@ -47,24 +47,28 @@ def test_chat_with_the_embedded_model_gives_its_template_from_its_own_formatter(
     text = h.describe_target()
     assert "`local/gemma-3-270m`" in text and "*base* model" in text
     # the template is what completion_prompt makes of placeholder messages, verbatim
-    template = local.completion_prompt(
+    template = local_prompt.completion_prompt(
         [
-            {"role": "system", "content": local.SKILL_PLACEHOLDER},
-            {"role": "user", "content": local.TASK_PLACEHOLDER},
+            {"role": "system", "content": local_prompt.SKILL_PLACEHOLDER},
+            {"role": "user", "content": local_prompt.TASK_PLACEHOLDER},
         ]
     )
     assert template == "<the skill body>\n\nInput: <the task>\nOutput:"
     assert f"```text\n{template}\n```" in text
-    assert f"```text\n{local.format_example('<an input>', '<its answer>')}\n```" in text
+    assert f"```text\n{local_prompt.format_example('<an input>', '<its answer>')}\n```" in text
     assert f"at most {model.max_tokens} tokens" in text and "first line" in text
     # a task is read behind the cue, exactly as the model builds it
-    assert h.task_as_seen("abc 1") == local.completion_prompt("abc 1") == "Input: abc 1\nOutput:"
+    assert (
+        h.task_as_seen("abc 1")
+        == local_prompt.completion_prompt("abc 1")
+        == "Input: abc 1\nOutput:"
+    )
 
 
 def test_a_different_cue_would_change_the_description(monkeypatch):
     """One source of truth: the description follows the formatter, never a copy."""
-    monkeypatch.setattr(local, "cue", lambda task: f"Q: {task.strip()}\nA:")
-    text = local.describe(temperature=0.0, max_tokens=48)
+    monkeypatch.setattr(local_prompt, "cue", lambda task: f"Q: {task.strip()}\nA:")
+    text = local_prompt.describe(temperature=0.0, max_tokens=48)
     assert "<the skill body>\n\nQ: <the task>\nA:" in text
     assert "Q: <an input>\nA: <its answer>" in text
     assert "Input:" not in text

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import alive, wait_dead
 
-from skillopt.harness import process
+from skillopt.harness import dumpable, process
 from skillopt.harness.process import (
     BASE_ENV,
     ProcessResult,
@@ -667,7 +667,7 @@ def test_namespaced_stragglers_and_kill_all_reach_the_real_processes(tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux only")
 def test_running_a_child_makes_us_non_dumpable(io_dir):
     run_py("pass", io_dir)
-    assert process.make_non_dumpable() is True
+    assert dumpable.make_non_dumpable() is True
     import ctypes
 
     assert ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE

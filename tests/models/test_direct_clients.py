@@ -23,8 +23,9 @@ from skillopt.config import ModelSettings, Settings
 from skillopt.errors import InputError, ModelError
 from skillopt.harness.chat import ChatHarness
 from skillopt.models import prices, resolve_model
-from skillopt.models.direct import AnthropicModel, OpenAIModel
+from skillopt.models.anthropic_client import AnthropicModel
 from skillopt.models.litellm_model import LiteLLMModel
+from skillopt.models.openai_client import OpenAIModel
 from skillopt.optimize.reflect import EDITS_SCHEMA, LLMOptimizer, parse_edits
 from skillopt.store.rollouts import RolloutStore
 

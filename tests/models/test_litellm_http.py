@@ -12,8 +12,8 @@ from fakes.openai_server import FakeOpenAI, Reply
 from skillopt.config import ModelSettings
 from skillopt.errors import InputError, ModelError
 from skillopt.models import resolve_model
-from skillopt.models.direct import OpenAIModel
 from skillopt.models.litellm_model import LiteLLMModel
+from skillopt.models.openai_client import OpenAIModel
 
 
 @pytest.fixture(params=[LiteLLMModel, OpenAIModel], ids=["litellm", "sdk"])

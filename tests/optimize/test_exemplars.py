@@ -16,7 +16,7 @@ from skillopt.config import Settings
 from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel, register_model, unregister_model
 from skillopt.models.base import Usage
-from skillopt.models.local import completion_prompt, format_example
+from skillopt.models.local_prompt import completion_prompt, format_example
 from skillopt.optimize.exemplars import (
     SECTION,
     Example,

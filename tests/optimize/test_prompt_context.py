@@ -10,7 +10,7 @@ from helpers import have_local, write_suite
 from skillopt.config import Settings
 from skillopt.harness import build_harness
 from skillopt.harness.chat import ChatHarness
-from skillopt.models import ScriptedModel, local
+from skillopt.models import ScriptedModel, local, local_prompt
 from skillopt.optimize.base import NO_CONTEXT, RunContext
 from skillopt.optimize.memory import Memory
 from skillopt.optimize.reflect import NOT_DESCRIBED, LLMOptimizer, ProposalRequest
@@ -80,10 +80,10 @@ def test_embedded_model_prompt_has_the_cue_template_and_the_task_behind_the_cue(
     task = tasks["pc-1"]
     for kind, prompt in prompts.items():
         assert "`local/gemma-3-270m`" in prompt, kind
-        assert f"```text\n{local.template()}\n```" in prompt, kind
+        assert f"```text\n{local_prompt.template()}\n```" in prompt, kind
         assert "<the skill body>\n\nInput: <the task>\nOutput:" in prompt, kind
     # the reflection prompts show the task as the model read it: the formatter's cue
-    cue = local.completion_prompt(task.prompt)
+    cue = local_prompt.completion_prompt(task.prompt)
     assert cue == "Input: Normalise this product code: abc 123\nOutput:"
     for kind in ("failures", "successes"):
         assert (
