@@ -191,6 +191,16 @@ AllowUnpriced = Annotated[
 ]
 
 
+# a run's id or directory, and where runs are, for the commands that read one
+Run = Annotated[
+    str, typer.Argument(help="Run id (under the runs directory) or run directory.", metavar="RUN")
+]
+RunDirOpt = Annotated[
+    Optional[Path],
+    typer.Option("--run-dir", help="Where runs are [default: runs].", show_default=False),
+]
+
+
 def budget_flags(
     budget_usd: float | None,
     max_target_rollouts: int | None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich import box
@@ -33,8 +33,10 @@ from skillopt.cli.common import (
     write_json,
 )
 from skillopt.cli.progress import Display, open_display
-from skillopt.eval.results import EvalResult
-from skillopt.rollouts.engine import RolloutEvent
+
+if TYPE_CHECKING:
+    from skillopt import EvalResult
+    from skillopt.api import RolloutEvent
 
 Split = Annotated[str, typer.Option("--split", help="train, val, test or all.", metavar="SPLIT")]
 
@@ -196,7 +198,3 @@ def render(result: EvalResult) -> None:
             err.print(f"  {escape(r.task_id)}: {escape(r.error or '')}")
         if len(unscored) > 5:
             err.print(f"  … and {len(unscored) - 5} more")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("eval")(eval_cmd)

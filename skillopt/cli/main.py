@@ -1,9 +1,17 @@
-"""The `skillopt` command: composes one sub-command module per noun."""
+"""The `skillopt` command: composes one sub-command module per noun, in the order
+`skillopt --help` lists them.
+
+Invariant: building the app imports the command modules and what they import at
+the top (typer, rich, `skillopt.api`), nothing else: no engine, no git, no
+subprocess; a command loads what it uses when it runs.
+"""
 
 from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Callable
+from types import FrameType
 from typing import Annotated
 
 import click
@@ -13,6 +21,7 @@ from typer.core import TyperCommand
 from skillopt import __version__
 from skillopt.cli import eval as eval_cli
 from skillopt.cli import lint as lint_cli
+from skillopt.cli import log as log_cli
 from skillopt.cli import models as models_cli
 from skillopt.cli import report as report_cli
 from skillopt.cli import runs as runs_cli
@@ -52,13 +61,26 @@ def main(
     set_debug(debug)
 
 
-train_cli.register(app)
-eval_cli.register(app)
-lint_cli.register(app)
-runs_cli.register(app)
-report_cli.register(app)
-models_cli.register(app)
-ship_cli.register(app)
+COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("train", train_cli.train_cmd),
+    ("eval", eval_cli.eval_cmd),
+    ("lint", lint_cli.lint_cmd),
+    ("runs", runs_cli.runs_cmd),
+    ("bundle", runs_cli.bundle_cmd),
+    ("log", log_cli.log_cmd),
+    ("diff", log_cli.diff_cmd),
+    ("show", log_cli.show_cmd),
+    ("prune", runs_cli.prune_cmd),
+    ("report", report_cli.report_cmd),
+    ("blame", report_cli.blame_cmd),
+    ("models", models_cli.models_cmd),
+    ("plugins", models_cli.plugins_cmd),
+    ("export", ship_cli.export_cmd),
+    ("adopt", ship_cli.adopt_cmd),
+    ("validate", ship_cli.validate_cmd),
+)
+for name, command in COMMANDS:
+    app.command(name)(command)
 
 
 class Command(TyperCommand):
@@ -129,5 +151,5 @@ def run() -> None:
     app()
 
 
-def _terminated(signum, frame) -> None:
+def _terminated(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt

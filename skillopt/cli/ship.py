@@ -4,7 +4,7 @@ and keep it good in CI."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.markup import escape
@@ -37,7 +37,9 @@ from skillopt.cli.common import (
 from skillopt.cli.eval import ProgressObserver, Split
 from skillopt.cli.progress import open_display
 from skillopt.errors import InputError
-from skillopt.ship.export import TARGETS, LintFailed, Refused
+
+if TYPE_CHECKING:
+    from skillopt import SplitResult, ValidateResult
 
 
 def print_diff(diff: str) -> None:
@@ -66,10 +68,10 @@ def _refusals(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except Refused as exc:
+        except api.Refused as exc:
             print_diff(exc.diff)
             raise
-        except LintFailed as exc:
+        except api.LintFailed as exc:
             for p in exc.problems:
                 out.print(f"[red]{escape(str(p))}[/]", soft_wrap=True)
             raise
@@ -91,7 +93,7 @@ def export_cmd(
         str,
         typer.Option(
             "--to",
-            help="Where to: " + ", ".join(TARGETS) + ".",
+            help="Where to: " + ", ".join(api.EXPORT_TARGETS) + ".",
             metavar="AGENT",
             show_default=False,
         ),
@@ -231,8 +233,6 @@ def validate_cmd(
     allow_unpriced: AllowUnpriced = False,
 ) -> None:
     """CI gate: lint, then score the skill; exit 1 below --min-score or past --max-regressions."""
-    from skillopt.eval.validate import junit_xml, summary_markdown
-
     if fmt not in (None, "text", "json"):
         raise InputError(
             f"unknown format {fmt!r}; choose text or json (or rather --json FILE, or "
@@ -261,8 +261,8 @@ def validate_cmd(
             warn=warn,
         )
     for path, text in (
-        (junit, junit_xml(result) if junit else ""),
-        (summary, summary_markdown(result) if summary else ""),
+        (junit, api.junit_xml(result) if junit else ""),
+        (summary, api.summary_markdown(result) if summary else ""),
     ):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -275,7 +275,7 @@ def validate_cmd(
     raise typer.Exit(result.exit_code)
 
 
-def render(result) -> None:
+def render(result: ValidateResult) -> None:
     for p in result.lint:
         style = "red" if p.severity == "error" else "yellow"
         out.print(f"[{style}]{escape(str(p))}[/]", soft_wrap=True)
@@ -314,12 +314,6 @@ def render(result) -> None:
     out.print("[green]validate passed[/]" if result.passed else "[red]validate failed[/]")
 
 
-def _invoked(r) -> str:
+def _invoked(r: SplitResult) -> str:
     invoked, traced = r.invocations
     return f" · skill invoked {invoked}/{traced}" if traced else ""
-
-
-def register(app: typer.Typer) -> None:
-    app.command("export")(export_cmd)
-    app.command("adopt")(adopt_cmd)
-    app.command("validate")(validate_cmd)

@@ -19,7 +19,7 @@ from pathlib import Path
 from skillopt._util import display
 from skillopt.errors import InputError
 from skillopt.eval.results import Comparison, SplitResult, task_outcomes
-from skillopt.ship.export import diff_stat
+from skillopt.ship.diffs import diff_stat
 from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
 from skillopt.skill.lint import Problem
 from skillopt.suite.task import Task

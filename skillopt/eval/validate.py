@@ -39,7 +39,7 @@ from skillopt.eval.results import SplitResult, compare
 from skillopt.harness.base import Harness
 from skillopt.models.base import Model
 from skillopt.rollouts.engine import Observer
-from skillopt.ship.export import files_diff, skill_files
+from skillopt.ship.diffs import files_diff, skill_files
 from skillopt.skill.document import Skill
 from skillopt.skill.lint import lint_source
 

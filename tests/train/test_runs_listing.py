@@ -14,7 +14,7 @@ from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, train_args
 from skillopt import api
 from skillopt.cli.common import out
 from skillopt.cli.main import app
-from skillopt.cli.runs import val_line
+from skillopt.cli.log import val_line
 
 runner = CliRunner()
 
