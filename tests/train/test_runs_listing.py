@@ -13,8 +13,8 @@ from world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, train_args
 
 from skillopt import api
 from skillopt.cli.common import out
-from skillopt.cli.main import app
 from skillopt.cli.log import val_line
+from skillopt.cli.main import app
 
 runner = CliRunner()
 
