@@ -112,7 +112,7 @@ def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'skillopt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = vars(importlib.import_module(module))[name]
     globals()[name] = value  # looked up once
     return value
 

@@ -12,9 +12,8 @@ import re
 import signal
 from collections.abc import Callable
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import click
 import typer
 from typer.core import TyperCommand
 
@@ -28,6 +27,10 @@ from skillopt.cli import runs as runs_cli
 from skillopt.cli import ship as ship_cli
 from skillopt.cli import train as train_cli
 from skillopt.cli.common import set_debug
+
+if TYPE_CHECKING:
+    # the click typer runs on (typer 0.2x carries its own copy; its types are these)
+    from typer._click import Context, HelpFormatter, Parameter
 
 app = typer.Typer(
     name="skillopt",
@@ -89,7 +92,7 @@ class Command(TyperCommand):
     click's word for its type, and writes the usage line as click does (`SKILL`,
     `[SKILL]`, `PATH...`)."""
 
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
         args, opts = [], []
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)
@@ -109,7 +112,7 @@ class Command(TyperCommand):
                 with formatter.section(title):
                     formatter.write_dl(rows)
 
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
             if param.param_type_name == "argument":
@@ -127,7 +130,7 @@ def _type_word(label: str) -> str:
     return _TYPE_WORDS.get(label, "VALUE")
 
 
-def _argument(param: click.Parameter) -> str:
+def _argument(param: Parameter) -> str:
     name = param.metavar or (param.name or "").upper()
     return name + ("..." if param.nargs != 1 else "")
 

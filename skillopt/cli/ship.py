@@ -3,8 +3,10 @@ and keep it good in CI."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional, ParamSpec, TypeVar
 
 import typer
 from rich.markup import escape
@@ -27,7 +29,6 @@ from skillopt.cli.common import (
     Target,
     TimeLimit,
     at_least,
-    budget_flags,
     err,
     handle_errors,
     out,
@@ -40,6 +41,9 @@ from skillopt.errors import InputError
 
 if TYPE_CHECKING:
     from skillopt import SplitResult, ValidateResult
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def print_diff(diff: str) -> None:
@@ -60,12 +64,11 @@ def print_diff(diff: str) -> None:
         )
 
 
-def _refusals(fn):
+def _refusals(fn: Callable[P, R]) -> Callable[P, R]:
     """Show the diff of a refused overwrite and the lint problems of a refused skill."""
-    import functools
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except api.Refused as exc:
@@ -256,7 +259,10 @@ def validate_cmd(
             judge=judge,
             samples=samples,
             store=store,
-            **budget_flags(budget_usd, max_target_rollouts, None, time_limit, allow_unpriced),
+            budget_usd=budget_usd,
+            max_target_rollouts=max_target_rollouts,
+            time_limit=time_limit,
+            allow_unpriced=True if allow_unpriced else None,
             observers=[ProgressObserver(progress)],
             warn=warn,
         )
@@ -266,7 +272,7 @@ def validate_cmd(
     ):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(safe(text), encoding="utf-8")  # a CI artifact: no secret in it
+            path.write_text(safe(text) or "", encoding="utf-8")  # a CI artifact: no secret in it
             err.print(f"wrote {escape(str(path))}")
     if json_file is None or str(json_file) != "-":
         render(result)

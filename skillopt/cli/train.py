@@ -30,7 +30,6 @@ from skillopt.cli.common import (
     Target,
     TimeLimit,
     at_least,
-    budget_flags,
     handle_errors,
     out,
     warn,
@@ -259,34 +258,37 @@ def train_cmd(
         replay_run(replay, run_dir)
         return
     options = train_options(ctx.params)
-    if not resume and (skill is None or tasks is None):
-        raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
     if dry_run and resume:
         raise InputError(
             "--dry-run plans a new run; --resume continues one (drop one of them)",
             field="--dry-run",
         )
+    if resume:
+        with open_display() as progress:
+            result = api.resume(
+                resume,
+                run_dir=run_dir,
+                concurrency=concurrency,
+                executor=executor,
+                budget_usd=budget_usd,
+                max_target_rollouts=max_target_rollouts,
+                max_optimizer_calls=max_optimizer_calls,
+                time_limit=time_limit,
+                allow_unpriced=True if allow_unpriced else None,
+                observers=[TrainProgress(progress)],
+                warn=warn,
+            )
+        render_summary(result)
+        return
+    if skill is None or tasks is None:
+        raise InputError("give a SKILL and --tasks SUITE (or --resume RUN)")
     if dry_run:
         plan = api.plan(skill, tasks, **options)
         render_plan(plan)
         refuse_missing_keys(plan.missing_keys)
         return
     with open_display() as progress:
-        observers = [TrainProgress(progress)]
-        if resume:
-            result = api.resume(
-                resume,
-                run_dir=run_dir,
-                concurrency=concurrency,
-                executor=executor,
-                **budget_flags(
-                    budget_usd, max_target_rollouts, max_optimizer_calls, time_limit, allow_unpriced
-                ),
-                observers=observers,
-                warn=warn,
-            )
-        else:
-            result = api.train(skill, tasks, **options, observers=observers, warn=warn)
+        result = api.train(skill, tasks, **options, observers=[TrainProgress(progress)], warn=warn)
     render_summary(result)
 
 

@@ -102,13 +102,7 @@ def validate(
         if not errors
         else f"{len(errors)} error(s): " + "; ".join(str(p) for p in errors[:3]),
     )
-    base_info = dict(
-        suite=suite.name,
-        split=split,
-        lint=problems,
-        tasks={t.id: t for t in tasks},
-        skill_path=str(skill_path),
-    )
+    by_id = {t.id: t for t in tasks}
     if errors:  # nothing else runs: no model call for a broken skill
         return ValidateResult(
             skill=skill_path.name,
@@ -116,7 +110,11 @@ def validate(
             target="",
             harness="",
             checks=[lint_check],
-            **base_info,
+            suite=suite.name,
+            split=split,
+            lint=problems,
+            tasks=by_id,
+            skill_path=str(skill_path),
         )
     skill = Skill.load(skill_path)
     resolved = settings_for(suite, overrides, settings)
@@ -171,11 +169,10 @@ def validate(
             else files_diff(skill_files(base_skill), skill_files(skill), skill.name)
         )
     checks = [lint_check, *threshold_checks(result, comparison, min_score, max_regressions)]
-    target = ctx.settings.target or ("" if ctx.target is not None else "default")
     return ValidateResult(
         skill=skill.name,
         skill_hash=skill.hash,
-        target=target,
+        target=ctx.settings.target or ("" if ctx.target is not None else "default"),
         harness=ctx.harness.name,
         checks=checks,
         result=result,
@@ -185,5 +182,9 @@ def validate(
         comparison=comparison,
         diff=diff,
         wall_s=time.perf_counter() - start,
-        **base_info,
+        suite=suite.name,
+        split=split,
+        lint=problems,
+        tasks=by_id,
+        skill_path=str(skill_path),
     )
