@@ -76,6 +76,20 @@ def test_every_train_setting_is_a_train_option():
         assert flag in names, flag
 
 
+@pytest.mark.parametrize(
+    ("name", "entry"), [("eval", api.evaluate), ("validate", api.validate), ("train", api.train)]
+)
+def test_a_command_and_its_api_call_take_the_same_settings(name, entry):
+    settings = set(Settings.model_fields)
+    options = {p.name for p in command(name).params} & settings
+    keywords = set(inspect.signature(entry).parameters) & settings
+    if entry is api.train:
+        keywords = set(api.TRAIN_OPTIONS)
+        options |= {key for key, _ in SWITCHES.values()}
+    assert options <= keywords, options - keywords
+    assert keywords - SECTIONS <= options, keywords - SECTIONS - options
+
+
 @pytest.mark.parametrize("name", ["train", "eval", "validate", "models", "runs", "log"])
 def test_every_default_a_help_names_is_the_settings_default(name):
     checked = 0
@@ -112,3 +126,9 @@ def test_the_cli_hands_the_api_exactly_the_settings_given(monkeypatch):
         "budget_usd": 1.5,
     }
     assert train_options({"allow_unpriced": False, "gate_full": False, "lr": None}) == {}
+
+
+@pytest.mark.parametrize("entry", [api.train, api.plan])
+def test_a_keyword_that_is_no_train_setting_is_a_type_error(entry):
+    with pytest.raises(TypeError, match=rf"{entry.__name__}\(\) got an unexpected .* 'epoch'"):
+        entry("skill", "suite", epoch=2)  # type: ignore[call-arg]
