@@ -47,8 +47,8 @@ from skillopt.ship.refusals import TARGETS as EXPORT_TARGETS
 from skillopt.ship.refusals import LintFailed, Refused
 
 if TYPE_CHECKING:
+    from skillopt.eval.checks import ValidateResult as ValidateResult
     from skillopt.eval.results import EvalResult as EvalResult
-    from skillopt.eval.validate import ValidateResult as ValidateResult
     from skillopt.models.inventory import ModelInfo as ModelInfo
     from skillopt.optimize.plan import Plan as Plan
     from skillopt.plugins import Listing as Listing

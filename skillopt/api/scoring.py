@@ -15,9 +15,9 @@ from skillopt.api.options import Executor, Section, overrides, roles
 
 if TYPE_CHECKING:
     from skillopt.config import Settings
+    from skillopt.eval.checks import ValidateResult
     from skillopt.eval.context import Warn
     from skillopt.eval.results import EvalResult
-    from skillopt.eval.validate import ValidateResult
     from skillopt.harness.base import Harness
     from skillopt.models.base import Model
     from skillopt.rollouts.engine import Observer

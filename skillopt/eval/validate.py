@@ -13,7 +13,7 @@ baseline is served from the store; unscored tasks are reported (JUnit
 `skipped`) and never counted as failures or as zeros.
 
 This package: `validate` (here) runs the gate; `checks` holds the records, the
-threshold checks and the baseline; `junit` and `summary` render a result.
+threshold checks and the baseline; `junit` and `comment` render a result.
 """
 
 from __future__ import annotations
@@ -26,15 +26,7 @@ from typing import Any
 
 from skillopt.config import Settings
 from skillopt.errors import InputError
-from skillopt.eval.checks import (
-    Check,
-    ValidateResult,
-    materialise_at_ref,
-    resolve_baseline,
-    threshold_checks,
-)
-from skillopt.eval.comment import summary_markdown
-from skillopt.eval.junit import junit_xml
+from skillopt.eval.checks import Check, ValidateResult, resolve_baseline, threshold_checks
 from skillopt.eval.results import SplitResult, compare
 from skillopt.harness.base import Harness
 from skillopt.models.base import Model
@@ -42,15 +34,6 @@ from skillopt.rollouts.engine import Observer
 from skillopt.ship.diffs import files_diff, skill_files
 from skillopt.skill.document import Skill
 from skillopt.skill.lint import lint_source
-
-__all__ = [
-    "Check",
-    "ValidateResult",
-    "junit_xml",
-    "materialise_at_ref",
-    "summary_markdown",
-    "validate",
-]
 
 
 def validate(
