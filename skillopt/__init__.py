@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     )
     from skillopt.config import Settings
     from skillopt.errors import BadSkill, InputError, MissingCredentials, SkilloptError
+    from skillopt.eval.checks import ValidateResult
     from skillopt.eval.results import EvalResult, SplitResult, TaskOutcome
-    from skillopt.eval.validate import ValidateResult
     from skillopt.harness.base import (
         Cancellable,
         Harness,
@@ -103,7 +103,7 @@ _EXPORTS = {
     "skillopt.suite.scorers": ("Score", "ScoreContext", "Scorer"),
     "skillopt.suite.task": ("Suite", "Task"),
     "skillopt.training.session": ("TrainResult",),
-    "skillopt.eval.validate": ("ValidateResult",),
+    "skillopt.eval.checks": ("ValidateResult",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -112,7 +112,7 @@ def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'skillopt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = vars(importlib.import_module(module))[name]
     globals()[name] = value  # looked up once
     return value
 

@@ -11,11 +11,13 @@ import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import IO, Annotated, Literal, Optional, ParamSpec, TextIO, TypeVar, cast
 
 import typer
 from rich.console import Console
+from rich.file_proxy import FileProxy
 from rich.markup import escape
 
 from skillopt._util.text import safe
@@ -26,33 +28,52 @@ class SafeStream:
     """The process's stdout or stderr (looked up at each write, so a test runner's
     replacement is honoured) with every write made safe: what skillopt prints often
     quotes a provider, an agent or a verifier, and no known secret may reach the
-    terminal or a CI log."""
+    terminal or a CI log. It has what a rich console uses of a file (write, flush,
+    isatty, fileno, encoding) and never the raw stream behind it (a console handed
+    that would skip `safe`)."""
 
-    def __init__(self, name: str):
-        self._name = name
+    def __init__(self, current: Callable[[], TextIO]):
+        self._current = current
 
     @property
-    def stream(self):
+    def stream(self) -> IO[str]:
         # while a live display redirects sys.stdout and sys.stderr, write to the stream
         # it wraps: going through the redirect would loop back into the console
-        stream = getattr(sys, self._name)
-        return getattr(stream, "rich_proxied_file", stream)
+        stream = self._current()
+        if isinstance(stream, FileProxy):
+            return stream.rich_proxied_file
+        return stream
 
     def write(self, text: str) -> int:
-        return self.stream.write(safe(text))
+        return self.stream.write(safe(text) or "")
 
-    def __getattr__(self, attr: str):  # isatty, flush, fileno, encoding, …
-        if attr == "rich_proxied_file":
-            # never hand a console the raw stream behind us: it would skip `safe`
-            raise AttributeError(attr)
-        return getattr(self.stream, attr)
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return self._current().encoding
 
 
-out = Console(file=SafeStream("stdout"), highlight=False, emoji=False)
-err = Console(file=SafeStream("stderr"), highlight=False, emoji=False, soft_wrap=True)
+def _console(stream: SafeStream, *, soft_wrap: bool = False) -> Console:
+    # rich writes to any object with a file's write, flush, isatty, fileno and
+    # encoding; its signature names IO[str], which a proxy cannot be without
+    # pretending to read and seek
+    file = cast("TextIO", stream)
+    return Console(file=file, highlight=False, emoji=False, soft_wrap=soft_wrap)
 
 
-def at_least(low: int):
+out = _console(SafeStream(lambda: sys.stdout))
+err = _console(SafeStream(lambda: sys.stderr), soft_wrap=True)
+
+
+def at_least(low: int) -> Callable[[typer.Context, typer.CallbackParam, int | None], int | None]:
     """An option callback refusing values below `low`, in words ('--epochs must be at
     least 1'); used instead of typer's `min=`, which prints `[x>=1]` in the help."""
 
@@ -191,22 +212,14 @@ AllowUnpriced = Annotated[
 ]
 
 
-def budget_flags(
-    budget_usd: float | None,
-    max_target_rollouts: int | None,
-    max_optimizer_calls: int | None,
-    time_limit: str | None,
-    allow_unpriced: bool,
-) -> dict[str, object]:
-    """The budget flags that were given, as keywords of the api call."""
-    given = {
-        "budget_usd": budget_usd,
-        "max_target_rollouts": max_target_rollouts,
-        "max_optimizer_calls": max_optimizer_calls,
-        "time_limit": time_limit,
-        "allow_unpriced": True if allow_unpriced else None,
-    }
-    return {k: v for k, v in given.items() if v is not None}
+# a run's id or directory, and where runs are, for the commands that read one
+Run = Annotated[
+    str, typer.Argument(help="Run id (under the runs directory) or run directory.", metavar="RUN")
+]
+RunDirOpt = Annotated[
+    Optional[Path],
+    typer.Option("--run-dir", help="Where runs are [default: runs].", show_default=False),
+]
 
 
 JsonOut = Annotated[
@@ -228,7 +241,7 @@ def write_json(path: Path, data: object) -> None:
         out.print_json(text)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(safe(text) + "\n", encoding="utf-8")
+    path.write_text((safe(text) or "") + "\n", encoding="utf-8")
     err.print(f"wrote {escape(str(path))}")
 
 
@@ -245,11 +258,15 @@ def debug_enabled() -> bool:
     return _debug or os.environ.get("SKILLOPT_DEBUG", "") not in ("", "0", "false")
 
 
-def handle_errors(fn):
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Render skillopt errors in one line; never show a traceback unless asked."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich import box
+from rich.console import JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -25,7 +26,6 @@ from skillopt.cli.common import (
     Store,
     Target,
     TimeLimit,
-    budget_flags,
     err,
     handle_errors,
     out,
@@ -33,8 +33,10 @@ from skillopt.cli.common import (
     write_json,
 )
 from skillopt.cli.progress import Display, open_display
-from skillopt.eval.results import EvalResult
-from skillopt.rollouts.engine import RolloutEvent
+
+if TYPE_CHECKING:
+    from skillopt import EvalResult
+    from skillopt.api import RolloutEvent
 
 Split = Annotated[str, typer.Option("--split", help="train, val, test or all.", metavar="SPLIT")]
 
@@ -100,7 +102,10 @@ def eval_cmd(
             judge=judge,
             samples=samples,
             store=store,
-            **budget_flags(budget_usd, max_target_rollouts, None, time_limit, allow_unpriced),
+            budget_usd=budget_usd,
+            max_target_rollouts=max_target_rollouts,
+            time_limit=time_limit,
+            allow_unpriced=True if allow_unpriced else None,
             observers=[ProgressObserver(progress)],
             warn=warn,
         )
@@ -125,7 +130,7 @@ def render(result: EvalResult) -> None:
     table = Table(
         box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True
     )
-    for col, justify in [
+    columns: list[tuple[str, JustifyMethod]] = [
         ("split", "left"),
         ("variant", "left"),
         ("mean", "right"),
@@ -136,7 +141,8 @@ def render(result: EvalResult) -> None:
         ("tokens", "right"),
         ("cost", "right"),
         ("wall", "right"),
-    ]:
+    ]
+    for col, justify in columns:
         table.add_column(col, justify=justify, no_wrap=True)
     for r in result.results:
         table.add_row(
@@ -192,11 +198,7 @@ def render(result: EvalResult) -> None:
             f"[yellow]{len(unscored)} rollout(s) unscored[/] (not counted in any score; "
             "rerun to retry them):"
         )
-        for r in unscored[:5]:
-            err.print(f"  {escape(r.task_id)}: {escape(r.error or '')}")
+        for rollout in unscored[:5]:
+            err.print(f"  {escape(rollout.task_id)}: {escape(rollout.error or '')}")
         if len(unscored) > 5:
             err.print(f"  … and {len(unscored) - 5} more")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("eval")(eval_cmd)

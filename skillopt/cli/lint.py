@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from skillopt import api
 from skillopt.cli.common import err, handle_errors, out
-from skillopt.skill.lint import Findings
+
+if TYPE_CHECKING:
+    from skillopt.api import Findings
 
 
 @handle_errors
@@ -52,7 +54,3 @@ def summary(found: Findings, *, strict: bool = False) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def register(app: typer.Typer) -> None:
-    app.command("lint")(lint_cmd)

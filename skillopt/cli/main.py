@@ -1,24 +1,36 @@
-"""The `skillopt` command: composes one sub-command module per noun."""
+"""The `skillopt` command: composes one sub-command module per noun, in the order
+`skillopt --help` lists them.
+
+Invariant: building the app imports the command modules and what they import at
+the top (typer, rich, `skillopt.api`), nothing else: no engine, no git, no
+subprocess; a command loads what it uses when it runs.
+"""
 
 from __future__ import annotations
 
 import re
 import signal
-from typing import Annotated
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated
 
-import click
 import typer
 from typer.core import TyperCommand
 
 from skillopt import __version__
 from skillopt.cli import eval as eval_cli
 from skillopt.cli import lint as lint_cli
+from skillopt.cli import log as log_cli
 from skillopt.cli import models as models_cli
 from skillopt.cli import report as report_cli
 from skillopt.cli import runs as runs_cli
 from skillopt.cli import ship as ship_cli
 from skillopt.cli import train as train_cli
 from skillopt.cli.common import set_debug
+
+if TYPE_CHECKING:
+    # the click typer runs on (typer 0.2x carries its own copy; its types are these)
+    from typer._click import Context, HelpFormatter, Parameter
 
 app = typer.Typer(
     name="skillopt",
@@ -52,13 +64,26 @@ def main(
     set_debug(debug)
 
 
-train_cli.register(app)
-eval_cli.register(app)
-lint_cli.register(app)
-runs_cli.register(app)
-report_cli.register(app)
-models_cli.register(app)
-ship_cli.register(app)
+COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("train", train_cli.train_cmd),
+    ("eval", eval_cli.eval_cmd),
+    ("lint", lint_cli.lint_cmd),
+    ("runs", runs_cli.runs_cmd),
+    ("bundle", runs_cli.bundle_cmd),
+    ("log", log_cli.log_cmd),
+    ("diff", log_cli.diff_cmd),
+    ("show", log_cli.show_cmd),
+    ("prune", runs_cli.prune_cmd),
+    ("report", report_cli.report_cmd),
+    ("blame", report_cli.blame_cmd),
+    ("models", models_cli.models_cmd),
+    ("plugins", models_cli.plugins_cmd),
+    ("export", ship_cli.export_cmd),
+    ("adopt", ship_cli.adopt_cmd),
+    ("validate", ship_cli.validate_cmd),
+)
+for name, command in COMMANDS:
+    app.command(name)(command)
 
 
 class Command(TyperCommand):
@@ -67,7 +92,7 @@ class Command(TyperCommand):
     click's word for its type, and writes the usage line as click does (`SKILL`,
     `[SKILL]`, `PATH...`)."""
 
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_options(self, ctx: Context, formatter: HelpFormatter) -> None:
         args, opts = [], []
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)
@@ -87,7 +112,7 @@ class Command(TyperCommand):
                 with formatter.section(title):
                     formatter.write_dl(rows)
 
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
             if param.param_type_name == "argument":
@@ -105,7 +130,7 @@ def _type_word(label: str) -> str:
     return _TYPE_WORDS.get(label, "VALUE")
 
 
-def _argument(param: click.Parameter) -> str:
+def _argument(param: Parameter) -> str:
     name = param.metavar or (param.name or "").upper()
     return name + ("..." if param.nargs != 1 else "")
 
@@ -129,5 +154,5 @@ def run() -> None:
     app()
 
 
-def _terminated(signum, frame) -> None:
+def _terminated(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -12,8 +12,9 @@ from rich.table import Table
 
 from skillopt import api
 from skillopt.cli.common import Executor, err, handle_errors, out, warn
-from skillopt.plugins import BUILTIN
-from skillopt.rollouts.cluster import NodeReport
+
+if TYPE_CHECKING:
+    from skillopt.api import NodeReport
 
 
 @handle_errors
@@ -95,15 +96,10 @@ def plugins_cmd(
         last_of_kind = i + 1 == len(found.entries) or found.entries[i + 1].kind != e.kind
         if last_of_kind and e.kind in fallback:
             other, what = fallback[e.kind]
-            table.add_row(e.kind, other, BUILTIN, what)
+            table.add_row(e.kind, other, api.builtin_origin(), what)
     out.print(table)
     for problem in found.problems:
         err.print(f"[yellow]warning:[/] plugin {escape(problem.origin)}: {escape(problem.message)}")
-
-
-def register(app: typer.Typer) -> None:
-    app.command("models")(models_cmd)
-    app.command("plugins")(plugins_cmd)
 
 
 def refuse_missing_keys(lines: list[str]) -> None:

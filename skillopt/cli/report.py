@@ -13,9 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from skillopt import api
-from skillopt.cli.common import handle_errors, out, warn
-from skillopt.cli.runs import Run, RunDirOpt
-from skillopt.runs.read import find_run
+from skillopt.cli.common import Run, RunDirOpt, handle_errors, out, warn
 
 
 @handle_errors
@@ -49,7 +47,7 @@ def report_cmd(
     path = api.run_report(run, other, out=html, run_dir=run_dir)
     out.print(f"report: {escape(str(path))}", soft_wrap=True)
     if other is not None:
-        suites = [find_run(r, run_dir).config().get("suite") for r in (run, other)]
+        suites = [api.run_config(r, run_dir=run_dir).get("suite") for r in (run, other)]
         if suites[0] != suites[1]:
             warn(
                 f"the two runs were trained on different suites ({suites[0]} and "
@@ -95,8 +93,3 @@ def blame_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
 def _short(text: str, width: int = 72) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def register(app: typer.Typer) -> None:
-    app.command("report")(report_cmd)
-    app.command("blame")(blame_cmd)

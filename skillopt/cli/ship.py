@@ -3,8 +3,10 @@ and keep it good in CI."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional, ParamSpec, TypeVar
 
 import typer
 from rich.markup import escape
@@ -27,7 +29,6 @@ from skillopt.cli.common import (
     Target,
     TimeLimit,
     at_least,
-    budget_flags,
     err,
     handle_errors,
     out,
@@ -37,7 +38,12 @@ from skillopt.cli.common import (
 from skillopt.cli.eval import ProgressObserver, Split
 from skillopt.cli.progress import open_display
 from skillopt.errors import InputError
-from skillopt.ship.export import TARGETS, LintFailed, Refused
+
+if TYPE_CHECKING:
+    from skillopt import SplitResult, ValidateResult
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def print_diff(diff: str) -> None:
@@ -58,18 +64,17 @@ def print_diff(diff: str) -> None:
         )
 
 
-def _refusals(fn):
+def _refusals(fn: Callable[P, R]) -> Callable[P, R]:
     """Show the diff of a refused overwrite and the lint problems of a refused skill."""
-    import functools
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except Refused as exc:
+        except api.Refused as exc:
             print_diff(exc.diff)
             raise
-        except LintFailed as exc:
+        except api.LintFailed as exc:
             for p in exc.problems:
                 out.print(f"[red]{escape(str(p))}[/]", soft_wrap=True)
             raise
@@ -91,7 +96,7 @@ def export_cmd(
         str,
         typer.Option(
             "--to",
-            help="Where to: " + ", ".join(TARGETS) + ".",
+            help="Where to: " + ", ".join(api.EXPORT_TARGETS) + ".",
             metavar="AGENT",
             show_default=False,
         ),
@@ -231,8 +236,6 @@ def validate_cmd(
     allow_unpriced: AllowUnpriced = False,
 ) -> None:
     """CI gate: lint, then score the skill; exit 1 below --min-score or past --max-regressions."""
-    from skillopt.eval.validate import junit_xml, summary_markdown
-
     if fmt not in (None, "text", "json"):
         raise InputError(
             f"unknown format {fmt!r}; choose text or json (or rather --json FILE, or "
@@ -256,17 +259,20 @@ def validate_cmd(
             judge=judge,
             samples=samples,
             store=store,
-            **budget_flags(budget_usd, max_target_rollouts, None, time_limit, allow_unpriced),
+            budget_usd=budget_usd,
+            max_target_rollouts=max_target_rollouts,
+            time_limit=time_limit,
+            allow_unpriced=True if allow_unpriced else None,
             observers=[ProgressObserver(progress)],
             warn=warn,
         )
     for path, text in (
-        (junit, junit_xml(result) if junit else ""),
-        (summary, summary_markdown(result) if summary else ""),
+        (junit, api.junit_xml(result) if junit else ""),
+        (summary, api.summary_markdown(result) if summary else ""),
     ):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(safe(text), encoding="utf-8")  # a CI artifact: no secret in it
+            path.write_text(safe(text) or "", encoding="utf-8")  # a CI artifact: no secret in it
             err.print(f"wrote {escape(str(path))}")
     if json_file is None or str(json_file) != "-":
         render(result)
@@ -275,7 +281,7 @@ def validate_cmd(
     raise typer.Exit(result.exit_code)
 
 
-def render(result) -> None:
+def render(result: ValidateResult) -> None:
     for p in result.lint:
         style = "red" if p.severity == "error" else "yellow"
         out.print(f"[{style}]{escape(str(p))}[/]", soft_wrap=True)
@@ -314,12 +320,6 @@ def render(result) -> None:
     out.print("[green]validate passed[/]" if result.passed else "[red]validate failed[/]")
 
 
-def _invoked(r) -> str:
+def _invoked(r: SplitResult) -> str:
     invoked, traced = r.invocations
     return f" · skill invoked {invoked}/{traced}" if traced else ""
-
-
-def register(app: typer.Typer) -> None:
-    app.command("export")(export_cmd)
-    app.command("adopt")(adopt_cmd)
-    app.command("validate")(validate_cmd)

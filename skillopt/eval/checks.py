@@ -15,11 +15,12 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from skillopt._util import display
 from skillopt.errors import InputError
-from skillopt.eval.results import Comparison, SplitResult, task_outcomes
-from skillopt.ship.export import diff_stat
+from skillopt.eval.results import Comparison, SplitResult, TaskOutcome, task_outcomes
+from skillopt.ship.diffs import diff_stat
 from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
 from skillopt.skill.lint import Problem
 from skillopt.suite.task import Task
@@ -66,8 +67,8 @@ class ValidateResult:
     def exit_code(self) -> int:
         return 0 if self.passed else 1
 
-    def to_dict(self) -> dict:
-        def split(r: SplitResult | None) -> dict | None:
+    def to_dict(self) -> dict[str, Any]:
+        def split(r: SplitResult | None) -> dict[str, Any] | None:
             return None if r is None else r.summary()
 
         return {
@@ -105,7 +106,7 @@ class ValidateResult:
         }
 
 
-def _task_record(outcome, res: ValidateResult) -> dict:
+def _task_record(outcome: TaskOutcome, res: ValidateResult) -> dict[str, Any]:
     c = res.comparison
     return {
         "id": outcome.task_id,
@@ -207,16 +208,21 @@ def materialise_at_ref(skill_dir: Path | None, ref: str, into: Path) -> Path | N
             f"{repo.working_tree_dir}, and not a path)",
             field="--baseline",
         ) from None
+    if repo.working_tree_dir is None:  # a bare repository: no working tree to be in
+        raise InputError(
+            f"--baseline {ref!r} needs {skill_dir} inside a git working tree",
+            field="--baseline",
+        )
     rel = Path(os.path.relpath(skill_dir.resolve(), Path(repo.working_tree_dir).resolve()))
     try:
         tree = commit.tree / rel.as_posix() if rel.as_posix() != "." else commit.tree
     except KeyError:
         return None
-    if tree.type != "tree":
+    if not isinstance(tree, git.Tree):
         return None
     dest = into / skill_dir.name
     for blob in tree.traverse():
-        if blob.type != "blob":
+        if not isinstance(blob, git.Blob):
             continue
         out = dest / Path(blob.path).relative_to(rel)
         out.parent.mkdir(parents=True, exist_ok=True)

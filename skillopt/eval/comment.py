@@ -13,7 +13,7 @@ from skillopt._util import display
 from skillopt._util.text import xml_clip
 from skillopt.eval.checks import ValidateResult
 from skillopt.eval.results import SplitResult, task_outcomes
-from skillopt.ship.export import diff_stat
+from skillopt.ship.diffs import diff_stat
 
 
 def summary_markdown(res: ValidateResult) -> str:

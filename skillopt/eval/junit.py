@@ -11,11 +11,13 @@ from __future__ import annotations
 import socket
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 
 from skillopt._util import display
 from skillopt._util.text import xml_clip
 from skillopt.eval.checks import ValidateResult
 from skillopt.eval.results import task_outcomes
+from skillopt.rollouts.record import Rollout
 
 
 def junit_xml(res: ValidateResult) -> str:
@@ -51,7 +53,7 @@ def junit_xml(res: ValidateResult) -> str:
         ):
             ET.SubElement(props, "property", name=key, value=str(value))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-        by_task: dict[str, list] = {}
+        by_task: dict[str, list[Rollout]] = {}
         for r in res.result.rollouts:
             by_task.setdefault(r.task_id, []).append(r)
         for task_id, outcome in task_outcomes(res.result.rollouts).items():
@@ -119,7 +121,7 @@ def junit_xml(res: ValidateResult) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _failure_text(res: ValidateResult, task_id: str, rollouts) -> str:
+def _failure_text(res: ValidateResult, task_id: str, rollouts: Sequence[Rollout]) -> str:
     task = res.tasks.get(task_id)
     scored = [r for r in rollouts if r.scored]
     lines = []
@@ -131,7 +133,7 @@ def _failure_text(res: ValidateResult, task_id: str, rollouts) -> str:
     return "\n".join(lines)
 
 
-def _set_counts(el: ET.Element, counts: dict, seconds: float) -> None:
+def _set_counts(el: ET.Element, counts: dict[str, int], seconds: float) -> None:
     for k, v in counts.items():
         el.set(k, str(v))
     el.set("time", f"{seconds:.3f}")

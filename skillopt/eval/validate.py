@@ -13,7 +13,7 @@ baseline is served from the store; unscored tasks are reported (JUnit
 `skipped`) and never counted as failures or as zeros.
 
 This package: `validate` (here) runs the gate; `checks` holds the records, the
-threshold checks and the baseline; `junit` and `summary` render a result.
+threshold checks and the baseline; `junit` and `comment` render a result.
 """
 
 from __future__ import annotations
@@ -26,31 +26,14 @@ from typing import Any
 
 from skillopt.config import Settings
 from skillopt.errors import InputError
-from skillopt.eval.checks import (
-    Check,
-    ValidateResult,
-    materialise_at_ref,
-    resolve_baseline,
-    threshold_checks,
-)
-from skillopt.eval.comment import summary_markdown
-from skillopt.eval.junit import junit_xml
+from skillopt.eval.checks import Check, ValidateResult, resolve_baseline, threshold_checks
 from skillopt.eval.results import SplitResult, compare
 from skillopt.harness.base import Harness
 from skillopt.models.base import Model
 from skillopt.rollouts.engine import Observer
-from skillopt.ship.export import files_diff, skill_files
+from skillopt.ship.diffs import files_diff, skill_files
 from skillopt.skill.document import Skill
 from skillopt.skill.lint import lint_source
-
-__all__ = [
-    "Check",
-    "ValidateResult",
-    "junit_xml",
-    "materialise_at_ref",
-    "summary_markdown",
-    "validate",
-]
 
 
 def validate(
@@ -101,13 +84,7 @@ def validate(
         if not errors
         else f"{len(errors)} error(s): " + "; ".join(str(p) for p in errors[:3]),
     )
-    base_info = dict(
-        suite=suite.name,
-        split=split,
-        lint=problems,
-        tasks={t.id: t for t in tasks},
-        skill_path=str(skill_path),
-    )
+    by_id = {t.id: t for t in tasks}
     if errors:  # nothing else runs: no model call for a broken skill
         return ValidateResult(
             skill=skill_path.name,
@@ -115,7 +92,11 @@ def validate(
             target="",
             harness="",
             checks=[lint_check],
-            **base_info,
+            suite=suite.name,
+            split=split,
+            lint=problems,
+            tasks=by_id,
+            skill_path=str(skill_path),
         )
     skill = Skill.load(skill_path)
     resolved = settings_for(suite, overrides, settings)
@@ -170,11 +151,10 @@ def validate(
             else files_diff(skill_files(base_skill), skill_files(skill), skill.name)
         )
     checks = [lint_check, *threshold_checks(result, comparison, min_score, max_regressions)]
-    target = ctx.settings.target or ("" if ctx.target is not None else "default")
     return ValidateResult(
         skill=skill.name,
         skill_hash=skill.hash,
-        target=target,
+        target=ctx.settings.target or ("" if ctx.target is not None else "default"),
         harness=ctx.harness.name,
         checks=checks,
         result=result,
@@ -184,5 +164,9 @@ def validate(
         comparison=comparison,
         diff=diff,
         wall_s=time.perf_counter() - start,
-        **base_info,
+        suite=suite.name,
+        split=split,
+        lint=problems,
+        tasks=by_id,
+        skill_path=str(skill_path),
     )

@@ -1,5 +1,5 @@
-"""Ship a skill to where agents load it (`export`), or a run's best skill back into
-the working tree (`adopt`).
+"""Ship a skill to where agents load it (`skillopt export`); `adopt` (the way
+back into the working tree) is `skillopt.ship.adopt`.
 
 Targets (documented at https://code.claude.com/docs/en/skills,
 https://developers.openai.com/codex/skills and
@@ -14,7 +14,7 @@ and Cursor read `.agents/skills/` too):
 | `agents-md`   | a section of `AGENTS.md`      | `$CODEX_HOME/AGENTS.md`    |
 
 Invariants: what is shipped is the skill as a target sees it (`Skill.for_target`:
-no protection markers; `adopt` keeps them, since the source is trained again);
+no protection markers);
 the skill is linted first (the portable rules for `codex` and
 `agents`) and nothing is written when it has errors; an existing, different skill
 is never overwritten without `force` (the refusal carries the diff); an
@@ -24,40 +24,24 @@ replaces it in place and leaves the rest of the file byte for byte.
 
 from __future__ import annotations
 
-import difflib
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillopt.errors import InputError, SkilloptError
-from skillopt.skill.document import SKILL_FILE, Skill
-from skillopt.skill.lint import Problem, lint_loaded
-from skillopt.training.state import TrainState
+from skillopt.errors import InputError
+from skillopt.ship.diffs import dir_files, files_diff, skill_files, text_diff
+from skillopt.ship.refusals import TARGETS, LintFailed, Refused
+from skillopt.skill.document import Skill
+from skillopt.skill.lint import lint_loaded
 
-TARGETS = ("claude-code", "codex", "agents", "agents-md")
 SKILL_DIRS = {
     "claude-code": ".claude/skills",
     "codex": ".agents/skills",
     "agents": ".agents/skills",
 }
 STRICT = {"codex", "agents"}  # read by many clients: only the open standard's keys
-
-
-class Refused(SkilloptError):
-    """The destination holds a different skill and `force` was not given."""
-
-    def __init__(self, message: str, diff: str):
-        self.diff = diff
-        super().__init__(message)
-
-
-class LintFailed(SkilloptError):
-    """The skill has lint errors; nothing was written."""
-
-    def __init__(self, message: str, problems: list[Problem]):
-        self.problems = problems
-        super().__init__(message)
 
 
 @dataclass
@@ -76,7 +60,7 @@ def destination(
     *,
     scope: str = "project",
     dest: Path | None = None,
-    env: dict | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Path:
     """Where `target` reads a skill called `name`. `dest` replaces the project
     directory (or, for user scope, the home directory)."""
@@ -86,7 +70,8 @@ def destination(
         )
     if scope not in ("project", "user"):
         raise InputError(f"unknown scope {scope!r}; choose project or user", field="--scope")
-    env = os.environ if env is None else env
+    if env is None:
+        env = os.environ
     if scope == "project":
         base = Path(dest) if dest is not None else Path.cwd()
         return base / "AGENTS.md" if target == "agents-md" else base / SKILL_DIRS[target] / name
@@ -216,116 +201,3 @@ def _export_section(skill: Skill, path: Path, force: bool, warnings: list[str]) 
         )
     path.write_text(new_text, encoding="utf-8")
     return ExportResult(skill.name, "agents-md", path, "updated", diff, warnings)
-
-
-# ---------------------------------------------------------------------- adopt
-@dataclass
-class AdoptResult:
-    run_id: str
-    path: Path  # the skill directory in the working tree
-    action: str  # updated | unchanged
-    diff: str
-
-
-def adopt(run, *, force: bool = False) -> AdoptResult:
-    """Write a run's best SKILL.md back into the skill directory it was trained from."""
-    config = run.config()
-    state = TrainState.load(run)
-    best_dir = run.path / "best"
-    if not (best_dir / SKILL_FILE).is_file():
-        raise InputError(
-            "the run has no best skill yet (it has not finished); continue it "
-            f"with `skillopt train --resume {run.run_id}`",
-            path=run.path,
-        )
-    best = (best_dir / SKILL_FILE).read_text(encoding="utf-8")
-    skill_dir = Path(config["skill"])
-    target = skill_dir / SKILL_FILE
-    current = target.read_text(encoding="utf-8") if target.is_file() else ""
-    if current == best:
-        return AdoptResult(run.run_id, skill_dir, "unchanged", "")
-    diff = text_diff(current, best, str(target))
-    initial = state.initial.text if state is not None else None
-    if initial is not None and current != initial and not force:
-        raise Refused(
-            f"{target} changed since run {run.run_id} started; not overwritten "
-            "(pass --force to replace your edits with the run's best)",
-            text_diff(initial, current, str(target)),
-        )
-    skill_dir.mkdir(parents=True, exist_ok=True)
-    target.write_text(best, encoding="utf-8")
-    return AdoptResult(run.run_id, skill_dir, "updated", diff)
-
-
-# ---------------------------------------------------------------------- diffs
-def skill_files(skill: Skill) -> dict[str, bytes]:
-    files = {SKILL_FILE: skill.text.encode("utf-8")}
-    if skill.root is not None:
-        for rel, _ in skill.support:
-            files[rel] = (skill.root / rel).read_bytes()
-    return files
-
-
-def dir_files(path: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(path)).replace(os.sep, "/"): p.read_bytes()
-        for p in sorted(path.rglob("*"))
-        if p.is_file()
-    }
-
-
-def text_diff(old: str, new: str, name: str) -> str:
-    """A unified diff of one file. A relative `name` gets git's `a/` and `b/`; an
-    absolute one is shown relative to the current directory when it lies below it,
-    else as it is."""
-    fromfile, tofile = f"a/{name}", f"b/{name}"
-    if os.path.isabs(name):
-        try:
-            rel = Path(name).relative_to(Path.cwd())
-            fromfile, tofile = f"a/{rel}", f"b/{rel}"
-        except ValueError:
-            fromfile = tofile = name
-    return "".join(
-        difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile=fromfile,
-            tofile=tofile,
-        )
-    )
-
-
-def files_diff(old: dict[str, bytes], new: dict[str, bytes], root: str) -> str:
-    parts = []
-    for rel in sorted(set(old) | set(new)):
-        a, b = old.get(rel), new.get(rel)
-        if a == b:
-            continue
-        name = f"{root}/{rel}"
-        try:
-            parts.append(text_diff((a or b"").decode("utf-8"), (b or b"").decode("utf-8"), name))
-        except UnicodeDecodeError:
-            parts.append(f"Binary file {name} differs\n")
-    return "".join(parts)
-
-
-def diff_stat(diff: str) -> list[tuple[str, int, int]]:
-    """(file, lines added, lines removed) per file of a unified diff."""
-    stats: list[tuple[str, int, int]] = []
-    current = None
-    added = removed = 0
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
-            if current is not None:
-                stats.append((current, added, removed))
-            current = line[4:].removeprefix("b/")
-            added = removed = 0
-        elif line.startswith("--- "):
-            continue
-        elif line.startswith("+"):
-            added += 1
-        elif line.startswith("-"):
-            removed += 1
-    if current is not None:
-        stats.append((current, added, removed))
-    return stats

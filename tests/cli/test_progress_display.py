@@ -19,7 +19,7 @@ from skillopt.cli.progress import (
     numbers,
     status,
 )
-from skillopt.cli.train import TrainProgress, eta_text
+from skillopt.cli.train_live import TrainProgress, eta_text
 from skillopt.errors import InputError
 from skillopt.training.events import event as TrainEvent
 
@@ -231,7 +231,7 @@ def test_output_stays_scrubbed_while_a_live_display_redirects_the_streams(monkey
 
 
 def test_decision_line_shows_the_p_value_only_where_it_decides_and_the_delta_once():
-    from skillopt.cli.train import decision_line
+    from skillopt.cli.train_live import decision_line
 
     step = {"step": 2, "decision": "accepted", "accepted": True, "delta": 0.25, "val": 0.75}
     strict = decision_line(

@@ -10,7 +10,9 @@ from typer.testing import CliRunner
 
 from skillopt import api
 from skillopt.cli.main import app
-from skillopt.ship.export import Refused, begin_marker, destination, end_marker, text_diff
+from skillopt.ship.diffs import text_diff
+from skillopt.ship.export import begin_marker, destination, end_marker
+from skillopt.ship.refusals import Refused
 
 runner = CliRunner()
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import skillopt
 from skillopt.cli.main import app
-from skillopt.cli.train import render_summary
+from skillopt.cli.train_summary import render_summary
 from skillopt.models import ScriptedModel
 from skillopt.models.stored import ReplayMiss, StoredModel
 from skillopt.store.rollouts import RolloutStore

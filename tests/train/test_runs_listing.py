@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from skillopt import api
 from skillopt.cli.common import out
+from skillopt.cli.log import val_line
 from skillopt.cli.main import app
-from skillopt.cli.runs import val_line
 
 runner = CliRunner()
 

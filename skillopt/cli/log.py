@@ -1,0 +1,168 @@
+"""`skillopt log`, `skillopt diff`, `skillopt show`: a run's story, read from its
+checkpoint and its git audit.
+
+Invariant: reading only; a step that made no candidate is shown from what its
+checkpoint recorded (its batch, its optimizer calls, the edits not applied).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+import skillopt
+from skillopt import api
+from skillopt._util import display
+from skillopt.cli.common import Run, RunDirOpt, handle_errors, out
+
+if TYPE_CHECKING:
+    from skillopt.api import RunStep
+
+
+@handle_errors
+def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
+    """The training story of a run: every step, its decision, reason and evidence."""
+    steps = api.run_log(run, run_dir=run_dir)
+    if steps:
+        out.print(val_line(steps), highlight=False)
+    rows = [_log_row(s) for s in steps]
+    columns = ("step", "decision", "val", "Δ", "p", "n", "edits", "commit")
+    table = _log_table(columns, [r[:-1] for r in rows])
+    # the reasons go in a last column when it gets room enough, else below the table
+    room = out.width - out.measure(table).maximum - 1
+    if room >= _REASON_WIDTH:
+        table = _log_table((*columns, "reason"), rows)
+    out.print(table)
+    if room < _REASON_WIDTH:
+        out.print()
+        for s, row in zip(steps, rows):
+            if row[-1]:
+                out.print(f"step {s.step}: {row[-1]}", soft_wrap=True)
+
+
+_REASON_WIDTH = 30
+
+
+def val_line(steps: list[RunStep]) -> str:
+    """`val ▁▁█·  0.000 → 0.667 (best)`: each step's validation score (`·`: the step
+    scored none), then the initial and the best skill's."""
+    initial = steps[0].val if steps[0].kind == "initial" else None
+    return (
+        f"val {display.sparkline([s.val for s in steps])}  "
+        f"{display.score(initial)} → {display.score(api.best_val(steps))} (best)"
+    )
+
+
+def _log_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True
+    )
+    for col in columns:
+        if col == "reason":
+            table.add_column(col, overflow="fold", min_width=_REASON_WIDTH)
+        else:
+            right = col in ("step", "Δ", "p", "n")
+            table.add_column(col, justify="right" if right else "left", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _log_row(s: RunStep) -> tuple[str, ...]:
+    """A step's cells (markup): step, decision, val, Δ, p, n, edits, commit, reason."""
+    kind = "slow " if s.kind == "slow_update" else ""
+    style = {"accepted": "green", "rejected": "red"}.get(s.decision, "")
+    decision = f"{kind}{s.decision.replace('_', ' ')}"
+    cells = ("", "", "", "", "", "")
+    if s.commit is not None:
+        t = s.commit.evidence
+        val = _num(t.val, ".3f", t.gated or t.n is not None)
+        if t.gated or t.incumbent_val is not None:
+            val = f"{_num(t.incumbent_val, '.3f', True)}→{val}"
+        edits = (
+            f"{t.edits_applied or 0} ok, {t.edits_skipped or 0} skip"
+            if t.edits_applied is not None or t.edits_skipped is not None
+            else ""
+        )
+        cells = (
+            escape(val),
+            _num(t.delta, "+.3f", t.gated),
+            _num(t.p_value, ".4f", t.gated),
+            "" if t.n is None else str(t.n),
+            escape(edits),
+            s.commit.sha[:8],
+        )
+    return (
+        str(s.step),
+        f"[{style}]{decision}[/]" if style else decision,
+        *cells,
+        escape(s.reason),
+    )
+
+
+def _num(value: float | None, spec: str, known: bool) -> str:
+    """A trailer value; `n/a` where the commit has it but it is unknown, blank where
+    the commit has none (the initial commit compares nothing)."""
+    if value is None:
+        return "n/a" if known else ""
+    return format(value, spec)
+
+
+@handle_errors
+def diff_cmd(
+    run: Run,
+    step: Annotated[
+        Optional[int],
+        typer.Argument(
+            help="Step number; without it, the whole run (initial → best).", show_default=False
+        ),
+    ] = None,
+    run_dir: RunDirOpt = None,
+) -> None:
+    """The skill diff of one step, or of the whole run."""
+    text = api.run_diff(run, step, run_dir=run_dir)
+    out.print(escape(text) if text else "(no change)", soft_wrap=True, highlight=False)
+
+
+@handle_errors
+def show_cmd(
+    run: Run, step: Annotated[int, typer.Argument(help="Step number.")], run_dir: RunDirOpt = None
+) -> None:
+    """One step's evidence: decision, edits with their apply status, flips, trailers."""
+    found = api.run_log_step(run, step, run_dir=run_dir)
+    if found.commit is None:
+        out.print(escape(found.describe()), soft_wrap=True)
+        for line in _uncommitted_evidence(found.record):
+            out.print(f"  {escape(line)}", soft_wrap=True)
+        return
+    out.print(f"[bold]commit {found.commit.sha}[/]")
+    out.print(escape(found.commit.message.rstrip()), soft_wrap=True)
+
+
+def _uncommitted_evidence(rec: dict[str, Any]) -> list[str]:
+    """What a step with no candidate still recorded: its training batch, the optimizer
+    calls it made, and the edits that were proposed but not applied."""
+    lines = []
+    if rec.get("train_mean") is not None or "failures" in rec:
+        lines.append(
+            f"train batch: mean {display.score(rec.get('train_mean'))}, "
+            f"{rec.get('failures', 0)} failed, {rec.get('successes', 0)} passed, "
+            f"{rec.get('unscored', 0)} unscored"
+        )
+    proposals = rec.get("proposals") or []
+    if proposals:
+        skipped = [p for p in proposals if p.get("skipped")]
+        lines.append(
+            f"optimizer calls: {len(proposals)}"
+            + (f", {len(skipped)} skipped ({skipped[0]['skipped']})" if skipped else "")
+        )
+    for d in rec.get("dropped") or []:
+        lines.append(f"[dropped] {skillopt.Edit.from_dict(d['edit']).describe()} — {d['reason']}")
+    for a in rec.get("apply") or []:
+        detail = f" — {a['detail']}" if a.get("detail") else ""
+        lines.append(f"[{a['status']}] {skillopt.Edit.from_dict(a['edit']).describe()}{detail}")
+    return lines

@@ -1,0 +1,86 @@
+"""Start-up: `import skillopt.cli.main` and building the app (what `skillopt
+--help` does) run no subprocess and load no engine, provider client, git, Ray,
+llama.cpp or pydantic; a command loads what it uses when it runs (a sub-command's
+--help loads pydantic only because typer coerces its parameters with it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import json, sys
+spawned = []
+def hook(event, args):
+    if event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
+        spawned.append(event)
+sys.addaudithook(hook)
+import typer
+from typer.testing import CliRunner
+from skillopt.cli.main import app
+typer.main.get_command(app)
+outputs = [CliRunner().invoke(app, [*args, "--help"]).exit_code for args in ARGS]
+print(json.dumps({"spawned": spawned, "modules": sorted(sys.modules), "exits": outputs}))
+"""
+
+HEAVY = ("litellm", "git", "llama_cpp", "ray", "pydantic", "yaml", "openai", "anthropic", "httpx")
+
+
+def start(*commands: list[str]) -> dict:
+    code = PROBE.replace("ARGS", repr(list(commands)))
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    return json.loads(res.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("command", [[], ["eval"], ["train"], ["validate"], ["runs"]])
+def test_help_runs_no_subprocess_and_loads_nothing_heavy(command):
+    found = start(command)
+    assert found["exits"] == [0]
+    assert found["spawned"] == []
+    top = {m.split(".")[0] for m in found["modules"]}
+    # typer itself coerces a sub-command's parameters with pydantic, even for --help
+    heavy = set(HEAVY) - ({"pydantic"} if command else set())
+    assert not top & heavy, top & heavy
+    ours = {m for m in found["modules"] if m.startswith("skillopt.")}
+    engines = {m for m in ours if not m.startswith(("skillopt.cli", "skillopt.api"))}
+    # the public errors, the leaf helpers and what shipping may refuse: nothing else
+    assert engines <= {
+        "skillopt._util",
+        "skillopt._util.display",
+        "skillopt._util.secrets",
+        "skillopt._util.text",
+        "skillopt.errors",
+        "skillopt.ship",
+        "skillopt.ship.refusals",
+    }, engines
+
+
+def test_the_cli_imports_only_the_api_and_public_names():
+    # besides the api and the public errors, two leaf helpers: formatting figures
+    # (`display`) and making text safe to print (`text.safe`), which import nothing
+    allowed = (
+        "skillopt.api",
+        "skillopt.cli",
+        "skillopt.errors",
+        "skillopt._util.display",
+        "skillopt._util.text",
+    )
+    for path in sorted((ROOT / "skillopt" / "cli").glob("*.py")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            words = line.split()
+            if len(words) < 2 or words[0] not in ("from", "import"):
+                continue
+            module = words[1]
+            if words[0] == "from" and module == "skillopt._util":  # `import display`
+                module = f"{module}.{words[3]}"
+            if module == "skillopt" or not module.startswith("skillopt"):
+                continue  # `from skillopt import api` and public types; third parties
+            assert module.startswith(allowed), f"{path.name}: {line.strip()}"
