@@ -15,9 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 if TYPE_CHECKING:
+    from skillopt._util.version import __version__ as __version__
     from skillopt.api import (
         adopt,
         bundle,
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
     from skillopt.config import Settings
     from skillopt.errors import BadSkill, InputError, MissingCredentials, SkilloptError
     from skillopt.eval.checks import ValidateResult
-    from skillopt.eval.results import EvalResult, SplitResult, TaskOutcome
+    from skillopt.eval.results import EvalResult, SplitResult
     from skillopt.harness.base import (
         Cancellable,
         Harness,
@@ -54,6 +53,7 @@ if TYPE_CHECKING:
     from skillopt.optimize.plan import Plan
     from skillopt.plugins import Registry
     from skillopt.rollouts.budget import BudgetExceeded
+    from skillopt.rollouts.outcomes import TaskOutcome
     from skillopt.rollouts.record import Rollout
     from skillopt.skill.document import Skill
     from skillopt.skill.edits import Edit
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from skillopt.training.session import TrainResult
 
 _EXPORTS = {
+    "skillopt._util.version": ("__version__",),
     "skillopt.api": (
         "adopt",
         "bundle",
@@ -77,7 +78,8 @@ _EXPORTS = {
     "skillopt.rollouts.budget": ("BudgetExceeded",),
     "skillopt.config": ("Settings",),
     "skillopt.errors": ("BadSkill", "InputError", "MissingCredentials", "SkilloptError"),
-    "skillopt.eval.results": ("EvalResult", "SplitResult", "TaskOutcome"),
+    "skillopt.eval.results": ("EvalResult", "SplitResult"),
+    "skillopt.rollouts.outcomes": ("TaskOutcome",),
     "skillopt.harness.base": (
         "Cancellable",
         "Harness",

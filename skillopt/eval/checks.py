@@ -19,7 +19,8 @@ from typing import Any
 
 from skillopt._util import display
 from skillopt.errors import InputError
-from skillopt.eval.results import Comparison, SplitResult, TaskOutcome, task_outcomes
+from skillopt.eval.results import Comparison, SplitResult
+from skillopt.rollouts.outcomes import TaskOutcome, task_outcomes
 from skillopt.ship.diffs import diff_stat
 from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
 from skillopt.skill.lint import Problem

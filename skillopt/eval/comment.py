@@ -12,7 +12,8 @@ from __future__ import annotations
 from skillopt._util import display
 from skillopt._util.text import xml_clip
 from skillopt.eval.checks import ValidateResult
-from skillopt.eval.results import SplitResult, task_outcomes
+from skillopt.eval.results import SplitResult
+from skillopt.rollouts.outcomes import task_outcomes
 from skillopt.ship.diffs import diff_stat
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from skillopt._util import display
 from skillopt._util.text import xml_clip
 from skillopt.eval.checks import ValidateResult
-from skillopt.eval.results import task_outcomes
+from skillopt.rollouts.outcomes import task_outcomes
 from skillopt.rollouts.record import Rollout
 
 

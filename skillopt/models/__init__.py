@@ -39,7 +39,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    return vars(importlib.import_module(module))[name]
 
 
 __all__ = [

@@ -136,7 +136,7 @@ class LocalModel:
                     reuse=self.prefix_reuse,
                 )
             except Exception as exc:  # llama.cpp failures are per-task, not crashes
-                runner.head = None  # whatever the cache holds now is not to be trusted
+                runner.distrust_cache()
                 raise ModelError(
                     f"{self.name}: {type(exc).__name__}: {exc}", kind="error", retryable=False
                 ) from exc

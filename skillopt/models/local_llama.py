@@ -151,6 +151,11 @@ class _Runner:
             n += 1
         return tokens, min(n, len(tokens) - 1)
 
+    def distrust_cache(self) -> None:
+        """Whatever the cache holds now is not to be trusted (a call failed midway):
+        the next call evaluates its head again."""
+        self.head = None
+
     def answer(
         self, tokens: list[int], boundary: int, *, max_tokens: int, temperature: float, reuse: bool
     ) -> tuple[str, int, str]:

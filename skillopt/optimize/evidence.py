@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from skillopt._util import display
 from skillopt._util.display import NA
 from skillopt._util.text import clip
-from skillopt.eval.results import task_outcomes
 from skillopt.optimize.gate import Decision
+from skillopt.rollouts.outcomes import task_outcomes
 from skillopt.rollouts.record import Rollout
 from skillopt.skill.edits import ApplyReport
 from skillopt.store.trailers import StepTrailers

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from skillopt._util import display
-from skillopt.eval.results import TaskOutcome
+from skillopt.rollouts.outcomes import TaskOutcome
 
 if TYPE_CHECKING:
     from skillopt.config import Settings

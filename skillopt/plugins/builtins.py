@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from skillopt.plugins import Registry
+    from skillopt.plugins.catalog import Registry
 
 # The built-in scorers, the only list of them: name -> (where the class is, in
 # `skillopt.suite.scorers`, and what it checks). A class is imported when its name is

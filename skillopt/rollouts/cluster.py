@@ -22,10 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skillopt._util.version import __version__
 from skillopt.config import Settings
 
 # seconds an agent CLI's `--version` may take
 _VERSION_S = 10.0
+# the skillopt package this node imports (this module is one of its files)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclass(frozen=True)
@@ -57,14 +60,12 @@ def node_report(agents: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """What this machine has for running rollouts, as plain data: {"python": [3, 12,
     1], "node_id": …, "checks": [{"name", "ok", "detail"}, …]}. `agents` are
     (harness, binary) pairs, each looked up on PATH and asked its `--version`."""
-    import skillopt
-
     checks = [
         _check("python", True, f"{platform.python_version()} at {sys.executable}"),
         _check(
             "skillopt",
             True,
-            f"{skillopt.__version__} at {os.path.dirname(os.path.abspath(skillopt.__file__))}",
+            f"{__version__} at {_PACKAGE_DIR}",
         ),
         _ray_check(),
     ]

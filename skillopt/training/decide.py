@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from skillopt.eval.results import TaskOutcome, task_outcomes
 from skillopt.optimize.evidence import commit_message
 from skillopt.optimize.gate import Gate, Race, ThresholdGate
 from skillopt.rollouts.engine import Rollout
+from skillopt.rollouts.outcomes import TaskOutcome, task_outcomes
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import ApplyReport
 from skillopt.training.checkpoint import Revision

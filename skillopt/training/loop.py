@@ -23,12 +23,18 @@ from skillopt._util import display
 from skillopt._util.display import NA
 from skillopt.config import Settings
 from skillopt.errors import NothingScored
-from skillopt.eval.results import TaskOutcome, mean_value, pass_rate, scored_count, task_outcomes
 from skillopt.optimize.base import Optimizer, SlowUpdater
 from skillopt.optimize.gate import Gate, build_gate
 from skillopt.optimize.schedule import chunks
 from skillopt.rollouts.budget import BudgetExceeded, Guard
 from skillopt.rollouts.engine import RolloutEngine
+from skillopt.rollouts.outcomes import (
+    TaskOutcome,
+    mean_value,
+    pass_rate,
+    scored_count,
+    task_outcomes,
+)
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
 from skillopt.store.audit import Audit

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from skillopt.eval.results import mean_value, task_outcomes
 from skillopt.optimize.base import Proposal, ProposalRequest, WholeBatch
 from skillopt.optimize.merge import merge_edits
 from skillopt.optimize.schedule import chunks, edit_budget, successes_to_protect
 from skillopt.rollouts.engine import Rollout
+from skillopt.rollouts.outcomes import mean_value, task_outcomes
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import apply_edits
 from skillopt.suite.task import Task

@@ -57,6 +57,7 @@ def test_help_runs_no_subprocess_and_loads_nothing_heavy(command):
         "skillopt._util.display",
         "skillopt._util.secrets",
         "skillopt._util.text",
+        "skillopt._util.version",
         "skillopt.errors",
         "skillopt.ship",
         "skillopt.ship.refusals",

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from skillopt.eval.results import TaskOutcome
 from skillopt.optimize.gate import GATES, Decision, decide, paired_p_value
+from skillopt.rollouts.outcomes import TaskOutcome
 
 
 def outcomes(values: dict[str, float | None], threshold: float = 0.5) -> dict[str, TaskOutcome]:

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from skillopt.eval.results import TaskOutcome
 from skillopt.optimize.gate import Race, ThresholdGate, best_delta, can_accept, decide
+from skillopt.rollouts.outcomes import TaskOutcome
 
 VALUES = {
     "binary": [0.0, 1.0],

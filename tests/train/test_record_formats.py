@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from world import HELPFUL, ScriptedOptimizer, edits_reply, flags
+from train.world import HELPFUL, ScriptedOptimizer, edits_reply, flags
 
 from skillopt import api
 from skillopt.training.events import GateDecision, NoCandidate, Stage, read_event
