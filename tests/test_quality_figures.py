@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from skillopt.cli.main import app
-from skillopt.optimize.exemplars import examples_in
+from skillopt.optimize.examples import examples_in
 from skillopt.skill.document import Skill
 from skillopt.suite.loader import load_suite
 

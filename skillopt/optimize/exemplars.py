@@ -30,90 +30,22 @@ Examples are written in the exact shape of the embedded model's completion cue
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any
 
-from skillopt.models.local_prompt import format_example
 from skillopt.optimize.base import Proposal, ProposalRequest
-from skillopt.optimize.memory import Memory
-from skillopt.skill.document import Skill
-from skillopt.skill.edits import Edit, apply_edits
-
-SECTION = "Examples"
-# the input may span lines (a multi-line task prompt, no blank line) up to the `Output: ` line
-_EXAMPLE = re.compile(
-    r"^Input: (?P<input>.*(?:\n(?!Input: |Output: ).+)*?)\nOutput: "
-    r"(?P<output>.*)$",
-    re.MULTILINE,
+from skillopt.optimize.examples import (
+    EXAMPLE_PATTERN,
+    SECTION,
+    Example,
+    describe_shape,
+    examples_in,
+    shape,
+    similarity,
 )
-
-
-@dataclass(frozen=True)
-class Example:
-    input: str
-    output: str
-
-    @property
-    def text(self) -> str:
-        return format_example(self.input, self.output)
-
-
-def examples_in(skill: Skill) -> list[Example]:
-    return [
-        Example(m.group("input").strip(), m.group("output").strip())
-        for m in _EXAMPLE.finditer(skill.body)
-    ]
-
-
-def shape(text: str) -> str:
-    """Character classes with runs collapsed: 'abc 123' → 'a 9', '#RT-0456' → '#A-9'."""
-    out: list[str] = []
-    for ch in text.strip():
-        cls = (
-            ("A" if ch.isupper() else "a")
-            if ch.isalpha()
-            else "9"
-            if ch.isdigit()
-            else (" " if ch.isspace() else ch)
-        )
-        if not out or out[-1] != cls:
-            out.append(cls)
-    return "".join(out)
-
-
-_WORDS = {"a": "lowercase letters", "A": "capital letters", "9": "digits", " ": "space"}
-
-
-def describe_shape(shape: str, limit: int = 8) -> str:
-    """A `shape` in words, for a reader: 'a 9' → 'lowercase letters, space, digits',
-    'Aa_9' → "a capitalised word, '_', digits"; past `limit` parts, cut with '…'."""
-    parts: list[str] = []
-    i = 0
-    while i < len(shape):
-        if shape.startswith("Aa", i):
-            parts.append("a capitalised word")
-            i += 2
-            continue
-        ch = shape[i]
-        parts.append(_WORDS.get(ch, repr(ch)))
-        i += 1
-    if len(parts) > limit:
-        parts = [*parts[:limit], "…"]
-    return ", ".join(parts) if parts else "empty"
-
-
-def _trigrams(text: str) -> set[str]:
-    t = f"  {text.casefold()} "
-    return {t[i : i + 3] for i in range(len(t) - 2)}
-
-
-def similarity(a: str, b: str) -> float:
-    """Jaccard similarity of character trigrams, in [0, 1]."""
-    x, y = _trigrams(a), _trigrams(b)
-    return len(x & y) / len(x | y) if x | y else 1.0
+from skillopt.optimize.memory import Memory
+from skillopt.skill.edits import Edit, apply_edits
 
 
 class ExemplarOptimizer:
@@ -425,7 +357,7 @@ def _rejected_inputs(memory: Memory) -> dict[str, int]:
     behind fresh ones after one rejection and is dropped after two."""
     out: dict[str, int] = {}
     for r in memory.rejected:
-        for m in _EXAMPLE.finditer(r["edit"].get("content") or ""):
+        for m in EXAMPLE_PATTERN.finditer(r["edit"].get("content") or ""):
             key = m.group("input").strip()
             out[key] = out.get(key, 0) + 1
     return out

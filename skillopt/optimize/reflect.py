@@ -12,16 +12,10 @@ counts, never a validation or test task.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from skillopt._util import display
-from skillopt._util.display import NA
-from skillopt._util.text import clip
-from skillopt.errors import ModelError, first_error
+from skillopt.errors import ModelError
 from skillopt.models.base import Completion, JsonMode, Model, Usage
 from skillopt.optimize.base import (
     NO_CONTEXT,
@@ -34,198 +28,20 @@ from skillopt.optimize.base import (
     TextResult,
 )
 from skillopt.optimize.memory import Memory
+from skillopt.optimize.prompting import (
+    clip_field,
+    render_protected,
+    render_state,
+    render_target,
+    render_trajectories,
+)
+from skillopt.optimize.replies import EDITS_SCHEMA, no_json_reason, parse_edits
 from skillopt.prompts import load_prompt, render_prompt
-from skillopt.rollouts.record import Rollout
 from skillopt.skill.document import Skill
-from skillopt.skill.edits import Edit
-from skillopt.suite.scorers import NO_JSON, parse_json_answer
-from skillopt.suite.task import Task
+from skillopt.suite.scorers import parse_json_answer
 
-FIELD_LIMIT = 1500
-STEP_LIMIT = 600
 RAW_LIMIT = 20_000  # characters of a raw reply kept in the checkpoint
 REPAIR_ECHO_LIMIT = 8_000  # characters of a bad reply quoted back in the repair re-ask
-NOT_DESCRIBED = "(the target did not describe itself)"
-
-
-# ---------------------------------------------------------------------- reply schema
-class EditSpec(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    op: Literal["add", "delete", "replace"]
-    anchor: str | None = None
-    section: str | None = None
-    content: str | None = None
-    rationale: str = ""
-    evidence: list[str] = []
-
-
-class EditsReply(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    edits: list[EditSpec]
-
-
-EDITS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "edits": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "op": {"type": "string", "enum": ["add", "delete", "replace"]},
-                    "anchor": {"type": ["string", "null"]},
-                    "section": {"type": ["string", "null"]},
-                    "content": {"type": ["string", "null"]},
-                    "rationale": {"type": "string"},
-                    "evidence": {"type": "array", "items": {"type": "string"}},
-                },
-                "required": ["op", "anchor", "section", "content", "rationale", "evidence"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["edits"],
-    "additionalProperties": False,
-}
-
-
-def parse_edits(text: str, source: str) -> list[Edit]:
-    """Edits from a model reply (bare JSON, fenced, or inside prose). Raises
-    ValueError with a reason the repair prompt can quote."""
-    try:
-        data = parse_json_answer(text)
-    except ValueError as exc:
-        raise ValueError(_no_json(exc)) from None
-    if isinstance(data, list):
-        data = {"edits": data}
-    try:
-        reply = EditsReply.model_validate(data)
-    except ValidationError as exc:
-        loc, msg = first_error(exc)
-        raise ValueError(f"{loc}: {msg}") from None
-    edits = []
-    for i, e in enumerate(reply.edits):
-        if e.op in ("delete", "replace") and not (e.anchor or "").strip():
-            raise ValueError(f"edits.{i}: a {e.op} needs an anchor copied from the skill")
-        if e.op in ("add", "replace") and not (e.content or "").strip():
-            raise ValueError(f"edits.{i}: an {e.op} needs content")
-        edits.append(
-            Edit(
-                op=e.op,
-                anchor=e.anchor or None,
-                section=e.section or None,
-                content=e.content,
-                rationale=e.rationale,
-                evidence=tuple(e.evidence),
-                source=source,
-            )
-        )
-    return edits
-
-
-def _no_json(exc: ValueError) -> str:
-    """The repair prompt's reason for a reply `parse_json_answer` refused."""
-    return "the reply contains no JSON object" if str(exc) == NO_JSON else str(exc)
-
-
-def _clip(text: Any, limit: int) -> str:
-    """`text` (a value other than a string as JSON) clipped for the optimizer's prompt,
-    the cut marked on a line of its own with the number of characters cut."""
-    s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
-    return clip(s, limit, "\n…[truncated {cut} characters]")
-
-
-def render_target(context: RunContext) -> str:
-    """The target as every optimizer prompt describes it."""
-    return context.target.strip() or NOT_DESCRIBED
-
-
-def render_state(request: ProposalRequest) -> str:
-    """Where the run stands: the step and the current and best validation scores
-    (numbers only, no validation task)."""
-    c = request.context
-    where = f"Step {request.step}" + (f" of {c.total_steps}" if c.total_steps else "")
-    if c.epochs:
-        where += f" (epoch {request.epoch + 1} of {c.epochs})"
-    best = request.memory.best_val(c.val)
-    return (
-        f"{where}. Validation score of the current skill: {display.score(c.val, none=NA)}; "
-        f"best so far: {display.score(best, none=NA)}."
-    )
-
-
-def render_trajectories(
-    rollouts: list[Rollout],
-    tasks: dict[str, Task],
-    task_as_seen: Callable[[str], str] | None = None,
-    *,
-    brief: bool = False,
-) -> str:
-    """Rollouts as the optimizer reads them: input (as the target read it, when
-    `task_as_seen` says it reads a task otherwise than as it is), expected, answer,
-    feedback, and the agent's tool steps when the harness recorded them (truncated,
-    marked). `brief` keeps input, expected, answer and score only (solved tasks
-    shown as behaviour to keep)."""
-    parts = []
-    for r in rollouts:
-        task = tasks[r.task_id]
-        seen = task_as_seen(task.prompt) if task_as_seen is not None else task.prompt
-        lines = [
-            f"## Task {r.task_id}",
-            "Input (as the agent saw it"
-            + (", right after the skill" if seen != task.prompt else "")
-            + "):",
-            "```",
-            _clip(seen, FIELD_LIMIT),
-            "```",
-        ]
-        if task.expected is not None:
-            lines += ["Expected answer:", "```", _clip(task.expected, FIELD_LIMIT), "```"]
-        lines += ["Agent's answer:", "```", _clip(r.answer or "", FIELD_LIMIT), "```"]
-        score = f"Score: {r.score:.2f} ({'pass' if r.passed else 'fail'})."
-        if brief:
-            parts.append("\n".join([*lines, score]))
-            continue
-        lines.append(f"{score} Feedback: {_clip(r.feedback, 400)}")
-        invoked = (r.trajectory or {}).get("skill_invoked")
-        if invoked is not None:
-            lines.append(
-                "Skill invoked: " + ("yes" if invoked else "no — the agent never loaded the skill")
-            )
-        steps = (r.trajectory or {}).get("steps") or []
-        if steps:
-            lines.append("Agent's steps:")
-            for s in steps[:20]:
-                lines.append(f"- {_clip(_step_text(s), STEP_LIMIT)}")
-            if len(steps) > 20:
-                lines.append(f"- …[{len(steps) - 20} more steps truncated]")
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
-
-
-NOTHING_TO_PROTECT = "(no task of this batch was solved)"
-
-
-def render_protected(request: ProposalRequest) -> str:
-    """The solved training tasks a failures prompt shows as behaviour to keep."""
-    if not request.protect:
-        return NOTHING_TO_PROTECT
-    return render_trajectories(
-        request.protect, request.tasks, request.context.task_as_seen, brief=True
-    )
-
-
-def _step_text(step: dict[str, Any]) -> str:
-    kind = step.get("type", "step")
-    if "command" in step:
-        out = step.get("output", "")
-        return f"{kind}: `{step['command']}` → {out}"
-    if "tool" in step:
-        call = f"{kind}: {step['tool']}({json.dumps(step.get('input', ''), ensure_ascii=False)})"
-        return f"{call} → {step['output']}" if step.get("output") else call
-    if "text" in step:
-        return f"{kind}: {step['text']}"
-    return f"{kind}: {json.dumps(step, ensure_ascii=False)}"
 
 
 class LLMOptimizer:
@@ -287,7 +103,7 @@ class LLMOptimizer:
                 return parse(raw), None, acc, raw
             except (ValueError, RecursionError) as first:
                 messages += [
-                    {"role": "assistant", "content": _clip(raw, REPAIR_ECHO_LIMIT)},
+                    {"role": "assistant", "content": clip_field(raw, REPAIR_ECHO_LIMIT)},
                     {"role": "user", "content": render_prompt("repair", error=first)},
                 ]
                 raw = self._call(messages, params, acc)
@@ -326,7 +142,7 @@ class LLMOptimizer:
             acc["calls"],
             acc["usage"],
             acc["cost"],
-            _clip(raw, RAW_LIMIT),
+            clip_field(raw, RAW_LIMIT),
             acc["error_kind"],
             acc["replaced"],
         )
@@ -336,7 +152,7 @@ class LLMOptimizer:
             try:
                 data = parse_json_answer(text)
             except ValueError as exc:
-                raise ValueError(_no_json(exc)) from None
+                raise ValueError(no_json_reason(exc)) from None
             if not isinstance(data, dict) or not isinstance(data.get(key), str):
                 raise ValueError(f"expected an object with a string field {key!r}")
             value: str = data[key]

@@ -1,4 +1,5 @@
-"""Persistence: the SQLite rollout store, run directories and the git audit trail."""
+"""Persistence: the SQLite rollout store (its schema, rows, claims and spend ledger)
+and the git audit trail (one commit per candidate, evidence in trailers)."""
 
 from skillopt.store.rollouts import RolloutStore
 

@@ -26,7 +26,8 @@ from skillopt.models import prices, resolve_model
 from skillopt.models.anthropic_client import AnthropicModel
 from skillopt.models.litellm_model import LiteLLMModel
 from skillopt.models.openai_client import OpenAIModel
-from skillopt.optimize.reflect import EDITS_SCHEMA, LLMOptimizer, parse_edits
+from skillopt.optimize.reflect import LLMOptimizer
+from skillopt.optimize.replies import EDITS_SCHEMA, parse_edits
 from skillopt.store.rollouts import RolloutStore
 
 TESTS = Path(__file__).resolve().parents[1]

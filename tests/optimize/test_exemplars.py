@@ -17,16 +17,15 @@ from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel, register_model, unregister_model
 from skillopt.models.base import Usage
 from skillopt.models.local_prompt import completion_prompt, format_example
-from skillopt.optimize.exemplars import (
+from skillopt.optimize.examples import (
     SECTION,
     Example,
-    ExemplarOptimizer,
-    _coverage_gain,
     describe_shape,
     examples_in,
     shape,
     similarity,
 )
+from skillopt.optimize.exemplars import ExemplarOptimizer, _coverage_gain
 from skillopt.optimize.memory import Memory
 from skillopt.optimize.reflect import Proposal, ProposalRequest
 from skillopt.rollouts.engine import Rollout

@@ -13,7 +13,8 @@ from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel, local, local_prompt
 from skillopt.optimize.base import NO_CONTEXT, RunContext
 from skillopt.optimize.memory import Memory
-from skillopt.optimize.reflect import NOT_DESCRIBED, LLMOptimizer, ProposalRequest
+from skillopt.optimize.prompting import NOT_DESCRIBED
+from skillopt.optimize.reflect import LLMOptimizer, ProposalRequest
 from skillopt.rollouts.engine import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit

@@ -12,14 +12,9 @@ from skillopt.errors import ModelError
 from skillopt.models import ScriptedModel
 from skillopt.models.scripted import Call
 from skillopt.optimize.memory import Memory
-from skillopt.optimize.reflect import (
-    FIELD_LIMIT,
-    LLMOptimizer,
-    Proposal,
-    ProposalRequest,
-    parse_edits,
-    render_trajectories,
-)
+from skillopt.optimize.prompting import FIELD_LIMIT, render_trajectories
+from skillopt.optimize.reflect import LLMOptimizer, Proposal, ProposalRequest
+from skillopt.optimize.replies import parse_edits
 from skillopt.rollouts.engine import Rollout
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
