@@ -21,8 +21,8 @@ def _modules() -> set[str]:
 def _mapped() -> set[str]:
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     start = text.index("### Every module")
-    section = text[start : text.index("\n### ", start + 1)]
-    return set(re.findall(r"`([\w/]+\.py)`", section))
+    section = text[start : text.index("\n## ", start)]
+    return set(re.findall(r"^- `([\w/]+\.py)`", section, re.M))
 
 
 def test_the_map_lists_every_module():
