@@ -11,11 +11,12 @@ skillopt of the same version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from skillopt.training.records import optional, to_json
+from skillopt.training.steps import BatchRecord, StepRecord
 
 if TYPE_CHECKING:
     from skillopt.rollouts.spend import Spend
@@ -115,9 +116,15 @@ class Accounting(JsonRecord):
     optimizer_cached_tokens: int = optional(0)
 
     @classmethod
-    def from_ledger(cls, spend: Spend, steps: Sequence[Mapping[str, Any]]) -> Accounting:
+    def from_ledger(cls, spend: Spend, steps: Sequence[StepRecord]) -> Accounting:
         target, opt = spend.target, spend.optimizer
-        skipped = sum(1 for rec in steps for p in rec.get("proposals") or [] if p.get("skipped"))
+        skipped = sum(
+            1
+            for rec in steps
+            if isinstance(rec, BatchRecord)
+            for p in rec.proposals
+            if p.get("skipped")
+        )
         return cls(
             optimizer_calls=opt.calls,
             optimizer_input_tokens=opt.input_tokens,

@@ -22,8 +22,10 @@ from skillopt.training.checkpoint import (
     SkippedNote,
     SplitScore,
 )
+from skillopt.training.records import to_json
 from skillopt.training.state import TrainState
 from skillopt.training.state_format import MIGRATIONS, STATE_VERSION
+from skillopt.training.steps import read_step
 
 SKILL = Skill.parse("---\nname: words\ndescription: Demo.\n---\n# Words\n\n- Reply.\n")
 EDIT = Edit("add", section="Rules", content="- Shout.")
@@ -95,7 +97,10 @@ def busy_state() -> TrainState:
     st.incumbent = Revision("better", "h1", 1.0)
     st.initial = Revision(SKILL.text, SKILL.hash, 0.5)
     st.support = (("scripts/run.sh", "d1"),)
-    st.steps += copy.deepcopy(V1["steps"])
+    st.steps += [
+        read_step(rec, f"steps[{i}]", ValueError)
+        for i, rec in enumerate(copy.deepcopy(V1["steps"]))
+    ]
     st.pending = Pending(3, slow_update={"text": "guide", "skipped": None, "calls": 1})
     st.memory.reject(2, [EDIT], -0.25, "worse")
     st.memory.skip(2, EDIT, "anchor_not_found")
@@ -143,7 +148,7 @@ def test_version_1_is_migrated_and_saved_as_version_2(tmp_path):
     assert st.status == "running" and (st.epoch, st.k, st.step) == (1, 0, 1)
     assert st.incumbent == Revision("T", "h0", 0.5)
     assert st.support == (("scripts/run.sh", "d1"),)
-    assert st.steps == V1["steps"]
+    assert to_json(st.steps) == V1["steps"]
     assert st.pending == Pending(2, proposals=[{"edits": [], "skipped": None, "calls": 1}])
     assert st.memory.meta_notes == [{"epoch": 1, "notes": "n"}]
     assert st.accounting.optimizer_calls == 3 and st.accounting.target_cost == 0.001

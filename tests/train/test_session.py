@@ -9,7 +9,7 @@ import dataclasses
 import sqlite3
 
 import pytest
-from world import HELPFUL, ScriptedOptimizer, edits_reply, flags
+from train.world import HELPFUL, ScriptedOptimizer, edits_reply, flags
 
 import skillopt
 from skillopt.config import Settings
