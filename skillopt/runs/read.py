@@ -335,12 +335,13 @@ def _info(run: RunDir, config: dict[str, Any], state: TrainState) -> RunInfo:
 
     s = report.summary(state, config)
     acct = s["accounting"]
-    stopped_by = (state.stop or {}).get("budget") if state.status == "stopped" else None
+    stop = state.stop if state.status == "stopped" else None
+    stopped_by = stop.budget if stop is not None else None
     if state.status == "finished":
         status, reason = "finished", ""
     elif state.status == "stopped":
         status = "stopped"
-        where = (state.stop or {}).get("where")
+        where = stop.where if stop is not None else None
         larger = f" {stopped_by} <larger>" if stopped_by else ""
         reason = (
             f"{stopped_by or 'a budget'} reached{f' before {where}' if where else ''}; "

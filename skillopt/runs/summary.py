@@ -118,10 +118,10 @@ def summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
             "alpha": settings.get("alpha", 0.05),
         },
         # "stopped: budget" when a budget stopped it (`stop` says which and where)
-        "status": f"stopped: {state.stop['reason']}"
+        "status": f"stopped: {state.stop.reason}"
         if state.status == "stopped" and state.stop
         else state.status,
-        "stop": state.stop,
+        "stop": state.stop.to_dict() if state.stop is not None else None,
         "started_at": state.started_at,
         "stopped_early": None if state.stopped_early is None else asdict(state.stopped_early),
         "initial_val": state.initial.val,

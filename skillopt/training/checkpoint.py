@@ -19,6 +19,7 @@ from skillopt.training.records import optional, to_json
 from skillopt.training.steps import BatchRecord, StepRecord
 
 if TYPE_CHECKING:
+    from skillopt.rollouts.budget import BudgetExceeded
     from skillopt.rollouts.spend import Spend
     from skillopt.skill.document import Skill
 
@@ -54,6 +55,23 @@ class Pending(JsonRecord):
     step: int
     proposals: list[dict[str, Any]] | None = optional()  # Proposal.to_dict() each
     slow_update: dict[str, Any] | None = optional()  # TextResult.to_dict()
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetStop(JsonRecord):
+    """Why a budget stopped the run (`BudgetExceeded`), and after which step: the
+    budget's flag, before what it stopped and the numbers. `--resume` with a larger
+    budget continues the run."""
+
+    reason: str = "budget"
+    budget: str  # the flag: --budget-usd, --max-target-rollouts, …
+    where: str
+    detail: str
+    step: int
+
+    @classmethod
+    def of(cls, exc: BudgetExceeded, step: int) -> BudgetStop:
+        return cls(budget=exc.flag, where=exc.where, detail=exc.detail, step=step)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.training.checkpoint import (
     Accounting,
+    BudgetStop,
     EarlyStop,
     Pending,
     Revision,
@@ -175,6 +176,29 @@ def test_an_early_stop_is_kept_and_a_version_2_checkpoint_without_one_still_load
     assert TrainState.from_dict(data) == st
     del data["stopped_early"]  # as skillopt wrote version 2 before the field existed
     assert TrainState.from_dict(data).stopped_early is None
+
+
+def test_a_budget_stop_is_kept_as_its_keys_were_written_and_read_back_typed():
+    st = busy_state()
+    assert st.stop is None and "stop" not in st.to_dict()
+    stop = BudgetStop(budget="--budget-usd", where="step 3 · train", detail="$0.50 spent", step=2)
+    st.stop_for_budget(stop)
+    data = through_json(st.to_dict())
+    # the keys in the order skillopt has always written them (BudgetExceeded's, then step)
+    assert data["stop"] == {
+        "reason": "budget",
+        "budget": "--budget-usd",
+        "where": "step 3 · train",
+        "detail": "$0.50 spent",
+        "step": 2,
+    }
+    assert list(data["stop"]) == ["reason", "budget", "where", "detail", "step"]
+    back = TrainState.from_dict(data)
+    assert back == st and back.stop == stop and back.status == "stopped"
+    del data["stop"]["where"]
+    with pytest.raises(InputError, match="missing") as err:
+        TrainState.from_dict(data)
+    assert err.value.field == "stop.where"
 
 
 def test_owed_notes_are_kept_and_a_version_2_checkpoint_without_them_still_loads():
