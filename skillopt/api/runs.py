@@ -113,7 +113,7 @@ def run_blame(run: str | Path, *, run_dir: str | Path | None = None) -> list[dic
 
     found, audit = open_run(run, run_dir)
     state = TrainState.load(found)
-    records = {rec["step"]: dict(rec) for rec in state.steps} if state is not None else {}
+    records = {rec.step: rec for rec in state.steps} if state is not None else {}
     return blame_lines(audit, records)
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skillopt.api.events import Decided, Stage
 
 Clock = Callable[[], float]
 
@@ -71,21 +74,22 @@ class RunEta:
         self.n_val = (splits or {}).get("val", 0)
         self.n_test = (splits or {}).get("test", 0)
 
-    def stage(self, data: dict[str, Any]) -> None:
+    def stage(self, ev: Stage) -> None:
         now = self.clock()
-        if data.get("stage") == "baseline":
+        if ev.stage == "baseline":
             self._baseline = now
-        elif data.get("stage") == "rollout" and "k" in data and "per_epoch" in data:
+        elif ev.stage == "rollout" and ev.k is not None and ev.per_epoch is not None:
             # a step begins: epoch and k are 1-based, and a resumed run starts mid-plan
-            self._current = (data.get("epoch", 1) - 1) * data["per_epoch"] + data["k"]
+            epoch = ev.epoch if ev.epoch is not None else 1
+            self._current = (epoch - 1) * ev.per_epoch + ev.k
             if self._first is None:
                 self._first = now
 
-    def decision(self, data: dict[str, Any]) -> None:
+    def decision(self, ev: Decided) -> None:
         now = self.clock()
-        if data.get("kind") == "initial" and self._baseline is not None:
+        if ev.step_kind == "initial" and self._baseline is not None:
             self.val_pass = now - self._baseline
-        elif data.get("kind") == "step" and self._first is not None:
+        elif ev.step_kind == "step" and self._first is not None:
             self.timed += 1
             elapsed = now - self._first
             test = expected_test_time(self.n_val, self.n_test, self.val_pass, elapsed / self.timed)

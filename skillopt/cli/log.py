@@ -7,14 +7,13 @@ checkpoint recorded (its batch, its optimizer calls, the edits not applied).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-import skillopt
 from skillopt import api
 from skillopt._util import display
 from skillopt.cli.common import Run, RunDirOpt, handle_errors, out
@@ -136,33 +135,8 @@ def show_cmd(
     found = api.run_log_step(run, step, run_dir=run_dir)
     if found.commit is None:
         out.print(escape(found.describe()), soft_wrap=True)
-        for line in _uncommitted_evidence(found.record):
+        for line in found.evidence():
             out.print(f"  {escape(line)}", soft_wrap=True)
         return
     out.print(f"[bold]commit {found.commit.sha}[/]")
     out.print(escape(found.commit.message.rstrip()), soft_wrap=True)
-
-
-def _uncommitted_evidence(rec: dict[str, Any]) -> list[str]:
-    """What a step with no candidate still recorded: its training batch, the optimizer
-    calls it made, and the edits that were proposed but not applied."""
-    lines = []
-    if rec.get("train_mean") is not None or "failures" in rec:
-        lines.append(
-            f"train batch: mean {display.score(rec.get('train_mean'))}, "
-            f"{rec.get('failures', 0)} failed, {rec.get('successes', 0)} passed, "
-            f"{rec.get('unscored', 0)} unscored"
-        )
-    proposals = rec.get("proposals") or []
-    if proposals:
-        skipped = [p for p in proposals if p.get("skipped")]
-        lines.append(
-            f"optimizer calls: {len(proposals)}"
-            + (f", {len(skipped)} skipped ({skipped[0]['skipped']})" if skipped else "")
-        )
-    for d in rec.get("dropped") or []:
-        lines.append(f"[dropped] {skillopt.Edit.from_dict(d['edit']).describe()} — {d['reason']}")
-    for a in rec.get("apply") or []:
-        detail = f" — {a['detail']}" if a.get("detail") else ""
-        lines.append(f"[{a['status']}] {skillopt.Edit.from_dict(a['edit']).describe()}{detail}")
-    return lines

@@ -7,7 +7,7 @@ through the display, never over the bar.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
@@ -17,7 +17,7 @@ from skillopt.cli.eta import RunEta
 from skillopt.cli.progress import Display
 
 if TYPE_CHECKING:
-    from skillopt.api import TrainEvent
+    from skillopt.api.events import Decided, TrainEvent
 
 
 class TrainProgress:
@@ -48,35 +48,47 @@ class TrainProgress:
         return " · ".join(parts)
 
     def __call__(self, ev: TrainEvent) -> None:
-        d = ev.data
-        if ev.kind == "run_started":
-            self.epochs = d.get("epochs")
-            self.eta.started(d.get("steps") or 0, d.get("splits"))
-            if d.get("splits") and not d.get("resumed"):
-                self.progress.print(display.split_sizes(d["splits"]))
-        elif ev.kind == "stage":
-            if "epoch" in d:
-                self.epoch = f"epoch {d['epoch']}" + (f"/{self.epochs}" if self.epochs else "")
-            self.eta.stage(d)
-            what = f"step {d['step']} · {d['stage']}" if "step" in d else d["stage"]
-            self.progress.stage(self._describe(what))
-        elif ev.kind == "rollout":
-            self.progress.count(d["label"], d["done"], d["total"], self._describe(d["label"]))
-        elif ev.kind == "decision":
-            self.eta.decision(d)
-            self.best = d.get("best")
-            self.progress.print(decision_line(d))
-        elif ev.kind == "stopped":
-            self.progress.print(stopped_line(d))
-        elif ev.kind == "proposal" and d.get("skipped"):
-            what = (
-                "meta notes"
-                if d["kind"] == "notes"
-                else f"{d['kind']} minibatch of {len(d.get('tasks') or [])} tasks"
-            )
-            self.progress.print(
-                f"step {d['step']:<3} [yellow]skipped[/] {what} — {escape(d['skipped'])}"
-            )
+        # the event classes load when a run begins, not when the command line starts
+        from skillopt.api.events import (
+            GateDecision,
+            InitialDecision,
+            NoCandidate,
+            ProposalMade,
+            RolloutDone,
+            RunStarted,
+            Stage,
+            Stopped,
+        )
+
+        match ev:
+            case RunStarted():
+                self.epochs = ev.epochs
+                self.eta.started(ev.steps, ev.splits)
+                if ev.splits and not ev.resumed:
+                    self.progress.print(display.split_sizes(ev.splits))
+            case Stage():
+                if ev.epoch is not None:
+                    self.epoch = f"epoch {ev.epoch}" + (f"/{self.epochs}" if self.epochs else "")
+                self.eta.stage(ev)
+                what = f"step {ev.step} · {ev.stage}" if ev.step is not None else ev.stage
+                self.progress.stage(self._describe(what))
+            case RolloutDone():
+                self.progress.count(ev.label, ev.done, ev.total, self._describe(ev.label))
+            case InitialDecision() | NoCandidate() | GateDecision():
+                self.eta.decision(ev)
+                self.best = ev.best
+                self.progress.print(decision_line(ev))
+            case Stopped():
+                self.progress.print(stopped_line(ev.step, ev.epoch, ev.reason, ev.budget))
+            case ProposalMade(skipped=str(skipped)) if skipped:
+                what = (
+                    "meta notes"
+                    if ev.call == "notes"
+                    else f"{ev.call} minibatch of {len(ev.tasks)} tasks"
+                )
+                self.progress.print(
+                    f"step {ev.step:<3} [yellow]skipped[/] {what} — {escape(skipped)}"
+                )
 
 
 def eta_text(seconds: float) -> str:
@@ -84,36 +96,37 @@ def eta_text(seconds: float) -> str:
     return f"{round(seconds)}s" if seconds < 10 else api.duration(seconds)
 
 
-def stopped_line(stop: dict[str, Any]) -> str:
-    if stop.get("budget"):
-        return f"[yellow]stopped: budget[/] after step {stop['step']} — {escape(stop['reason'])}"
-    return (
-        f"[yellow]stopped early[/] after step {stop['step']} (epoch {stop['epoch']}) — "
-        f"{escape(stop['reason'])}"
-    )
+def stopped_line(step: int, epoch: int | None, reason: str, budget: str | None = None) -> str:
+    """The line of a run that stopped: by a budget (`budget` names its flag), or early
+    (a stall) after `step` of `epoch`."""
+    if budget:
+        return f"[yellow]stopped: budget[/] after step {step} — {escape(reason)}"
+    return f"[yellow]stopped early[/] after step {step} (epoch {epoch}) — {escape(reason)}"
 
 
-def decision_line(d: dict[str, Any]) -> str:
-    step = d["step"]
-    if d.get("kind") == "initial":
-        return f"step 0   initial      val {display.score(d.get('val'))}"
-    label = "slow " if d.get("kind") == "slow_update" else ""
-    decision = d.get("decision", "")
-    if decision in ("no_candidate", "skipped"):
-        what = "no candidate" if decision == "no_candidate" else "skipped"
-        return f"step {step:<3} {label}{what} — {escape(d.get('reason', ''))}"
-    color = "green" if d.get("accepted") else "red"
-    delta = d.get("delta")
+def decision_line(ev: Decided) -> str:
+    """The line of a decision: the initial skill's score, a step that made no
+    candidate (and why), or the gate's verdict with its numbers."""
+    from skillopt.api.events import GateDecision, InitialDecision
+
+    if isinstance(ev, InitialDecision):
+        return f"step 0   initial      val {display.score(ev.val)}"
+    label = "slow " if ev.step_kind == "slow_update" else ""
+    if not isinstance(ev, GateDecision):  # no candidate, or a skipped slow update
+        what = "no candidate" if ev.decision == "no_candidate" else "skipped"
+        return f"step {ev.step:<3} {label}{what} — {escape(ev.reason)}"
+    color = "green" if ev.accepted else "red"
+    delta = ev.delta
     # the p-value is shown only where it decides (the `paired` gate): under `strict` and
     # `margin` an "accepted, p=0.500" reads as a contradiction
-    p = d.get("p_value") if d.get("gate") not in ("strict", "margin") else None
+    p = ev.p_value if ev.gate not in ("strict", "margin") else None
     shown = f" ({display.delta(delta)})" if delta is not None else ""
-    reason = d.get("reason", "")
+    reason = ev.reason
     if shown and reason.endswith(shown):  # "better on validation (+0.083)": said once
         reason = reason[: -len(shown)]
     return (
-        f"step {step:<3} {label}[{color}]{decision:<9}[/] val {display.score(d.get('val'))}"
+        f"step {ev.step:<3} {label}[{color}]{ev.decision:<9}[/] val {display.score(ev.val)}"
         + shown
         + (f" p={display.p_value(p, floor=True)}" if p is not None else "")
-        + f" · best {display.score(d.get('best'))} — {escape(reason)}"
+        + f" · best {display.score(ev.best)} — {escape(reason)}"
     )

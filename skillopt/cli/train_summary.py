@@ -111,7 +111,8 @@ def render_summary(result: TrainResult) -> None:
         out.print("[yellow]the suite has no test split: no test scores[/]")
     out.print(f"decisions: {api.decision_counts(s['decisions'])}")
     if s.get("stopped_early"):
-        out.print(stopped_line(s["stopped_early"]), soft_wrap=True)
+        stop = s["stopped_early"]
+        out.print(stopped_line(stop["step"], stop["epoch"], stop["reason"]), soft_wrap=True)
     out.print(
         f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
         f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "

@@ -13,7 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,7 +119,7 @@ class Memory:
                     "Edits ACCEPTED by the validation gate (they are in the skill now):",
                     self.accepted,
                     limit,
-                    lambda r: "accepted, " + _gate(r["delta"], r.get("flips"), r.get("val")),
+                    lambda r: "accepted, " + gate_numbers(r["delta"], r.get("flips"), r.get("val")),
                     "accepted edits",
                 )
             )
@@ -131,7 +131,9 @@ class Memory:
                     "effect: the edits fixed some validation tasks and broke as many):",
                     self.rejected,
                     limit,
-                    lambda r: f"rejected ({r['reason']}), " + _gate(r["delta"], r.get("flips")),
+                    lambda r: (
+                        f"rejected ({r['reason']}), " + gate_numbers(r["delta"], r.get("flips"))
+                    ),
                     "rejected edits",
                 )
             )
@@ -162,7 +164,9 @@ def _flips(flips: Flips | None) -> dict[str, Any]:
     return {"flips": {"fail_to_pass": int(flips[0]), "pass_to_fail": int(flips[1])}}
 
 
-def _gate(delta: float | None, flips: Mapping[str, int] | None, val: float | None = None) -> str:
+def gate_numbers(
+    delta: float | None, flips: Mapping[str, int] | None, val: float | None = None
+) -> str:
     """A gate decision as numbers: the delta, the flip counts and the score reached."""
     text = f"validation delta {display.delta(delta, none=NA)}"
     if flips is not None:
@@ -240,42 +244,3 @@ def _groups(entries: Iterable[dict[str, Any]], per_edit: bool) -> list[list[dict
         else:
             groups.append([entry])
     return groups
-
-
-def epoch_history(steps: Sequence[Mapping[str, Any]], epoch: int) -> str:
-    """What happened in `epoch` (1-based), for the meta-notes prompt: each step's
-    decision with its delta and flip counts, the edits applied and those that were
-    not (with why), every edit whole. No validation task is named."""
-    parts = []
-    for rec in steps:
-        if rec.get("epoch") != epoch or rec.get("kind") == "initial":
-            continue
-        gate = rec.get("gate") or {}
-        head = f"Step {rec['step']} ({rec['kind']}): {rec.get('decision', '')}"
-        if gate:
-            flips = {
-                "fail_to_pass": len(gate.get("fail_to_pass") or ()),
-                "pass_to_fail": len(gate.get("pass_to_fail") or ()),
-            }
-            head += f", {_gate(gate.get('delta'), flips)}"
-        if rec.get("reason"):
-            head += f" — {rec['reason']}"
-        lines = [head]
-        results = rec.get("apply") or []
-        applied = [a for a in results if a.get("status") == "applied"]
-        failed = [a for a in results if a.get("status") != "applied"]
-        dropped = rec.get("dropped") or []
-        if applied:
-            lines.append(f"Applied ({len(applied)}):")
-            lines += [render_edit(Edit.from_dict(a["edit"])) for a in applied]
-        if failed or dropped:
-            lines.append(f"Not applied ({len(failed) + len(dropped)}):")
-            for a in failed:
-                why = f"{a['status']}: {a['detail']}" if a.get("detail") else a["status"]
-                lines.append(f"{render_edit(Edit.from_dict(a['edit']))}\nNot applied: {why}")
-            for d in dropped:
-                lines.append(
-                    f"{render_edit(Edit.from_dict(d['edit']))}\nNot applied: {d['reason']}"
-                )
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts) or "(no steps)"

@@ -20,12 +20,15 @@ from typing import Any
 
 import yaml
 
+from skillopt._util import display
 from skillopt.config import resolve_settings
 from skillopt.errors import InputError
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
+from skillopt.skill.edits import Edit
 from skillopt.store.audit import Audit, AuditCommit
 from skillopt.training.state import TrainState
+from skillopt.training.steps import BatchRecord, InitialRecord, StepRecord, apply_of, gate_of
 
 
 def find_run(ref: str | Path, run_dir: str | Path | None = None) -> RunDir:
@@ -52,7 +55,7 @@ def open_run(ref: str | Path, run_dir: str | Path | None = None) -> tuple[RunDir
 class RunStep:
     """One step of a run: its decision and reason, and its audit commit when it made
     a candidate (`commit` None: no candidate, or a skipped slow update). `record` is
-    the step's evidence as `state.json` holds it ({} for a commit the checkpoint
+    the step's evidence as `state.json` holds it (None for a commit the checkpoint
     has not recorded yet)."""
 
     step: int
@@ -61,7 +64,7 @@ class RunStep:
     decision: str  # initial | accepted | rejected | no_candidate | skipped
     reason: str
     commit: AuditCommit | None
-    record: dict[str, Any] = field(default_factory=dict, compare=False)
+    record: StepRecord | None = field(default=None, compare=False)
 
     def describe(self) -> str:
         """One sentence on what happened at a step with no commit:
@@ -81,12 +84,35 @@ class RunStep:
         0, else its candidate's; None when it scored none (no candidate, a skipped
         slow update, a raced rejection that scored the candidate on some tasks only)."""
         rec = self.record
-        if rec:
-            if rec.get("kind") == "initial":
-                return rec.get("val")
-            gate = rec.get("gate") or {}
-            return None if not gate or gate.get("unrun") else gate.get("candidate_mean")
+        if rec is not None:
+            if isinstance(rec, InitialRecord):
+                return rec.val
+            gate = gate_of(rec)
+            return None if gate is None or gate.unrun else gate.candidate_mean
         return self.commit.evidence.val if self.commit is not None else None
+
+    def evidence(self) -> list[str]:
+        """What a step with no commit still recorded, a line each: its training batch,
+        the optimizer calls it made, and the edits proposed but not applied."""
+        rec = self.record
+        lines = []
+        if isinstance(rec, BatchRecord):
+            lines.append(
+                f"train batch: mean {display.score(rec.train_mean)}, {rec.failures} failed, "
+                f"{rec.successes} passed, {rec.unscored} unscored"
+            )
+            if rec.proposals:
+                skipped = [p for p in rec.proposals if p.get("skipped")]
+                lines.append(
+                    f"optimizer calls: {len(rec.proposals)}"
+                    + (f", {len(skipped)} skipped ({skipped[0]['skipped']})" if skipped else "")
+                )
+            for d in rec.dropped:
+                lines.append(f"[dropped] {Edit.from_dict(d['edit']).describe()} — {d['reason']}")
+        for a in apply_of(rec) if rec is not None else []:
+            detail = f" — {a['detail']}" if a.get("detail") else ""
+            lines.append(f"[{a['status']}] {Edit.from_dict(a['edit']).describe()}{detail}")
+        return lines
 
 
 def best_val(steps: Sequence[RunStep]) -> float | None:
@@ -98,14 +124,14 @@ def best_val(steps: Sequence[RunStep]) -> float | None:
     return None
 
 
-def _records(run: RunDir) -> list[dict[str, Any]]:
+def _records(run: RunDir) -> list[StepRecord]:
     """The step records of the run's checkpoint; none if it has none or cannot be
     read (the git history is still shown)."""
     try:
         state = TrainState.load(run)
     except InputError:
         return []
-    return [dict(rec) for rec in state.steps] if state is not None else []
+    return list(state.steps) if state is not None else []
 
 
 def steps(ref: str | Path, run_dir: str | Path | None = None) -> list[RunStep]:
@@ -115,13 +141,13 @@ def steps(ref: str | Path, run_dir: str | Path | None = None) -> list[RunStep]:
     commits = {c.step: c for c in audit.history()}
     out = {}
     for rec in _records(run):
-        out[rec["step"]] = RunStep(
-            rec["step"],
-            rec["kind"],
-            rec.get("epoch"),
-            rec["decision"],
-            rec.get("reason") or "",
-            commits.get(rec["step"]),
+        out[rec.step] = RunStep(
+            rec.step,
+            rec.kind,
+            rec.epoch,
+            rec.decision,
+            "" if isinstance(rec, InitialRecord) else rec.reason,
+            commits.get(rec.step),
             rec,
         )
     for number, c in commits.items():  # committed, not yet in the checkpoint
@@ -309,12 +335,13 @@ def _info(run: RunDir, config: dict[str, Any], state: TrainState) -> RunInfo:
 
     s = report.summary(state, config)
     acct = s["accounting"]
-    stopped_by = (state.stop or {}).get("budget") if state.status == "stopped" else None
+    stop = state.stop if state.status == "stopped" else None
+    stopped_by = stop.budget if stop is not None else None
     if state.status == "finished":
         status, reason = "finished", ""
     elif state.status == "stopped":
         status = "stopped"
-        where = (state.stop or {}).get("where")
+        where = stop.where if stop is not None else None
         larger = f" {stopped_by} <larger>" if stopped_by else ""
         reason = (
             f"{stopped_by or 'a budget'} reached{f' before {where}' if where else ''}; "

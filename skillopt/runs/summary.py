@@ -9,7 +9,6 @@ Invariant: a decision reads the same everywhere people see it (`decision_label`:
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -18,9 +17,14 @@ from skillopt._util.display import NA
 from skillopt.skill.edits import Edit
 from skillopt.training.checkpoint import SplitScore
 from skillopt.training.state import TrainState
-
-# a step record read as its JSON (`training/steps`): a typed record or, in a test, a dict
-Record = Mapping[str, Any]
+from skillopt.training.steps import (
+    BatchRecord,
+    InitialRecord,
+    SlowUpdateRecord,
+    StepRecord,
+    apply_of,
+    gate_of,
+)
 
 _GATE_RULES = {
     "strict": "a candidate replaces the incumbent when its mean validation score is "
@@ -73,14 +77,14 @@ def flips(before: SplitScore | None, after: SplitScore | None) -> dict[str, Any]
     }
 
 
-def _applied(rec: Record) -> list[dict[str, Any]]:
-    return [a["edit"] for a in rec.get("apply") or [] if a.get("status") == "applied"]
+def _applied(rec: StepRecord) -> list[dict[str, Any]]:
+    return [a["edit"] for a in apply_of(rec) if a.get("status") == "applied"]
 
 
-def _candidate_edits(rec: Record) -> list[dict[str, Any]]:
+def _candidate_edits(rec: StepRecord) -> list[dict[str, Any]]:
     """The edits that made a step's candidate (a slow update's: its guidance)."""
-    if rec["kind"] == "slow_update":
-        return [{"op": "guidance", "content": rec.get("guidance")}] if _applied(rec) else []
+    if isinstance(rec, SlowUpdateRecord):
+        return [{"op": "guidance", "content": rec.guidance}] if _applied(rec) else []
     return _applied(rec)
 
 
@@ -90,18 +94,18 @@ def summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
     settings = config.get("settings", {})
     decisions: dict[str, int] = {}
     for rec in steps:
-        if rec["kind"] != "initial":
-            decisions[rec["decision"]] = decisions.get(rec["decision"], 0) + 1
+        if not isinstance(rec, InitialRecord):
+            decisions[rec.decision] = decisions.get(rec.decision, 0) + 1
     edits: dict[str, list[dict[str, Any]]] = {"accepted": [], "rejected": []}
     for rec in steps:
-        if rec.get("decision") in edits:
+        if isinstance(rec, (BatchRecord, SlowUpdateRecord)) and rec.decision in edits:
             for e in _candidate_edits(rec):
-                entry = {"step": rec["step"], **e}
-                if rec["decision"] == "rejected":
-                    entry["reason"] = rec.get("reason")
-                edits[rec["decision"]].append(entry)
+                entry = {"step": rec.step, **e}
+                if rec.decision == "rejected":
+                    entry["reason"] = rec.reason
+                edits[rec.decision].append(entry)
     test_wall = [s.wall_s for s in state.test.values() if s.wall_s is not None]
-    step_wall = [rec["wall_s"] for rec in steps if rec.get("wall_s") is not None]
+    step_wall = [rec.wall_s for rec in steps if rec.wall_s is not None]
     return {
         "run_id": config.get("run_id"),
         "skill": config.get("skill"),
@@ -114,10 +118,10 @@ def summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
             "alpha": settings.get("alpha", 0.05),
         },
         # "stopped: budget" when a budget stopped it (`stop` says which and where)
-        "status": f"stopped: {state.stop['reason']}"
+        "status": f"stopped: {state.stop.reason}"
         if state.status == "stopped" and state.stop
         else state.status,
-        "stop": state.stop,
+        "stop": state.stop.to_dict() if state.stop is not None else None,
         "started_at": state.started_at,
         "stopped_early": None if state.stopped_early is None else asdict(state.stopped_early),
         "initial_val": state.initial.val,
@@ -138,21 +142,38 @@ def summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _step(rec: Record) -> dict[str, Any]:
-    gate = rec.get("gate") or {}
-    out: dict[str, Any] = {
-        k: rec.get(k)
-        for k in ("step", "kind", "epoch", "decision", "reason", "budget", "train_mean", "commit")
-    }
-    return out | {
+def _step(rec: StepRecord) -> dict[str, Any]:
+    gate = gate_of(rec)
+    batch = rec if isinstance(rec, BatchRecord) else None
+    initial = rec if isinstance(rec, InitialRecord) else None
+    if gate is not None:
         # a raced rejection scored the candidate on some tasks only: no val score
-        "val": None if gate.get("unrun") else gate.get("candidate_mean", rec.get("val")),
-        "delta": gate.get("delta"),
-        "p_value": gate.get("p_value"),
-        "fail_to_pass": gate.get("fail_to_pass") if gate else None,
-        "pass_to_fail": gate.get("pass_to_fail") if gate else None,
-        "wall_s": rec.get("wall_s"),
+        val = None if gate.unrun else gate.candidate_mean
+    else:
+        val = initial.val if initial is not None else None
+    return {
+        "step": rec.step,
+        "kind": rec.kind,
+        "epoch": rec.epoch,
+        "decision": rec.decision,
+        "reason": None if isinstance(rec, InitialRecord) else rec.reason,
+        "budget": batch.budget if batch is not None else None,
+        "train_mean": batch.train_mean if batch is not None else None,
+        "commit": _commit(rec),
+        "val": val,
+        "delta": gate.delta if gate is not None else None,
+        "p_value": gate.p_value if gate is not None else None,
+        "fail_to_pass": list(gate.fail_to_pass) if gate is not None else None,
+        "pass_to_fail": list(gate.pass_to_fail) if gate is not None else None,
+        "wall_s": rec.wall_s,
     }
+
+
+def _commit(rec: StepRecord) -> str | None:
+    """The audit commit a step recorded: the initial skill's, or its candidate's."""
+    if isinstance(rec, (InitialRecord, BatchRecord, SlowUpdateRecord)):
+        return rec.commit
+    return None
 
 
 def skipped_calls(state: TrainState) -> list[dict[str, Any]]:
@@ -160,11 +181,11 @@ def skipped_calls(state: TrainState) -> list[dict[str, Any]]:
     call or a reply that stayed invalid after the repair re-ask."""
     out = []
     for rec in state.steps:
-        for p in rec.get("proposals") or []:
+        for p in rec.proposals if isinstance(rec, BatchRecord) else []:
             if p.get("skipped"):
-                out.append({"step": rec["step"], "what": "minibatch", "reason": p["skipped"]})
-        if rec.get("kind") == "slow_update" and rec.get("skipped"):
-            out.append({"step": rec["step"], "what": "slow update", "reason": rec["skipped"]})
+                out.append({"step": rec.step, "what": "minibatch", "reason": p["skipped"]})
+        if isinstance(rec, SlowUpdateRecord) and rec.skipped:
+            out.append({"step": rec.step, "what": "slow update", "reason": rec.skipped})
     for note in state.skipped_notes:
         out.append({"step": None, "what": f"notes after epoch {note.epoch}", "reason": note.reason})
     return out

@@ -11,13 +11,15 @@ skillopt of the same version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from skillopt.training.records import optional, to_json
+from skillopt.training.steps import BatchRecord, StepRecord
 
 if TYPE_CHECKING:
+    from skillopt.rollouts.budget import BudgetExceeded
     from skillopt.rollouts.spend import Spend
     from skillopt.skill.document import Skill
 
@@ -53,6 +55,23 @@ class Pending(JsonRecord):
     step: int
     proposals: list[dict[str, Any]] | None = optional()  # Proposal.to_dict() each
     slow_update: dict[str, Any] | None = optional()  # TextResult.to_dict()
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetStop(JsonRecord):
+    """Why a budget stopped the run (`BudgetExceeded`), and after which step: the
+    budget's flag, before what it stopped and the numbers. `--resume` with a larger
+    budget continues the run."""
+
+    reason: str = "budget"
+    budget: str  # the flag: --budget-usd, --max-target-rollouts, …
+    where: str
+    detail: str
+    step: int
+
+    @classmethod
+    def of(cls, exc: BudgetExceeded, step: int) -> BudgetStop:
+        return cls(budget=exc.flag, where=exc.where, detail=exc.detail, step=step)
 
 
 @dataclass(frozen=True)
@@ -115,9 +134,15 @@ class Accounting(JsonRecord):
     optimizer_cached_tokens: int = optional(0)
 
     @classmethod
-    def from_ledger(cls, spend: Spend, steps: Sequence[Mapping[str, Any]]) -> Accounting:
+    def from_ledger(cls, spend: Spend, steps: Sequence[StepRecord]) -> Accounting:
         target, opt = spend.target, spend.optimizer
-        skipped = sum(1 for rec in steps for p in rec.get("proposals") or [] if p.get("skipped"))
+        skipped = sum(
+            1
+            for rec in steps
+            if isinstance(rec, BatchRecord)
+            for p in rec.proposals
+            if p.get("skipped")
+        )
         return cls(
             optimizer_calls=opt.calls,
             optimizer_input_tokens=opt.input_tokens,

@@ -37,7 +37,14 @@ from skillopt.skill.document import Skill
 from skillopt.store.audit import Audit
 from skillopt.suite.task import Suite, Task
 from skillopt.training.checkpoint import Accounting
-from skillopt.training.events import RolloutDone, Stage, TrainEvent, TrainObserver
+from skillopt.training.events import (
+    RolloutDone,
+    Stage,
+    TrainEvent,
+    TrainObserver,
+    event_json,
+    event_name,
+)
 from skillopt.training.state import TrainState
 from skillopt.training.steps import StepRecord
 
@@ -95,12 +102,13 @@ class RunCore:
 
     # -- events ------------------------------------------------------------------------
     def emit(self, event: TrainEvent) -> None:
-        self.run_dir.event(event.kind, **event.data)
+        name = event_name(event)
+        self.run_dir.event(name, **event_json(event))
         for observer in self.observers:
             try:
                 observer(event)
             except Exception as exc:  # observers never break training
-                log.warning("an observer failed on a %s event; ignored: %s", event.kind, exc)
+                log.warning("an observer failed on a %s event; ignored: %s", name, exc)
                 log.debug("the observer %r failed", observer, exc_info=True)
 
     def _forward_rollout(self, event: RolloutEvent) -> None:

@@ -16,7 +16,6 @@ import random
 
 from skillopt.optimize.base import NoteTaker, SlowUpdater, TextResult
 from skillopt.optimize.evidence import comparison
-from skillopt.optimize.memory import epoch_history
 from skillopt.skill.edits import (
     ApplyReport,
     Edit,
@@ -29,6 +28,7 @@ from skillopt.training.checkpoint import Pending, SkippedNote
 from skillopt.training.core import RunCore
 from skillopt.training.decide import Judge, no_candidate_reason
 from skillopt.training.events import NoCandidate, ProposalMade, Stage
+from skillopt.training.history import epoch_history
 from skillopt.training.steps import (
     BatchRecord,
     SkippedSlowUpdate,

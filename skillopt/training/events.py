@@ -7,9 +7,9 @@ Invariants:
   are written (`training/records` writes and reads them); a field some events of a
   kind carry and others do not (a stage's step, a stop's budget) is absent while
   unset, so the lines of every existing log are written again byte for byte.
-- `kind` names the event (`run_started`, `stage`, `rollout`, `proposal`,
-  `decision`, `stopped`, `epoch_end`, `finished`) and `data` is its JSON, which is
-  what an observer that reads events as data sees.
+- An observer switches on an event's class; its name in the log (`run_started`,
+  `stage`, `rollout`, `proposal`, `decision`, `stopped`, `epoch_end`, `finished`)
+  and its line are the log writer's alone (`event_name`, `event_json`).
 - Reading a line (`read_event`) is lenient where an observer can be: a field a
   line lacks takes its default; its `event` and the fields that say what happened
   must be there.
@@ -19,25 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from skillopt.errors import InputError
 from skillopt.training.records import named, optional, read, to_json
 
 
-class _Event:
-    kind: ClassVar[str]
-
-    @property
-    def data(self) -> dict[str, Any]:
-        """The event's fields as JSON (its line in `events.jsonl` without `t`/`event`)."""
-        data: dict[str, Any] = to_json(self)
-        return data
-
-
 @dataclass(frozen=True, kw_only=True)
-class RunStarted(_Event):
-    kind: ClassVar[str] = "run_started"
+class RunStarted:
     run_id: str = ""
     steps: int
     epochs: int
@@ -46,11 +35,10 @@ class RunStarted(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Stage(_Event):
+class Stage:
     """A stage of the run begins (baseline, rollout, reflect, gate, slow_update,
     notes, test), with where the run stands when the stage has a place in it."""
 
-    kind: ClassVar[str] = "stage"
     stage: str
     step: int | None = optional()
     epoch: int | None = optional()
@@ -61,10 +49,9 @@ class Stage(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RolloutDone(_Event):
+class RolloutDone:
     """One rollout of a batch finished (`done` of `total`, in the batch `label`)."""
 
-    kind: ClassVar[str] = "rollout"
     stage: str = ""
     label: str
     done: int
@@ -77,10 +64,9 @@ class RolloutDone(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProposalMade(_Event):
+class ProposalMade:
     """An optimizer call came back (a reflection minibatch, or notes it skipped)."""
 
-    kind: ClassVar[str] = "proposal"
     step: int
     call: str = named("kind")  # failures | notes
     tasks: list[str]
@@ -90,8 +76,7 @@ class ProposalMade(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class InitialDecision(_Event):
-    kind: ClassVar[str] = "decision"
+class InitialDecision:
     step: int = 0
     step_kind: str = named("kind", "initial")
     accepted: bool = True
@@ -101,10 +86,9 @@ class InitialDecision(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class NoCandidate(_Event):
+class NoCandidate:
     """A step or slow update that gave nothing to gate (`no_candidate`, `skipped`)."""
 
-    kind: ClassVar[str] = "decision"
     step: int
     step_kind: str = named("kind")  # step | slow_update
     accepted: bool = False
@@ -115,10 +99,9 @@ class NoCandidate(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GateDecision(_Event):
+class GateDecision:
     """The gate accepted or rejected a candidate."""
 
-    kind: ClassVar[str] = "decision"
     step: int
     step_kind: str = named("kind")  # step | slow_update
     accepted: bool
@@ -133,10 +116,9 @@ class GateDecision(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Stopped(_Event):
+class Stopped:
     """The run stopped early: a stall, or a budget (`budget` names its flag)."""
 
-    kind: ClassVar[str] = "stopped"
     step: int
     epoch: int
     reason: str
@@ -144,19 +126,19 @@ class Stopped(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class EpochEnd(_Event):
-    kind: ClassVar[str] = "epoch_end"
+class EpochEnd:
     epoch: int
     val: float | None
 
 
 @dataclass(frozen=True, kw_only=True)
-class Finished(_Event):
-    kind: ClassVar[str] = "finished"
+class Finished:
     test: dict[str, dict[str, Any]]  # skill -> {mean, n, pass_rate}
     best_val: float | None
     initial_val: float | None
 
+
+Decided = InitialDecision | NoCandidate | GateDecision  # a `decision` line of the log
 
 TrainEvent = (
     RunStarted
@@ -172,9 +154,33 @@ TrainEvent = (
 )
 TrainObserver = Callable[[TrainEvent], None]
 
-_BY_KIND: dict[str, type[TrainEvent]] = {
-    c.kind: c for c in (RunStarted, Stage, RolloutDone, ProposalMade, Stopped, EpochEnd, Finished)
+_NAMES: dict[type[TrainEvent], str] = {
+    RunStarted: "run_started",
+    Stage: "stage",
+    RolloutDone: "rollout",
+    ProposalMade: "proposal",
+    InitialDecision: "decision",
+    NoCandidate: "decision",
+    GateDecision: "decision",
+    Stopped: "stopped",
+    EpochEnd: "epoch_end",
+    Finished: "finished",
 }
+_BY_KIND: dict[str, type[TrainEvent]] = {
+    name: c for c, name in _NAMES.items() if name != "decision"
+}
+
+
+def event_name(ev: TrainEvent) -> str:
+    """The event's name in `events.jsonl` (its line's `event`)."""
+    return _NAMES[type(ev)]
+
+
+def event_json(ev: TrainEvent) -> dict[str, Any]:
+    """The event's fields as its line in `events.jsonl` holds them (without `t` and
+    `event`), in the order they are written."""
+    data: dict[str, Any] = to_json(ev)
+    return data
 
 
 def event(kind: str, data: Mapping[str, Any]) -> TrainEvent:

@@ -40,7 +40,7 @@ from skillopt.skill.document import Skill
 from skillopt.store.audit import Audit
 from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Suite, Task
-from skillopt.training.checkpoint import EarlyStop, SplitScore
+from skillopt.training.checkpoint import BudgetStop, EarlyStop, SplitScore
 from skillopt.training.core import RunCore
 from skillopt.training.decide import Judge
 from skillopt.training.epoch import Notes, SlowUpdate
@@ -195,7 +195,7 @@ class Trainer:
         """A budget stopped the run before a batch: say so, and checkpoint it as
         stopped (`--resume` continues from here with a larger budget)."""
         st = self.state
-        st.stop_for_budget({**exc.to_dict(), "step": st.step})
+        st.stop_for_budget(BudgetStop.of(exc, st.step))
         self.core.emit(Stopped(step=st.step, epoch=st.epoch + 1, reason=exc.why, budget=exc.flag))
         self.core.checkpoint()
 

@@ -43,6 +43,13 @@ from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.audit import Audit
 from skillopt.store.rollouts import RolloutStore
 from skillopt.training.state import TrainState
+from skillopt.training.steps import (
+    BatchRecord,
+    InitialRecord,
+    SlowUpdateRecord,
+    StepRecord,
+    gate_of,
+)
 
 if TYPE_CHECKING:
     from skillopt.training.events import TrainObserver
@@ -329,9 +336,7 @@ def _offline_settings(config: Mapping[str, Any], store: Path, runs: Path) -> Set
     return Settings(**recorded)
 
 
-def _first_difference(
-    recorded: Sequence[Mapping[str, object]], replayed: Sequence[Mapping[str, object]]
-) -> str | None:
+def _first_difference(recorded: Sequence[StepRecord], replayed: Sequence[StepRecord]) -> str | None:
     for old, new in zip(recorded, replayed):
         a, b = _decision(old), _decision(new)
         if a != b:
@@ -340,7 +345,7 @@ def _first_difference(
                 for k in _COMPARED
                 if a.get(k) != b.get(k)
             )
-            return f"step {old['step']}: {what}"
+            return f"step {old.step}: {what}"
     if len(recorded) != len(replayed):
         return (
             f"the replay recorded {len(replayed)} steps, the run {len(recorded)} "
@@ -349,14 +354,17 @@ def _first_difference(
     return None
 
 
-def _decision(rec: Mapping[str, object]) -> dict[str, object]:
-    """What must agree between a recorded step and its replay (`_COMPARED`)."""
-    gate = rec.get("gate")
+def _decision(rec: StepRecord) -> dict[str, object]:
+    """What must agree between a recorded step and its replay (`_COMPARED`): the
+    score is the candidate's where a gate ran, else the initial skill's (or none)."""
+    gate = gate_of(rec)
     return {
-        "kind": rec.get("kind"),
-        "decision": rec.get("decision"),
-        "skill_hash": rec.get("skill_hash"),
-        "val": gate.get("candidate_mean", rec.get("val"))
-        if isinstance(gate, Mapping)
-        else rec.get("val"),
+        "kind": rec.kind,
+        "decision": rec.decision,
+        "skill_hash": rec.skill_hash if isinstance(rec, (BatchRecord, SlowUpdateRecord)) else None,
+        "val": gate.candidate_mean
+        if gate is not None
+        else rec.val
+        if isinstance(rec, InitialRecord)
+        else None,
     }

@@ -11,13 +11,14 @@ exactly as the uninterrupted one would.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from skillopt.training.steps import BatchRecord, StepRecord
 
 UNPRODUCTIVE = ("rejected", "no_candidate")  # a tie or a loss at the gate, or nothing to gate
 
 
-def stalled(steps: Sequence[Mapping[str, Any]], patience: int) -> str | None:
+def stalled(steps: Sequence[StepRecord], patience: int) -> str | None:
     """Why the run has stalled, or None when it has not (always None for `patience`
     0). Stalled: each of the last `patience` training steps ran the same incumbent,
     saw the same non-empty set of failing training tasks, and was rejected or gave no
@@ -27,20 +28,20 @@ def stalled(steps: Sequence[Mapping[str, Any]], patience: int) -> str | None:
     their failing tasks (by an older skillopt) never count."""
     if patience <= 0:
         return None
-    recent = [rec for rec in steps if rec["kind"] == "step"][-patience:]
+    recent = [rec for rec in steps if isinstance(rec, BatchRecord)][-patience:]
     if len(recent) < patience:
         return None
-    failing, skill = recent[0].get("failing"), recent[0].get("incumbent_hash")
+    failing, skill = recent[0].failing, recent[0].incumbent_hash
     if not failing or not skill:
         return None
     for rec in recent:
         if (
-            rec.get("failing") != failing
-            or rec.get("incumbent_hash") != skill
-            or rec["decision"] not in UNPRODUCTIVE
+            rec.failing != failing
+            or rec.incumbent_hash != skill
+            or rec.decision not in UNPRODUCTIVE
         ):
             return None
-    outcomes = Counter(rec["decision"].replace("_", " ") for rec in recent)
+    outcomes = Counter(rec.decision.replace("_", " ") for rec in recent)
     tasks = f"{len(failing)} failing training task" + ("" if len(failing) == 1 else "s")
     return (
         f"stalled: the last {patience} steps showed the optimizer the same {tasks} "

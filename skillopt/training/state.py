@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from skillopt.optimize.memory import Memory
 from skillopt.training.checkpoint import (
     Accounting,
+    BudgetStop,
     EarlyStop,
     Pending,
     Revision,
@@ -75,7 +76,7 @@ class TrainState:
     # no call has read yet: they are asked for just before the next call, then dropped
     notes_owed: list[int] = field(default_factory=list)
     # why a budget stopped the run (status "stopped"): {reason, budget, where, detail, step}
-    stop: dict[str, Any] | None = None
+    stop: BudgetStop | None = None
 
     @classmethod
     def new(cls, skill: Skill) -> TrainState:
@@ -155,7 +156,7 @@ class TrainState:
     def stop_early(self, stop: EarlyStop) -> None:
         self.stopped_early = stop
 
-    def stop_for_budget(self, stop: dict[str, Any]) -> None:
+    def stop_for_budget(self, stop: BudgetStop) -> None:
         """A budget stopped the run (`--resume` continues it with a larger one)."""
         self.status = "stopped"
         self.stop = stop
@@ -207,7 +208,7 @@ class TrainState:
         if self.notes_owed:  # added within version 2: only when set
             data["notes_owed"] = list(self.notes_owed)
         if self.stop is not None:  # added within version 2: only when set
-            data["stop"] = dict(self.stop)
+            data["stop"] = self.stop.to_dict()
         return data
 
     @classmethod

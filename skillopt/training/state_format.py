@@ -20,6 +20,7 @@ from skillopt.optimize.memory import Memory
 from skillopt.training.checkpoint import (
     ADDED_IN_V2,
     Accounting,
+    BudgetStop,
     EarlyStop,
     Pending,
     Revision,
@@ -206,10 +207,10 @@ class Reader:
             raise self.error("stopped_early", f"expected an object or null, got {kind_of(stop)}")
         return read(EarlyStop, stop, "stopped_early", self.error)
 
-    def stop(self, data: dict[str, Any]) -> dict[str, Any] | None:
+    def stop(self, data: dict[str, Any]) -> BudgetStop | None:
         """Added within version 2: why a budget stopped the run, read as None when absent."""
-        stop: dict[str, Any] | None = self.get(data, "stop", "dict?") if "stop" in data else None
-        return stop
+        stop = self.get(data, "stop", "dict?") if "stop" in data else None
+        return None if stop is None else read(BudgetStop, stop, "stop", self.error)
 
     def test(self, data: dict[str, Any]) -> dict[str, SplitScore]:
         out = {}

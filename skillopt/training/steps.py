@@ -7,42 +7,20 @@ Invariants:
   (`training/records` writes and reads them); a key a kind of record has only
   sometimes (no gate without a candidate) or that was added after runs were written
   without it (`failing`, `incumbent_hash`, `wall_s`) is absent while unset.
-- A record also reads as the read-only mapping of its JSON (`rec["gate"]`,
-  `rec.get("wall_s")`), which is what the report, the optimizer's epoch notes and a
-  replay compare; a hand-built dict of the same keys is read the same way and
-  equals it.
+- Readers (the report, the optimizer's epoch notes, a replay's comparison) read a
+  record by its attributes, narrowing the union by its class; its JSON is
+  `records.to_json(rec)`, and nothing reads a record as a mapping.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from skillopt.optimize.gate import Decision
-from skillopt.training.records import Fail, kind_of, optional, read, to_json
+from skillopt.training.records import Fail, kind_of, optional, read
 
 Json = dict[str, Any]  # a nested piece of evidence kept as its owner writes it
-
-
-class _JsonView(Mapping[str, Any]):
-    """A record read as the mapping of its JSON form; equal to any mapping of it."""
-
-    def _json(self) -> dict[str, Any]:
-        data: dict[str, Any] = to_json(self)
-        return data
-
-    def __getitem__(self, key: str) -> Any:
-        return self._json()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._json())
-
-    def __len__(self) -> int:
-        return len(self._json())
-
-    def to_dict(self) -> dict[str, Any]:
-        return self._json()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,8 +73,8 @@ class Verdict:
     skill_hash: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class InitialRecord(_JsonView):
+@dataclass(frozen=True, kw_only=True)
+class InitialRecord:
     """Step 0: the initial skill's validation score and its audit commit."""
 
     step: int
@@ -109,8 +87,8 @@ class InitialRecord(_JsonView):
     wall_s: float | None = optional()  # seconds the step took (in the process that ran it)
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class BatchRecord(_JsonView):
+@dataclass(frozen=True, kw_only=True)
+class BatchRecord:
     """A step on a batch of training tasks: what failed, what the optimizer proposed,
     what was applied, and the verdict on the candidate."""
 
@@ -135,8 +113,8 @@ class BatchRecord(_JsonView):
     wall_s: float | None = optional()
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class SlowUpdateRecord(_JsonView):
+@dataclass(frozen=True, kw_only=True)
+class SlowUpdateRecord:
     """An epoch's slow update: the guidance the optimizer gave and its verdict."""
 
     step: int
@@ -154,8 +132,8 @@ class SlowUpdateRecord(_JsonView):
     wall_s: float | None = optional()
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class SkippedSlowUpdate(_JsonView):
+@dataclass(frozen=True, kw_only=True)
+class SkippedSlowUpdate:
     """An epoch's slow update not asked for (the epoch left the skill unchanged)."""
 
     step: int
@@ -187,3 +165,17 @@ def read_step(data: object, where: str, fail: Fail) -> StepRecord:
     if kind == "slow_update":
         return read(SlowUpdateRecord, data, where, fail)
     raise fail(f"{where}.kind", f"expected one of initial, step, slow_update, got {kind!r}")
+
+
+def gate_of(rec: StepRecord) -> GateRecord | None:
+    """The gate's decision a step recorded: None for the initial skill, a skipped slow
+    update and a step or slow update that made no candidate."""
+    return rec.gate if isinstance(rec, (BatchRecord, SlowUpdateRecord)) else None
+
+
+def apply_of(rec: StepRecord) -> list[Json]:
+    """What applying a step's edits (a slow update's guidance) gave, one entry each
+    (`EditResult.to_dict()`); none for a record that applied nothing."""
+    if isinstance(rec, (BatchRecord, SlowUpdateRecord)):
+        return list(rec.apply or [])
+    return []

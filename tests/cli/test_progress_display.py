@@ -21,7 +21,14 @@ from skillopt.cli.progress import (
 )
 from skillopt.cli.train_live import TrainProgress, eta_text
 from skillopt.errors import InputError
-from skillopt.training.events import event as TrainEvent
+from skillopt.training.events import (
+    GateDecision,
+    InitialDecision,
+    NoCandidate,
+    RolloutDone,
+    RunStarted,
+    Stage,
+)
 
 
 class Clock:
@@ -202,15 +209,15 @@ def test_train_progress_describes_the_stage_first_and_prints_decisions_through_t
     console = terminal()
     live = LiveDisplay(console, clock=clock)
     view = TrainProgress(live)
-    view(TrainEvent("run_started", {"epochs": 3, "steps": 6}))
-    view(TrainEvent("stage", {"stage": "baseline"}))
-    view(TrainEvent("rollout", {"label": "baseline · val", "done": 1, "total": 4}))
+    view(RunStarted(epochs=3, steps=6))
+    view(Stage(stage="baseline"))
+    view(RolloutDone(label="baseline · val", done=1, total=4))
     assert live.progress.tasks[0].description == "baseline · val"
-    view(TrainEvent("decision", {"step": 0, "kind": "initial", "val": 0.5, "best": 0.5}))
-    view(TrainEvent("stage", {"stage": "reflect", "step": 1, "epoch": 1}))
+    view(InitialDecision(val=0.5, best=0.5))
+    view(Stage(stage="reflect", step=1, epoch=1))
     assert live.progress.tasks[0].description == "step 1 · reflect · best val 0.500 · epoch 1/3"
-    view(TrainEvent("stage", {"stage": "test"}))
-    view(TrainEvent("rollout", {"label": "test · no_skill", "done": 1, "total": 4}))
+    view(Stage(stage="test"))
+    view(RolloutDone(label="test · no_skill", done=1, total=4))
     assert live.progress.tasks[0].description.startswith("test · no skill · best val 0.500")
     assert "step 0   initial      val 0.500" in console.file.getvalue()  # type: ignore[attr-defined]
 
@@ -233,30 +240,23 @@ def test_output_stays_scrubbed_while_a_live_display_redirects_the_streams(monkey
 def test_decision_line_shows_the_p_value_only_where_it_decides_and_the_delta_once():
     from skillopt.cli.train_live import decision_line
 
-    step = {"step": 2, "decision": "accepted", "accepted": True, "delta": 0.25, "val": 0.75}
+    def step(**fields) -> GateDecision:
+        given = {"step": 2, "step_kind": "step", "decision": "accepted", "accepted": True}
+        return GateDecision(**given, delta=0.25, val=0.75, **fields)
+
     strict = decision_line(
-        {
-            **step,
-            "p_value": 0.5,
-            "gate": "strict",
-            "best": 0.75,
-            "reason": "better on validation (+0.250)",
-        }
+        step(p_value=0.5, gate="strict", best=0.75, reason="better on validation (+0.250)")
     )
     assert "p=" not in strict
     assert strict.count("+0.250") == 1 and strict.endswith("— better on validation")
     paired = decision_line(
-        {
-            **step,
-            "p_value": 0.031,
-            "gate": "paired",
-            "best": 0.75,
-            "reason": "better by +0.250 with p=0.031 <= 0.05",
-        }
+        step(
+            p_value=0.031, gate="paired", best=0.75, reason="better by +0.250 with p=0.031 <= 0.05"
+        )
     )
     assert " p=0.031 · best" in paired and paired.endswith("p=0.031 <= 0.05")
     # a checkpoint written before the gate was in the event: the p-value still shows
-    assert "p=0.500" in decision_line({**step, "p_value": 0.5, "best": 0.75, "reason": "x"})
+    assert "p=0.500" in decision_line(step(p_value=0.5, best=0.75, reason="x"))
 
 
 def test_run_eta_is_the_mean_step_times_the_steps_left_plus_the_test_split():
@@ -284,10 +284,14 @@ def test_run_eta_counts_steps_over_the_plan_from_a_resumed_step():
     eta = RunEta(clock)
     eta.started(10, {"train": 8, "val": 4, "test": 4})
     # resumed at step 7 of 10 (epoch 2 of 5 steps, k 2): no baseline was timed here
-    eta.stage({"stage": "rollout", "step": 8, "epoch": 2, "k": 2, "per_epoch": 5})
+    eta.stage(Stage(stage="rollout", step=8, epoch=2, k=2, per_epoch=5))
     clock.now += 30
     assert eta.left() is None
-    eta.decision({"step": 8, "kind": "step"})
+    eta.decision(
+        NoCandidate(
+            step=8, step_kind="step", decision="no_candidate", reason="", val=None, best=None
+        )
+    )
     # 3 steps left at 30 s, and one pass (a step's time, 30 s) per test skill
     assert eta.left() == 3 * 30 + 3 * 30
     clock.now += 100
@@ -298,35 +302,28 @@ def test_run_eta_counts_steps_over_the_plan_from_a_resumed_step():
 
 def test_the_live_bar_shows_the_runs_eta_once_a_step_is_done_and_a_log_never_does():
     def feed(view: TrainProgress, clock: Clock) -> None:
-        view(TrainEvent("run_started", {"epochs": 2, "steps": 4, "splits": {"val": 4, "test": 4}}))
-        view(TrainEvent("stage", {"stage": "baseline"}))
+        view(RunStarted(epochs=2, steps=4, splits={"val": 4, "test": 4}))
+        view(Stage(stage="baseline"))
         clock.now += 10  # the baseline validation pass: 10 s for 4 tasks
-        view(TrainEvent("rollout", {"label": "baseline · val", "done": 4, "total": 4}))
-        view(TrainEvent("decision", {"step": 0, "kind": "initial", "val": 0.5, "best": 0.5}))
-        view(
-            TrainEvent("stage", {"stage": "rollout", "step": 1, "epoch": 1, "k": 1, "per_epoch": 2})
-        )
-        view(TrainEvent("rollout", {"label": "step 1 · train", "done": 1, "total": 8}))
+        view(RolloutDone(label="baseline · val", done=4, total=4))
+        view(InitialDecision(val=0.5, best=0.5))
+        view(Stage(stage="rollout", step=1, epoch=1, k=1, per_epoch=2))
+        view(RolloutDone(label="step 1 · train", done=1, total=8))
         clock.now += 60
         view(
-            TrainEvent(
-                "decision",
-                {
-                    "step": 1,
-                    "kind": "step",
-                    "decision": "accepted",
-                    "accepted": True,
-                    "val": 0.75,
-                    "best": 0.75,
-                    "reason": "better",
-                },
+            GateDecision(
+                step=1,
+                step_kind="step",
+                decision="accepted",
+                accepted=True,
+                val=0.75,
+                best=0.75,
+                reason="better",
             )
         )
-        view(
-            TrainEvent("stage", {"stage": "rollout", "step": 2, "epoch": 1, "k": 2, "per_epoch": 2})
-        )
+        view(Stage(stage="rollout", step=2, epoch=1, k=2, per_epoch=2))
         clock.now += 5
-        view(TrainEvent("rollout", {"label": "step 2 · train", "done": 1, "total": 8}))
+        view(RolloutDone(label="step 2 · train", done=1, total=8))
 
     clock = Clock()
     live = LiveDisplay(terminal(), clock=clock)

@@ -195,29 +195,29 @@ def test_best_val_is_the_incumbent_or_an_accepted_score():
 
 
 def test_epoch_history_shows_not_applied_edits_and_no_nested_bullets():
-    from skillopt.optimize.memory import epoch_history
+    from step_records import batch, gate, initial
+
+    from skillopt.training.history import epoch_history
 
     steps = [
-        {"step": 0, "kind": "initial", "epoch": 0, "decision": "initial"},
-        {
-            "step": 1,
-            "kind": "step",
-            "epoch": 1,
-            "decision": "rejected",
-            "reason": "tie: no improvement on validation",
-            "apply": [
+        initial(),
+        batch(
+            1,
+            "rejected",
+            reason="tie: no improvement on validation",
+            apply=[
                 {"edit": EXAMPLES.to_dict(), "status": "applied", "detail": ""},
                 {"edit": E3.to_dict(), "status": "anchor_not_found", "detail": "no line"},
             ],
-            "dropped": [{"edit": E2.to_dict(), "reason": "over the budget of 2 edits"}],
-            "gate": {
-                "delta": 0.0,
-                "fail_to_pass": ["val-secret-1"],
-                "pass_to_fail": ["val-secret-2"],
-                "per_task": {"val-secret-1": [0, 1], "val-secret-2": [1, 0]},
-            },
-        },
-        {"step": 2, "kind": "step", "epoch": 2, "decision": "no_candidate", "reason": "-"},
+            dropped=[{"edit": E2.to_dict(), "reason": "over the budget of 2 edits"}],
+            gate=gate(
+                delta=0.0,
+                fail_to_pass=("val-secret-1",),
+                pass_to_fail=("val-secret-2",),
+                per_task={"val-secret-1": [0, 1], "val-secret-2": [1, 0]},
+            ),
+        ),
+        batch(2, "no_candidate", epoch=2, reason="-"),
     ]
     text = epoch_history(steps, 1)
     assert text.startswith(

@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from step_records import batch, initial, skipped_slow_update, slow_update
 
 from skillopt.training.stall import stalled
-from skillopt.training.steps import StepRecord
+from skillopt.training.steps import BatchRecord, StepRecord
 
 
-def step(n: int, decision: str = "rejected", failing=("a", "b"), skill: str = "h0") -> StepRecord:
-    return {
-        "step": n,
-        "kind": "step",
-        "epoch": n,
-        "decision": decision,
-        "failing": list(failing),
-        "incumbent_hash": skill,
-    }
+def step(n: int, decision: str = "rejected", failing=("a", "b"), skill: str = "h0") -> BatchRecord:
+    return batch(n, decision, epoch=n, failing=tuple(failing), incumbent_hash=skill)
 
 
-INITIAL: StepRecord = {"step": 0, "kind": "initial", "epoch": 0, "decision": "initial"}
+INITIAL: StepRecord = initial()
 
 
 def test_three_unproductive_steps_on_the_same_failures_and_skill_are_a_stall():
@@ -57,13 +53,11 @@ def test_steps_without_failures_never_stall():
 
 
 def test_slow_updates_between_steps_are_not_counted():
-    slow: StepRecord = {"step": 2, "kind": "slow_update", "epoch": 1, "decision": "rejected"}
-    skipped: StepRecord = {"step": 4, "kind": "slow_update", "epoch": 2, "decision": "skipped"}
+    slow: StepRecord = slow_update(2, 1, "rejected")
+    skipped: StepRecord = skipped_slow_update(4, 2)
     assert stalled([INITIAL, step(1), slow, step(3), skipped, step(5)], 3) is not None
 
 
 def test_records_from_before_the_failing_set_was_kept_never_stall():
-    old = [{**step(i)} for i in range(1, 4)]
-    for rec in old:
-        del rec["failing"]
+    old = [replace(step(i), failing=None) for i in range(1, 4)]  # no `failing` key
     assert stalled([INITIAL, *old], 3) is None

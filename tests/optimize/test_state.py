@@ -16,14 +16,17 @@ from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.training.checkpoint import (
     Accounting,
+    BudgetStop,
     EarlyStop,
     Pending,
     Revision,
     SkippedNote,
     SplitScore,
 )
+from skillopt.training.records import to_json
 from skillopt.training.state import TrainState
 from skillopt.training.state_format import MIGRATIONS, STATE_VERSION
+from skillopt.training.steps import read_step
 
 SKILL = Skill.parse("---\nname: words\ndescription: Demo.\n---\n# Words\n\n- Reply.\n")
 EDIT = Edit("add", section="Rules", content="- Shout.")
@@ -95,7 +98,10 @@ def busy_state() -> TrainState:
     st.incumbent = Revision("better", "h1", 1.0)
     st.initial = Revision(SKILL.text, SKILL.hash, 0.5)
     st.support = (("scripts/run.sh", "d1"),)
-    st.steps += copy.deepcopy(V1["steps"])
+    st.steps += [
+        read_step(rec, f"steps[{i}]", ValueError)
+        for i, rec in enumerate(copy.deepcopy(V1["steps"]))
+    ]
     st.pending = Pending(3, slow_update={"text": "guide", "skipped": None, "calls": 1})
     st.memory.reject(2, [EDIT], -0.25, "worse")
     st.memory.skip(2, EDIT, "anchor_not_found")
@@ -143,7 +149,7 @@ def test_version_1_is_migrated_and_saved_as_version_2(tmp_path):
     assert st.status == "running" and (st.epoch, st.k, st.step) == (1, 0, 1)
     assert st.incumbent == Revision("T", "h0", 0.5)
     assert st.support == (("scripts/run.sh", "d1"),)
-    assert st.steps == V1["steps"]
+    assert to_json(st.steps) == V1["steps"]
     assert st.pending == Pending(2, proposals=[{"edits": [], "skipped": None, "calls": 1}])
     assert st.memory.meta_notes == [{"epoch": 1, "notes": "n"}]
     assert st.accounting.optimizer_calls == 3 and st.accounting.target_cost == 0.001
@@ -170,6 +176,29 @@ def test_an_early_stop_is_kept_and_a_version_2_checkpoint_without_one_still_load
     assert TrainState.from_dict(data) == st
     del data["stopped_early"]  # as skillopt wrote version 2 before the field existed
     assert TrainState.from_dict(data).stopped_early is None
+
+
+def test_a_budget_stop_is_kept_as_its_keys_were_written_and_read_back_typed():
+    st = busy_state()
+    assert st.stop is None and "stop" not in st.to_dict()
+    stop = BudgetStop(budget="--budget-usd", where="step 3 · train", detail="$0.50 spent", step=2)
+    st.stop_for_budget(stop)
+    data = through_json(st.to_dict())
+    # the keys in the order skillopt has always written them (BudgetExceeded's, then step)
+    assert data["stop"] == {
+        "reason": "budget",
+        "budget": "--budget-usd",
+        "where": "step 3 · train",
+        "detail": "$0.50 spent",
+        "step": 2,
+    }
+    assert list(data["stop"]) == ["reason", "budget", "where", "detail", "step"]
+    back = TrainState.from_dict(data)
+    assert back == st and back.stop == stop and back.status == "stopped"
+    del data["stop"]["where"]
+    with pytest.raises(InputError, match="missing") as err:
+        TrainState.from_dict(data)
+    assert err.value.field == "stop.where"
 
 
 def test_owed_notes_are_kept_and_a_version_2_checkpoint_without_them_still_loads():

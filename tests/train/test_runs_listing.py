@@ -278,19 +278,22 @@ def test_log_draws_validation_per_step_above_the_table(world, models):
 
 
 def test_a_steps_val_is_its_candidates_and_none_where_it_scored_none():
-    from skillopt.runs.read import RunStep, best_val
+    from step_records import batch, gate, initial, skipped_slow_update
 
-    def step(n: int, kind: str, decision: str, **rec) -> RunStep:
-        return RunStep(n, kind, 1, decision, "", None, {"step": n, "kind": kind, **rec})
+    from skillopt.runs.read import RunStep, best_val
+    from skillopt.training.steps import StepRecord
+
+    def step(rec: StepRecord) -> RunStep:
+        return RunStep(rec.step, rec.kind, 1, rec.decision, "", None, rec)
 
     steps = [
-        step(0, "initial", "initial", val=0.25),
-        step(1, "step", "rejected", gate={"candidate_mean": 0.0}),
-        step(2, "step", "rejected", gate={"candidate_mean": 0.5, "unrun": 2}),  # raced
-        step(3, "step", "accepted", gate={"candidate_mean": 0.75}),
-        step(4, "slow_update", "skipped"),
-        step(5, "step", "no_candidate"),
-        step(6, "step", "rejected", gate={"candidate_mean": 0.5}),
+        step(initial(val=0.25)),
+        step(batch(1, "rejected", gate=gate(candidate_mean=0.0))),
+        step(batch(2, "rejected", gate=gate(candidate_mean=0.5, unrun=2))),  # raced
+        step(batch(3, "accepted", gate=gate(candidate_mean=0.75))),
+        step(skipped_slow_update(4, 1)),
+        step(batch(5, "no_candidate")),
+        step(batch(6, "rejected", gate=gate(candidate_mean=0.5))),
     ]
     assert [s.val for s in steps] == [0.25, 0.0, None, 0.75, None, None, 0.5]
     assert best_val(steps) == 0.75  # the last accepted, not the last scored

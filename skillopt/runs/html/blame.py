@@ -18,9 +18,10 @@ import git
 
 from skillopt.skill.document import SKILL_FILE
 from skillopt.store.audit import Audit, AuditCommit
+from skillopt.training.steps import StepRecord, apply_of
 
 
-def blame_lines(audit: Audit, records: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+def blame_lines(audit: Audit, records: dict[int, StepRecord]) -> list[dict[str, Any]]:
     """One dict per line of the best skill: `line` (1-based), `text`, `step`,
     `decision`, `commit`, `edit` (index among the step's applied edits, or None),
     `op`, `rationale`, `evidence`. [] when the run has no commit yet."""
@@ -41,12 +42,12 @@ def blame_lines(audit: Audit, records: dict[int, dict[str, Any]]) -> list[dict[s
         step = c.step if c is not None else 0
         for raw in lines:
             text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-            out.append(_line(len(out) + 1, text, step, c, records.get(step) or {}))
+            out.append(_line(len(out) + 1, text, step, c, records.get(step)))
     return out
 
 
 def _line(
-    number: int, text: str, step: int, commit: AuditCommit | None, rec: dict[str, Any]
+    number: int, text: str, step: int, commit: AuditCommit | None, rec: StepRecord | None
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "line": number,
@@ -61,10 +62,11 @@ def _line(
     }
     if step == 0:
         return row
-    if rec.get("kind") == "slow_update":
+    if rec is not None and rec.kind == "slow_update":
         row.update(op="guidance", rationale="slow update: guidance from the epoch's results")
         return row
-    edits = [a.get("edit") or {} for a in rec.get("apply") or [] if a.get("status") == "applied"]
+    results = apply_of(rec) if rec is not None else []
+    edits = [a.get("edit") or {} for a in results if a.get("status") == "applied"]
     index = _which_edit(text, edits)
     if index is not None:
         e = edits[index]

@@ -34,6 +34,16 @@ from skillopt.runs.rundir import RunDir
 from skillopt.runs.summary import summary as run_summary
 from skillopt.store.audit import Audit
 from skillopt.training.state import TrainState
+from skillopt.training.steps import (
+    BatchRecord,
+    GateRecord,
+    InitialRecord,
+    SkippedSlowUpdate,
+    SlowUpdateRecord,
+    StepRecord,
+    apply_of,
+    gate_of,
+)
 
 if TYPE_CHECKING:
     from skillopt.store.ledger import LedgerRow
@@ -68,10 +78,10 @@ def collect(run: RunDir, audit: Audit, *, ledger: list[LedgerRow] | None = None)
     notes: list[str] = []
     summ = run_summary(state, config)
     events = _events(run, notes)
-    records = {rec["step"]: dict(rec) for rec in state.steps}
+    records = {rec.step: rec for rec in state.steps}
     if ledger is None:
         ledger = _ledger(run, config, notes)
-    steps = _steps(state, records, audit, notes)
+    steps = _steps(state, audit, notes)
     return {
         "version": 1,
         "generated_at": time.time(),
@@ -126,24 +136,24 @@ def _ledger(run: RunDir, config: dict[str, Any], notes: list[str]) -> list[Ledge
     return []
 
 
-def _applied(rec: Any) -> list[dict[str, Any]]:
-    return [a for a in rec.get("apply") or [] if isinstance(a, dict)]
-
-
-def _steps(
-    state: TrainState, records: dict[int, dict[str, Any]], audit: Audit, notes: list[str]
-) -> list[dict[str, Any]]:
+def _steps(state: TrainState, audit: Audit, notes: list[str]) -> list[dict[str, Any]]:
     commits = {c.step: c for c in audit.history()}
     best = None
     out = []
     for rec in state.steps:
-        step = rec["step"]
-        gate = rec.get("gate") or {}
-        unrun = gate.get("unrun")
-        val = rec.get("val") if rec["kind"] == "initial" else gate.get("candidate_mean")
+        step = rec.step
+        gate = gate_of(rec)
+        unrun = gate.unrun if gate is not None else None
+        val = (
+            rec.val
+            if isinstance(rec, InitialRecord)
+            else gate.candidate_mean
+            if gate is not None
+            else None
+        )
         if unrun:
             val = None
-        if rec["decision"] in ("initial", "accepted") and val is not None:
+        if rec.decision in ("initial", "accepted") and val is not None:
             best = val
         commit = commits.get(step)
         diff = ""
@@ -153,21 +163,21 @@ def _steps(
             except Exception as exc:  # a repository pruned under us: the rest still shows
                 notes.append(f"step {step}: its diff could not be read ({exc})")
         edits: list[dict[str, Any]] = []
-        if rec["kind"] == "slow_update":
-            if rec.get("guidance"):
-                status = "applied" if _applied(rec) else "not applied"
+        if isinstance(rec, SlowUpdateRecord):
+            if rec.guidance:
+                status = "applied" if apply_of(rec) else "not applied"
                 edits.append(
                     {
                         "op": "guidance",
-                        "content": rec.get("guidance"),
+                        "content": rec.guidance,
                         "status": status,
                         "rationale": "slow update: guidance from the epoch's results",
                         "evidence": [],
                         "detail": "",
                     }
                 )
-        else:
-            for a in _applied(rec):
+        elif not isinstance(rec, SkippedSlowUpdate):
+            for a in apply_of(rec):
                 e = a.get("edit") or {}
                 edits.append(
                     {
@@ -184,24 +194,28 @@ def _steps(
         out.append(
             {
                 "step": step,
-                "kind": rec["kind"],
-                "epoch": rec.get("epoch"),
-                "decision": rec["decision"],
-                "reason": rec.get("reason") or "",
+                "kind": rec.kind,
+                "epoch": rec.epoch,
+                "decision": rec.decision,
+                "reason": "" if isinstance(rec, InitialRecord) else rec.reason,
                 "val": val,
-                "partial": gate.get("candidate_mean") if unrun else None,
-                "incumbent": gate.get("incumbent_mean"),
+                "partial": gate.candidate_mean if gate is not None and unrun else None,
+                "incumbent": gate.incumbent_mean if gate is not None else None,
                 "best": best,
-                "delta": gate.get("delta"),
-                "p_value": gate.get("p_value"),
-                "n": gate.get("n", rec.get("n")),
+                "delta": gate.delta if gate is not None else None,
+                "p_value": gate.p_value if gate is not None else None,
+                "n": gate.n
+                if gate is not None
+                else rec.n
+                if isinstance(rec, InitialRecord)
+                else None,
                 "unrun": unrun,
-                "fail_to_pass": gate.get("fail_to_pass") or [],
-                "pass_to_fail": gate.get("pass_to_fail") or [],
-                "train_mean": rec.get("train_mean"),
-                "failing": rec.get("failing") or [],
+                "fail_to_pass": list(gate.fail_to_pass) if gate is not None else [],
+                "pass_to_fail": list(gate.pass_to_fail) if gate is not None else [],
+                "train_mean": rec.train_mean if isinstance(rec, BatchRecord) else None,
+                "failing": list(rec.failing or ()) if isinstance(rec, BatchRecord) else [],
                 "commit": commit.sha if commit is not None else None,
-                "wall_s": rec.get("wall_s"),
+                "wall_s": rec.wall_s,
                 "edits": edits,
                 "diff": diff,
             }
@@ -217,15 +231,17 @@ def grid(state: TrainState, events: list[dict[str, Any]]) -> dict[str, Any]:
     text, by hash) both passed and failed: across samples, or when the incumbent
     was scored again at a later step."""
     incumbents = {
-        rec["step"]: rec["incumbent_hash"] for rec in state.steps if rec.get("incumbent_hash")
+        rec.step: rec.incumbent_hash
+        for rec in state.steps
+        if isinstance(rec, BatchRecord) and rec.incumbent_hash
     }
     seen: dict[int, dict[str, list[dict[str, Any]]]] = {}
     # the verdicts each skill (by hash) got on each task, to find the flaky ones
     verdicts: dict[tuple[str, str], set[bool]] = {}
     skill_at = {0: state.initial.hash}
     for rec in state.steps:
-        if rec.get("skill_hash"):
-            skill_at[rec["step"]] = rec["skill_hash"]
+        if isinstance(rec, (BatchRecord, SlowUpdateRecord)) and rec.skill_hash:
+            skill_at[rec.step] = rec.skill_hash
     for ev in events:
         if ev.get("event") != "rollout" or ev.get("stage") not in ("baseline", "gate"):
             continue
@@ -244,7 +260,8 @@ def grid(state: TrainState, events: list[dict[str, Any]]) -> dict[str, Any]:
     flaky = sorted({t for (_, t), v in verdicts.items() if len(v) == 2})
     tasks: list[str] = []
     for rec in state.steps:
-        for t in (rec.get("gate") or {}).get("per_task") or {}:
+        gate = gate_of(rec)
+        for t in gate.per_task if gate is not None else {}:
             if t not in tasks:
                 tasks.append(t)
     for per in seen.values():
@@ -254,22 +271,24 @@ def grid(state: TrainState, events: list[dict[str, Any]]) -> dict[str, Any]:
     tasks.sort()
     columns = []
     for rec in state.steps:
-        step = rec["step"]
-        gate = rec.get("gate") or {}
-        per_task = gate.get("per_task") or {}
+        step = rec.step
+        gate = gate_of(rec)
+        per_task = gate.per_task if gate is not None else {}
         evs = seen.get(step, {})
         cells = {}
         for t in tasks:
             cells[t] = _cell(rec, t, per_task.get(t), evs.get(t, []), gate)
-        columns.append({"step": step, "decision": rec["decision"], "cells": cells})
+        columns.append({"step": step, "decision": rec.decision, "cells": cells})
     return {"tasks": tasks, "columns": columns, "flaky": flaky}
 
 
 def _cell(
-    rec: Any, task: str, pair: Any, evs: list[dict[str, Any]], gate: dict[str, Any]
+    rec: StepRecord, task: str, pair: Any, evs: list[dict[str, Any]], gate: GateRecord | None
 ) -> dict[str, Any]:
-    if rec["kind"] != "initial" and not gate:
+    if not isinstance(rec, InitialRecord) and gate is None:
         return {"state": NO_CANDIDATE, "score": None}
+    fail_to_pass = gate.fail_to_pass if gate is not None else ()
+    pass_to_fail = gate.pass_to_fail if gate is not None else ()
     score = None
     if isinstance(pair, list) and len(pair) == 2:
         score = pair[1]
@@ -284,19 +303,13 @@ def _cell(
     verdicts = [e["passed"] for e in scored if isinstance(e.get("passed"), bool)]
     if verdicts:  # as the gate counts a task over samples: passed by at least half
         passed = sum(verdicts) * 2 >= len(verdicts)
-    elif task in (gate.get("fail_to_pass") or []):
+    elif task in fail_to_pass:
         passed = True
-    elif task in (gate.get("pass_to_fail") or []):
+    elif task in pass_to_fail:
         passed = False
     else:  # a run from before rollout events said whether they passed
         passed = score >= 1.0
-    flip = (
-        "fail→pass"
-        if task in (gate.get("fail_to_pass") or [])
-        else "pass→fail"
-        if task in (gate.get("pass_to_fail") or [])
-        else None
-    )
+    flip = "fail→pass" if task in fail_to_pass else "pass→fail" if task in pass_to_fail else None
     return {"state": PASS if passed else FAIL, "score": score, "flip": flip}
 
 
