@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -24,8 +24,10 @@ from skillopt.config import resolve_settings
 from skillopt.errors import InputError
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
-from skillopt.store.audit import Audit, AuditCommit
 from skillopt.training.state import TrainState
+
+if TYPE_CHECKING:  # the audit is opened only by the commands that read it
+    from skillopt.store.audit import Audit, AuditCommit
 
 
 def find_run(ref: str | Path, run_dir: str | Path | None = None) -> RunDir:
@@ -42,6 +44,8 @@ def runs_dir(run_dir: str | Path | None = None) -> Path:
 
 def open_run(ref: str | Path, run_dir: str | Path | None = None) -> tuple[RunDir, Audit]:
     """(RunDir, Audit) of a run given by id or directory."""
+    from skillopt.store.audit import Audit
+
     run = find_run(ref, run_dir)
     audit_conf = run.config().get("audit") or {}
     audit = Audit.open(audit_conf["repo"], run.run_id, audit_conf["skill_path"])
