@@ -20,9 +20,16 @@ ANTHROPIC_BASE_URL (no `api_base`, as a user of the real APIs runs them);
   reply, scoring, the store.
 
 - The command line's own start: the wall time of `python -m skillopt --help` (a
-  fresh process each time; the median), and for `--help` and `eval --help` how many
-  skillopt modules were loaded and how many subprocesses were started (an audit
-  hook counts them; `import git` alone would start `git version` twice).
+  fresh process each time; the median), and for `--help`, `eval --help` and an eval
+  of one task with a scripted model (`scripted/echo`: skillopt's own start, no
+  provider SDK) how many skillopt modules were loaded, which heavy packages (git,
+  litellm, Ray, llama.cpp, the SDKs) were imported and how many subprocesses were
+  started (an audit hook counts them; `import git` alone would start `git version`
+  twice); and the wall and CPU time of that scripted eval, start to exit.
+
+Every child runs with skillopt's bytecode compiled first, as installing it compiles
+it: a checkout run under PYTHONDONTWRITEBYTECODE=1 would compile each of its ~90
+modules on every start (about 0.3 s of CPU), which no installed copy pays.
 
 Run: python benchmarks/startup_benchmark.py [--runs N] [--calls N] [--help-only]
 Prints each figure next to its target (first call within 1.5 s, `--help` within
@@ -42,6 +49,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -54,7 +62,9 @@ from fakes.openai_server import FakeOpenAI  # noqa: E402
 TARGET_S = 1.5  # seconds from the command's start to its first model call
 HELP_TARGET_S = 0.3  # seconds for `skillopt --help`, on an idle machine
 
-# imports the CLI and runs one command's --help, then says what that loaded and ran
+HEAVY = ("git", "litellm", "ray", "llama_cpp", "openai", "anthropic", "httpx")
+
+# imports the CLI and runs one command, then says what that loaded and ran
 HELP_PROBE = """
 import json, sys
 spawned = []
@@ -68,7 +78,8 @@ try:
 except SystemExit:
     pass
 ours = [m for m in sys.modules if m == "skillopt" or m.startswith("skillopt.")]
-print(json.dumps({"modules": len(ours), "subprocesses": len(spawned)}))
+heavy = sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY))
+print(json.dumps({"modules": len(ours), "heavy": heavy, "subprocesses": len(spawned)}))
 """
 
 
@@ -143,6 +154,23 @@ class Stand:
         self.fake.__exit__(None, None, None)
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a child: this checkout's skillopt, bytecode written as usual."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def compile_bytecode() -> None:
+    """skillopt's modules compiled once, as `pip install` compiles them."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(ROOT / "skillopt")],
+        env=child_env(),
+        check=True,
+        capture_output=True,
+    )
+
+
 def child_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -150,15 +178,13 @@ def child_cpu() -> float:
 
 def run_eval(case: Case, stand: Stand, work: Path, skill: Path, suite: Path, store: Path) -> dict:
     """One `skillopt eval` in a fresh child: wall time to the first request, CPU."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),  # this checkout's skillopt
-        "HOME": str(work / "home"),
-        "XDG_CACHE_HOME": str(work / "cache"),
-        "OPENAI_API_KEY": "sk-benchmark-openai",
-        "ANTHROPIC_API_KEY": "sk-benchmark-anthropic",
-        "MISTRAL_API_KEY": "sk-benchmark-mistral",
-    }
+    env = child_env(
+        HOME=str(work / "home"),
+        XDG_CACHE_HOME=str(work / "cache"),
+        OPENAI_API_KEY="sk-benchmark-openai",
+        ANTHROPIC_API_KEY="sk-benchmark-anthropic",
+        MISTRAL_API_KEY="sk-benchmark-mistral",
+    )
     if case.via_env:
         env["OPENAI_BASE_URL" if case.fake == "openai" else "ANTHROPIC_BASE_URL"] = stand.url
     for var in list(env):
@@ -230,7 +256,7 @@ def measure(case: Case, runs: int, calls: int, tmp: Path) -> dict:
 def help_wall(runs: int) -> tuple[list[float], list[float]]:
     """Wall and CPU seconds of `python -m skillopt --help`, each in a fresh process
     (CPU, user + system, says the same on a busy machine)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     times, cpus = [], []
     for _ in range(runs):
         cpu = child_cpu()
@@ -247,15 +273,39 @@ def help_wall(runs: int) -> tuple[list[float], list[float]]:
     return times, cpus
 
 
-def help_load(args: list[str]) -> dict[str, int]:
-    """The skillopt modules loaded and the subprocesses started by `skillopt ARGS`."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    code = HELP_PROBE.replace("ARGS", repr(args))
+def help_load(args: list[str], cwd: Path = ROOT) -> dict[str, Any]:
+    """The skillopt modules loaded, the heavy packages imported and the subprocesses
+    started by `skillopt ARGS`."""
+    code = HELP_PROBE.replace("ARGS", repr(args)).replace("HEAVY", repr(HEAVY))
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=child_env(HOME=str(cwd / "home"), XDG_CACHE_HOME=str(cwd / "cache")),
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    found: dict[str, int] = json.loads(done.stdout.splitlines()[-1])
+    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return found
+
+
+def scripted_eval(runs: int, work: Path) -> tuple[list[str], list[float], list[float]]:
+    """(the eval's arguments, wall and CPU seconds of each run): `skillopt eval` of one
+    task with `scripted/echo`, start to exit, a fresh process and store each time."""
+    (work / "home").mkdir(parents=True, exist_ok=True)
+    skill, suite = write_fixture(work, 1)
+    args = ["eval", str(skill), "--tasks", str(suite), "--target", "scripted/echo"]
+    args += ["--split", "test", "--store"]
+    env = child_env(HOME=str(work / "home"), XDG_CACHE_HOME=str(work / "cache"))
+    times, cpus = [], []
+    for i in range(runs):
+        cpu = child_cpu()
+        start = time.perf_counter()
+        command = [sys.executable, "-m", "skillopt", *args, str(work / f"scripted-{i}.sqlite")]
+        subprocess.run(command, cwd=work, env=env, capture_output=True, check=True)
+        times.append(time.perf_counter() - start)
+        cpus.append(child_cpu() - cpu)
+    return [*args, str(work / "probe.sqlite")], times, cpus
 
 
 def print_help_figures(runs: int) -> None:
@@ -266,12 +316,25 @@ def print_help_figures(runs: int) -> None:
         f"<= {HELP_TARGET_S} s on an idle machine; runs {', '.join(f'{t:.2f}' for t in times)}), "
         f"CPU {statistics.median(cpus):.2f} s"
     )
-    for args in (["--help"], ["eval", "--help"]):
-        found = help_load(args)
+    with tempfile.TemporaryDirectory(prefix="startup-benchmark-") as tmp:
+        work = Path(tmp)
+        eval_args, times, cpus = scripted_eval(runs, work)
         print(
-            f"  skillopt {' '.join(args)}: {found['modules']} skillopt modules loaded, "
-            f"{found['subprocesses']} subprocesses started"
+            f"`skillopt eval` of one task with scripted/echo (no SDK), start to exit: "
+            f"{statistics.median(times):.2f} s (median of {runs}; runs "
+            f"{', '.join(f'{t:.2f}' for t in times)}), CPU {statistics.median(cpus):.2f} s"
         )
+        for args, label in (
+            (["--help"], "--help"),
+            (["eval", "--help"], "eval --help"),
+            (eval_args, "eval (scripted/echo)"),
+        ):
+            found = help_load(args, work)
+            print(
+                f"  skillopt {label}: {found['modules']} skillopt modules loaded, heavy "
+                f"packages imported: {', '.join(found['heavy']) or 'none'}, "
+                f"{found['subprocesses']} subprocesses started"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         "--help-only", action="store_true", help="measure the command line's start alone"
     )
     args = parser.parse_args(argv)
+    compile_bytecode()
     print_help_figures(args.runs)
     if args.help_only:
         return 0

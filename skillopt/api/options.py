@@ -101,14 +101,16 @@ def roles(**values: object) -> tuple[dict[str, str | None], dict[str, Any]]:
     nor an object with the role's contract is one `InputError`."""
     from skillopt.eval.context import object_name
 
-    kinds = _kinds()
+    # the contracts are imported only when an object needs checking against one
+    given = [v for v in values.values() if v is not None and not isinstance(v, str)]
+    kinds = _kinds() if given else {}
     names: dict[str, str | None] = {}
     objects: dict[str, Any] = {}
     for role, value in values.items():
-        kind = kinds[role]
         if value is None or isinstance(value, str):
             names[role], objects[role] = value, None
             continue
+        kind = kinds[role]
         if not isinstance(value, kind):
             from skillopt.errors import InputError
 

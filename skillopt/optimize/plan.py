@@ -16,7 +16,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from skillopt.config import Settings
 from skillopt.models.base import Model
-from skillopt.optimize.base import NoteTaker, Optimizer, SlowUpdater
 from skillopt.optimize.schedule import edit_budget, steps_per_epoch
 from skillopt.rollouts.budget import FLAGS, Budget, Priors, duration_text, usd
 from skillopt.skill.document import Skill
@@ -79,6 +78,7 @@ def _tokens(text: str) -> int:
 def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimizer: object) -> Plan:
     """The plan of a run of `optimizer` (an `Optimizer`): its epoch-end stages and
     model calls are the ones that optimizer really makes."""
+    from skillopt.optimize.base import NoteTaker, Optimizer, SlowUpdater
     from skillopt.optimize.exemplars import ExemplarOptimizer
     from skillopt.optimize.reflect import LLMOptimizer
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from skillopt.errors import InputError
 from skillopt.runs.read import runs_dir
-from skillopt.store.audit import checked_out, delete_refs, run_refs
+from skillopt.store.refs import checked_out, delete_refs, run_refs
 
 
 @dataclass(frozen=True)

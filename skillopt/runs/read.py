@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -26,9 +26,11 @@ from skillopt.errors import InputError
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
-from skillopt.store.audit import Audit, AuditCommit
 from skillopt.training.state import TrainState
 from skillopt.training.steps import BatchRecord, InitialRecord, StepRecord, apply_of, gate_of
+
+if TYPE_CHECKING:  # the audit is opened only by the commands that read it
+    from skillopt.store.audit import Audit, AuditCommit
 
 
 def find_run(ref: str | Path, run_dir: str | Path | None = None) -> RunDir:
@@ -45,6 +47,8 @@ def runs_dir(run_dir: str | Path | None = None) -> Path:
 
 def open_run(ref: str | Path, run_dir: str | Path | None = None) -> tuple[RunDir, Audit]:
     """(RunDir, Audit) of a run given by id or directory."""
+    from skillopt.store.audit import Audit
+
     run = find_run(ref, run_dir)
     audit_conf = run.config().get("audit") or {}
     audit = Audit.open(audit_conf["repo"], run.run_id, audit_conf["skill_path"])

@@ -15,31 +15,27 @@ Invariants:
   resumed run never records a step twice.
 - `<runs>/audit.git` appears whole or not at all: it is made beside its place and
   renamed into it, so processes starting together never see a half-made one.
-- Tidying (`run_refs`, `delete_refs`, used by `skillopt prune`) deletes only the
-  refs skillopt writes, `refs/heads/skillopt/<run-id>` and
-  `refs/skillopt/<run-id>/rejected/<step>`, in one transaction per repository.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import uuid
 from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import git
-from gitdb import LooseObjectDB
-from gitdb.base import IStream
-
-from skillopt.errors import InputError, SkilloptError
+from skillopt.errors import InputError
 from skillopt.runs.rundir import output_dir
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.trailers import StepTrailers, parse_trailers
 
-ACTOR = git.Actor("skillopt", "skillopt@localhost")
+if TYPE_CHECKING:  # gitpython's import runs `git version`: each use imports it
+    import git
+    from gitdb import LooseObjectDB
+
 _DIR_MODE = 0o040000
 _FILE_MODE = 0o100644
 _EXEC_MODE = 0o100755
@@ -65,6 +61,8 @@ def _bare_repo(path: Path) -> git.Repo:
     in a private directory beside it, then one rename. Several processes may do this
     at once; a rename that loses the race fails (the place is taken by a non-empty
     directory), and the loser discards its copy and opens the winner's."""
+    import git
+
     if not path.exists():
         output_dir(path.parent)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
@@ -93,6 +91,8 @@ class Audit:
     def create(cls, skill_dir: Path, runs_dir: Path, run_id: str) -> Audit:
         """Use the repository that holds `skill_dir` if there is one, else a bare
         repository under `runs_dir`."""
+        import git
+
         skill_dir = skill_dir.resolve()
         try:
             repo = git.Repo(skill_dir, search_parent_directories=True)
@@ -107,6 +107,8 @@ class Audit:
 
     @classmethod
     def open(cls, repo_path: str | Path, run_id: str, skill_path: str) -> Audit:
+        import git
+
         try:
             return cls(git.Repo(repo_path), run_id, skill_path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -127,6 +129,8 @@ class Audit:
         """Record one revision; return its sha. `evidence` names the step and its
         decision (initial, accepted or rejected: rejected commits leave the branch
         where it is); the run is this audit's."""
+        import git
+
         step, decision = evidence.step, evidence.decision
         if step is None or decision is None:
             raise ValueError("an audit commit needs its step and decision")
@@ -152,14 +156,15 @@ class Audit:
             + "\n".join(lines)
             + "\n"
         )
+        actor = git.Actor("skillopt", "skillopt@localhost")
         commit = git.Commit.create_from_tree(
             self.repo,
             git.Tree(self.repo, tree_sha, 0o040000, ""),
             message,
             parent_commits=parents,
             head=False,
-            author=ACTOR,
-            committer=ACTOR,
+            author=actor,
+            committer=actor,
         )
         if decision == "rejected":
             ref = f"refs/skillopt/{self.run_id}/rejected/{step}"
@@ -179,6 +184,9 @@ class Audit:
     def _store(self, kind: bytes, data: bytes) -> bytes:
         """Write a loose object in-process (gitpython's default store shells out to
         `git hash-object` for every object)."""
+        from gitdb import LooseObjectDB
+        from gitdb.base import IStream
+
         if self._loose is None:
             # common_dir: a linked worktree keeps its objects in the main .git
             self._loose = LooseObjectDB(str(Path(self.repo.common_dir) / "objects"))
@@ -221,6 +229,8 @@ class Audit:
 
     def _replace_path(self, tree_sha: bytes | None, parts: list[str], new: bytes) -> bytes:
         """`tree_sha` with the entry at `parts` replaced by the tree `new`."""
+        import git
+
         if not parts:
             return new
         entries: list[tuple[int, str, bytes]] = []
@@ -237,6 +247,8 @@ class Audit:
     # -- reading -----------------------------------------------------------------------
     def _resolve(self, ref: str) -> git.Commit | None:
         """The commit a ref points at, read without a subprocess; None if unset."""
+        import git
+
         try:
             return git.Reference(self.repo, ref).commit
         except (ValueError, TypeError, OSError):
@@ -315,75 +327,3 @@ def _text(value: str | bytes) -> str:
     """A commit's message or summary as text: gitpython gives bytes for a message in
     an encoding it cannot decode (never one skillopt wrote)."""
     return value if isinstance(value, str) else value.decode("utf-8", "replace")
-
-
-# -- tidying -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class RunRefs:
-    """The refs one run left in a repository: its branch `skillopt/<run-id>` and its
-    rejected candidates, and when the newest of their commits was made."""
-
-    run_id: str
-    refs: tuple[str, ...]
-    last: float  # commit time (Unix seconds) of the newest commit the refs point at
-
-
-def run_refs(repo_path: str | Path) -> list[RunRefs]:
-    """Every run's refs in the repository at `repo_path`, newest run first."""
-    repo = _repo(repo_path)
-    listed = repo.git.for_each_ref(
-        "--format=%(refname) %(committerdate:unix)", "refs/heads/skillopt/", "refs/skillopt/"
-    )
-    runs: dict[str, tuple[list[str], float]] = {}
-    for line in listed.splitlines():
-        ref, _, when = line.rpartition(" ")
-        run_id = _run_of(ref)
-        if run_id is None:
-            continue
-        refs, last = runs.setdefault(run_id, ([], 0.0))
-        refs.append(ref)
-        runs[run_id] = (refs, max(last, float(when or 0)))
-    out = [RunRefs(run_id, tuple(sorted(refs)), last) for run_id, (refs, last) in runs.items()]
-    return sorted(out, key=lambda r: (r.last, r.run_id), reverse=True)
-
-
-def _run_of(ref: str) -> str | None:
-    """The run id of a ref skillopt writes, else None."""
-    if ref.startswith("refs/heads/skillopt/"):
-        run_id = ref[len("refs/heads/skillopt/") :]
-        return run_id if run_id and "/" not in run_id else None
-    parts = ref.split("/")  # refs/skillopt/<run-id>/rejected/<step>
-    if len(parts) == 5 and parts[:2] == ["refs", "skillopt"] and parts[3] == "rejected":
-        return parts[2]
-    return None
-
-
-def checked_out(repo_path: str | Path) -> set[str]:
-    """The branches checked out in the repository's worktrees (never deleted)."""
-    repo = _repo(repo_path)
-    if repo.bare:
-        return set()
-    listed = repo.git.worktree("list", "--porcelain")
-    return {line.split(" ", 1)[1] for line in listed.splitlines() if line.startswith("branch ")}
-
-
-def delete_refs(repo_path: str | Path, refs: list[str]) -> None:
-    """Delete `refs` in one `git update-ref` transaction: all of them or none."""
-    if not refs:
-        return
-    repo = _repo(repo_path)
-    done = subprocess.run(
-        ["git", "--git-dir", repo.git_dir, "update-ref", "--stdin"],
-        input="".join(f"delete {ref}\n" for ref in refs),
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise SkilloptError(f"git could not delete the refs in {repo_path}: {done.stderr.strip()}")
-
-
-def _repo(path: str | Path) -> git.Repo:
-    try:
-        return git.Repo(path)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise InputError("not a git repository", path=path) from None

@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import git
-
 from skillopt.config import Settings
 from skillopt.errors import InputError
 from skillopt.models.stored import ReplayMiss
@@ -123,6 +121,8 @@ def _store_path(config: Mapping[str, Any]) -> Path:
 
 def _copy_audit(config: Mapping[str, Any], run_id: str, dest: Path) -> None:
     """A bare repository holding only the run's refs and what they reach."""
+    import git  # here, not with the module: its import runs `git version`
+
     source = git.Repo(config["audit"]["repo"])
     target = git.Repo.init(dest, bare=True)
     refs = [
@@ -304,6 +304,8 @@ def replay(
 
 def _materialise(audit: Audit, sha: str, dest: Path) -> Path:
     """The skill directory as committed at `sha`, written to `dest`."""
+    import git  # here, not with the module: its import runs `git version`
+
     tree = audit.repo.commit(sha).tree / audit.skill_path
     assert isinstance(tree, git.Tree)  # the skill's path in its commit is a directory
     for blob in tree.traverse():

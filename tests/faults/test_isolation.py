@@ -108,7 +108,7 @@ class User:
         can read them (a checkout under /root, say, it cannot reach)."""
         probe = (
             "import json, sys; import skillopt.cli.main, skillopt.api, "
-            "skillopt.harness.command, skillopt.store.audit; "
+            "skillopt.harness.command, skillopt.store.audit, git; "
             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
         )
         names = json.loads(

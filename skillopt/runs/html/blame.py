@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import git
-
 from skillopt.skill.document import SKILL_FILE
 from skillopt.store.audit import Audit, AuditCommit
 from skillopt.training.steps import StepRecord, apply_of
@@ -25,6 +23,8 @@ def blame_lines(audit: Audit, records: dict[int, StepRecord]) -> list[dict[str, 
     """One dict per line of the best skill: `line` (1-based), `text`, `step`,
     `decision`, `commit`, `edit` (index among the step's applied edits, or None),
     `op`, `rationale`, `evidence`. [] when the run has no commit yet."""
+    import git  # here, not with the module: its import runs `git version`
+
     accepted = audit.accepted()
     if not accepted:
         return []
