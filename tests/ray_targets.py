@@ -43,11 +43,14 @@ def waits_for_ctrl_c(messages):
 
 def where_it_ran(messages):
     """Leaves `<dir>/<node id>-<pid>-<word>` and answers the word in capitals, after
-    a short nap so the tasks of a batch overlap."""
+    a nap long enough that three tasks of a batch overlap even on a loaded machine
+    (the head has room for two, so the third goes to the second node; with a
+    shorter nap a slow start let each task end before the third began, and every
+    task ran on the head)."""
     import ray
 
     word, where = _task(messages)
-    time.sleep(0.3)
+    time.sleep(1.5)
     if where is not None:
         node = ray.get_runtime_context().get_node_id()
         (where / f"{node}-{os.getpid()}-{word}").write_text("")
