@@ -58,6 +58,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fakes.anthropic_api import FakeAnthropic, Turn, prompt_text  # noqa: E402
 from fakes.openai_server import FakeOpenAI  # noqa: E402
+from helpers import SPAWN_AUDIT  # noqa: E402
 
 TARGET_S = 1.5  # seconds from the command's start to its first model call
 HELP_TARGET_S = 0.3  # seconds for `skillopt --help`, on an idle machine
@@ -65,13 +66,9 @@ HELP_TARGET_S = 0.3  # seconds for `skillopt --help`, on an idle machine
 HEAVY = ("git", "litellm", "ray", "llama_cpp", "openai", "anthropic", "httpx")
 
 # imports the CLI and runs one command, then says what that loaded and ran
-HELP_PROBE = """
-import json, sys
-spawned = []
-def hook(event, args):
-    if event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
-        spawned.append(event)
-sys.addaudithook(hook)
+HELP_PROBE = (
+    SPAWN_AUDIT
+    + """
 from skillopt.cli.main import app
 try:
     app(ARGS)
@@ -81,6 +78,7 @@ ours = [m for m in sys.modules if m == "skillopt" or m.startswith("skillopt.")]
 heavy = sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY))
 print(json.dumps({"modules": len(ours), "heavy": heavy, "subprocesses": len(spawned)}))
 """
+)
 
 
 @dataclass(frozen=True)

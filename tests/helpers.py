@@ -69,3 +69,16 @@ def wait_dead(pids, timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.05)
     return not any(alive(p) for p in pids)
+
+
+# The start of a probe program run in a fresh interpreter: every process it starts
+# from here on (a subprocess, a fork, an exec) is noted in `spawned`, for the
+# start-up tests and benchmarks/startup_benchmark.py.
+SPAWN_AUDIT = """
+import json, sys
+spawned = []
+def hook(event, args):
+    if event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
+        spawned.append(event)
+sys.addaudithook(hook)
+"""

@@ -14,17 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import write_skill, write_suite
+from helpers import SPAWN_AUDIT, write_skill, write_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PROBE = """
-import json, sys
-spawned = []
-def hook(event, args):
-    if event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
-        spawned.append(event)
-sys.addaudithook(hook)
+PROBE = (
+    SPAWN_AUDIT
+    + """
 import typer
 from typer.testing import CliRunner
 from skillopt.cli.main import app
@@ -32,15 +28,12 @@ typer.main.get_command(app)
 outputs = [CliRunner().invoke(app, [*args, "--help"]).exit_code for args in ARGS]
 print(json.dumps({"spawned": spawned, "modules": sorted(sys.modules), "exits": outputs}))
 """
+)
 
 # runs one command as `skillopt` would, then says what it loaded and started
-RUN = """
-import json, sys
-spawned = []
-def hook(event, args):
-    if event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.fork"):
-        spawned.append(event)
-sys.addaudithook(hook)
+RUN = (
+    SPAWN_AUDIT
+    + """
 from skillopt.cli.main import app
 code = 0
 try:
@@ -49,6 +42,7 @@ except SystemExit as stop:
     code = stop.code
 print(json.dumps({"spawned": spawned, "modules": sorted(sys.modules), "exit": code}))
 """
+)
 
 HEAVY = ("litellm", "git", "llama_cpp", "ray", "pydantic", "yaml", "openai", "anthropic", "httpx")
 
