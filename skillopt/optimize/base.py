@@ -68,6 +68,9 @@ class ProposalRequest:
     # solved training tasks of the same batch, shown beside the failures as behaviour
     # the edits must not break (not to be fixed, and no call of their own)
     protect: list[Rollout] = field(default_factory=list)
+    # what the step says to this call besides the rest: a repair ask says the edits
+    # first proposed rebuilt a candidate the gate had already decided
+    note: str = ""
 
     @property
     def edit_limits(self) -> str:

@@ -78,13 +78,21 @@ def commit_message(
     report: ApplyReport,
     gate: str,
     skill_hash: str,
+    *,
+    trial: int = 1,
+    label: str = "",
+    credit: Sequence[str] = (),
 ) -> tuple[str, str, StepTrailers]:
-    """The subject, body and trailers of a gated candidate's audit commit."""
-    label = "slow update" if kind == "slow_update" else "step"
+    """The subject, body and trailers of a gated candidate's audit commit: `trial`
+    is its number among the step's candidates (a subset of the step's edits, `label`,
+    when it is the second or later), `credit` each edit's verdict, on the commit
+    that settled a decomposed step."""
+    what = "slow update" if kind == "slow_update" else "step"
     val = (
         f"{display.score(d.incumbent_mean, none=NA)} -> {display.score(d.candidate_mean, none=NA)}"
     )
-    subject = f"{label} {step}: {verdict} — val {val}" + (
+    part = f" ({label})" if trial > 1 and label else ""
+    subject = f"{what} {step}{part}: {verdict} — val {val}" + (
         f" ({display.delta(d.delta)})" if d.delta is not None else ""
     )
     body = [d.reason[0].upper() + d.reason[1:] + ".", "", "Edits:"]
@@ -100,6 +108,8 @@ def commit_message(
         f"Flips fail->pass ({len(d.fail_to_pass)}): {', '.join(d.fail_to_pass) or '-'}",
         f"Flips pass->fail ({len(d.pass_to_fail)}): {', '.join(d.pass_to_fail) or '-'}",
     ]
+    if credit:
+        body += ["", "Verdict per edit of the step:", *(f"- {c}" for c in credit)]
     evidence = StepTrailers(
         step=step,
         decision=verdict,
@@ -115,6 +125,8 @@ def commit_message(
         pass_to_fail=len(d.pass_to_fail),
         edits_applied=len(report.applied),
         edits_skipped=len(report.not_applied),
+        trial=trial if trial > 1 else None,
+        credit="; ".join(credit) or None,
         skill_hash=skill_hash,
     )
     return subject, "\n".join(body), evidence

@@ -1,13 +1,17 @@
 """What the optimizer must remember: the edits the gate accepted and rejected (with
-their score deltas and flip counts), the edits that could not be applied (with
-their reasons), and its own notes from earlier epochs.
+their score deltas and flip counts, and, for an edit whose step was decomposed, its
+own verdict), the edits that could not be applied or were held back (with their
+reasons), every candidate the gate has seen (so none is gated twice), and its own
+notes from earlier epochs.
 
 Invariants:
 - Memory is plain data (JSON-serialisable) persisted in the run's state, so it
   survives `--resume`; rendering for a prompt shows the most recent entries.
 - It holds no validation or test content: a gate decision is kept as its delta,
   its score and its flip *counts*, never the tasks' ids, inputs or answers.
-- An edit is rendered whole (fenced, newlines kept), never clipped to one line.
+- A rejected or not-applied edit is rendered whole (fenced, newlines kept), never
+  clipped to one line; an accepted edit is in the skill already, so it is summed up
+  in one line (what changed where), not shown again.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class Memory:
     not_applied: list[dict[str, Any]] = field(default_factory=list)  # {step, edit, reason}
     meta_notes: list[dict[str, Any]] = field(default_factory=list)  # {epoch, notes}
     accepted: list[dict[str, Any]] = field(default_factory=list)  # {step, edit, delta, val, flips?}
+    # every candidate the gate decided: {step, key (`text_key`), decision}
+    gated: list[dict[str, Any]] = field(default_factory=list)
 
     def accept(
         self,
@@ -57,10 +63,12 @@ class Memory:
         *,
         flips: Flips | None = None,
         skill_hash: str | None = None,
+        verdict: str | None = None,
     ) -> None:
         """The gate refused `edits` (applied together at `step`) for `reason`;
         `skill_hash` is the hash of the candidate they made, so that the same skill
-        is not proposed again."""
+        is not proposed again. `verdict`: what the gate found of this edit on its own
+        (a decomposed step: "gated alone: lost 2 validation tasks")."""
         for e in edits:
             self.rejected.append(
                 {
@@ -70,8 +78,17 @@ class Memory:
                     "reason": reason,
                     **_flips(flips),
                     **({"skill_hash": skill_hash} if skill_hash else {}),
+                    **({"verdict": verdict} if verdict else {}),
                 }
             )
+
+    def gated_candidate(self, step: int, key: str, decision: str) -> None:
+        """The gate decided a candidate whose text has `key` (`text_key`) at `step`."""
+        self.gated.append({"step": step, "key": key, "decision": decision})
+
+    def gated_at(self, key: str) -> dict[str, Any] | None:
+        """The first gate decision on a candidate whose text has `key`, if any."""
+        return next((g for g in self.gated if g["key"] == key), None)
 
     def rejected_skills(self) -> dict[str, int]:
         """The hash of every candidate skill the gate rejected, with its step."""
@@ -97,6 +114,7 @@ class Memory:
             "not_applied": self.not_applied,
             "meta_notes": self.meta_notes,
             "accepted": self.accepted,
+            **({"gated": self.gated} if self.gated else {}),
         }
 
     @classmethod
@@ -107,6 +125,7 @@ class Memory:
             list(data.get("not_applied", [])),
             list(data.get("meta_notes", [])),
             list(data.get("accepted", [])),
+            list(data.get("gated", [])),
         )
 
     def render(self, limit: int = 12) -> str:
@@ -116,11 +135,13 @@ class Memory:
         if self.accepted:
             parts.append(
                 _section(
-                    "Edits ACCEPTED by the validation gate (they are in the skill now):",
+                    "Edits ACCEPTED by the validation gate (in the skill now, so summed "
+                    "up, not shown again):",
                     self.accepted,
                     limit,
                     lambda r: "accepted, " + gate_numbers(r["delta"], r.get("flips"), r.get("val")),
                     "accepted edits",
+                    brief=True,
                 )
             )
         if self.rejected:
@@ -128,7 +149,8 @@ class Memory:
                 _section(
                     "Edits tried and REJECTED by the validation gate (do not propose them "
                     "again unchanged; a tie with tasks flipped both ways did have an "
-                    "effect: the edits fixed some validation tasks and broke as many):",
+                    "effect: the edits fixed some validation tasks and broke as many; where "
+                    "a step's edits were also gated apart, each edit's own verdict follows it):",
                     self.rejected,
                     limit,
                     lambda r: (
@@ -141,7 +163,7 @@ class Memory:
             parts.append(
                 _section(
                     "Edits NOT APPLIED because they could not be placed (fix the anchor or "
-                    "the content):",
+                    "the content) or were held back (see each reason):",
                     self.not_applied,
                     limit,
                     lambda r: f"not applied ({r['reason']})",
@@ -214,9 +236,11 @@ def _section(
     noun: str,
     *,
     per_edit: bool = False,
+    brief: bool = False,
 ) -> str:
     """`title`, then the last `limit` entries, one paragraph per step (or per edit),
-    each headed by the step and `outcome(entry)`."""
+    each headed by the step and `outcome(entry)`; `brief`: each edit in one line
+    (`Edit.describe`) rather than whole."""
     shown = entries[-limit:] if limit > 0 else []
     lines = [title]
     if len(entries) > len(shown):
@@ -231,7 +255,12 @@ def _section(
         for i, entry in enumerate(group, 1):
             edit = Edit.from_dict(entry["edit"])
             prefix = f"Edit {i}: " if len(group) > 1 else ""
+            if brief:
+                lines.append(f"- {prefix}{edit.describe(80)}")
+                continue
             lines.append(prefix + render_edit(edit))
+            if entry.get("verdict"):
+                lines.append(f"Verdict on this edit: {entry['verdict']}")
     return "\n".join(lines)
 
 

@@ -52,10 +52,11 @@ def render_state(request: ProposalRequest) -> str:
     if c.epochs:
         where += f" (epoch {request.epoch + 1} of {c.epochs})"
     best = request.memory.best_val(c.val)
-    return (
+    state = (
         f"{where}. Validation score of the current skill: {display.score(c.val, none=NA)}; "
         f"best so far: {display.score(best, none=NA)}."
     )
+    return f"{state}\n\n{request.note}" if request.note else state
 
 
 def render_trajectories(

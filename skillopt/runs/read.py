@@ -27,7 +27,14 @@ from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
 from skillopt.training.state import TrainState
-from skillopt.training.steps import BatchRecord, InitialRecord, StepRecord, apply_of, gate_of
+from skillopt.training.steps import (
+    BatchRecord,
+    InitialRecord,
+    StepRecord,
+    apply_of,
+    gate_commit,
+    gate_of,
+)
 
 if TYPE_CHECKING:  # the audit is opened only by the commands that read it
     from skillopt.store.audit import Audit, AuditCommit
@@ -142,16 +149,21 @@ def steps(ref: str | Path, run_dir: str | Path | None = None) -> list[RunStep]:
     """Every step of a run, in order: the candidates committed to git and the
     steps that made none, each with its reason."""
     run, audit = open_run(ref, run_dir)
-    commits = {c.step: c for c in audit.history()}
+    history = audit.history()
+    # a decomposed step gated several candidates: its commit is the one its record
+    # names (the subset that settled it), else its last
+    commits = {c.step: c for c in history}
+    by_sha = {c.sha: c for c in history}
     out = {}
     for rec in _records(run):
+        recorded = None if isinstance(rec, InitialRecord) else gate_commit(rec)
         out[rec.step] = RunStep(
             rec.step,
             rec.kind,
             rec.epoch,
             rec.decision,
             "" if isinstance(rec, InitialRecord) else rec.reason,
-            commits.get(rec.step),
+            by_sha.get(recorded or "") or commits.get(rec.step),
             rec,
         )
     for number, c in commits.items():  # committed, not yet in the checkpoint
@@ -198,14 +210,15 @@ def step(ref: str | Path, step: int, run_dir: str | Path | None = None) -> Audit
 def step_commit(
     audit: Audit, ref: str | Path, step: int, run_dir: str | Path | None = None
 ) -> AuditCommit:
-    """The commit of `step`; when it has none, an `InputError` saying what happened
-    at that step (or that the run has no such step)."""
-    commit = audit.find_step(step)
-    if commit is not None:
-        return commit
+    """The commit of `step` (of a decomposed step, the candidate that settled it);
+    when it has none, an `InputError` saying what happened at that step (or that the
+    run has no such step)."""
     found = find_step(ref, step, run_dir)
     if found.commit is not None:
         return found.commit
+    commit = audit.find_step(step)
+    if commit is not None:
+        return commit
     raise InputError(f"run {str(ref)!r}: {found.describe()}; nothing was committed")
 
 

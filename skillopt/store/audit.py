@@ -5,7 +5,8 @@ Invariants:
   current branch are never touched (no checkout, no index, no `git add`).
 - Accepted revisions form the first-parent history of `skillopt/<run-id>`;
   rejected candidates hang off the incumbent at
-  `refs/skillopt/<run-id>/rejected/<step>`.
+  `refs/skillopt/<run-id>/rejected/<step>` (a step's later trials, subsets of its
+  edits gated after the whole was rejected, at `rejected/<step>.<trial>`).
 - Inside a git repository the first commit's parent is the repository's HEAD and
   each commit is HEAD's tree with only the skill directory replaced, so
   `git diff HEAD skillopt/<run-id>` is exactly the trained change. Outside one, a
@@ -134,7 +135,7 @@ class Audit:
         step, decision = evidence.step, evidence.decision
         if step is None or decision is None:
             raise ValueError("an audit commit needs its step and decision")
-        existing = self.find_step(step)
+        existing = self.find_step(step, evidence.trial)
         if existing is not None:
             return existing.sha
         tip = self.tip()
@@ -167,7 +168,7 @@ class Audit:
             committer=actor,
         )
         if decision == "rejected":
-            ref = f"refs/skillopt/{self.run_id}/rejected/{step}"
+            ref = f"refs/skillopt/{self.run_id}/rejected/{_trial_name(step, evidence.trial)}"
         else:
             ref = self.branch_ref
         git.Reference.create(self.repo, ref, commit, force=True)
@@ -294,21 +295,28 @@ class Audit:
                 rec = self._record(ref.commit)
                 if rec is not None:
                     out.append(rec)
-        return sorted(out, key=lambda c: c.step)
+        return sorted(out, key=lambda c: (c.step, c.evidence.trial or 1))
 
     def history(self) -> list[AuditCommit]:
         """Every candidate of the run, by step."""
-        return sorted(self.accepted() + self.rejected(), key=lambda c: (c.step, c.decision))
+        return sorted(
+            self.accepted() + self.rejected(),
+            key=lambda c: (c.step, c.evidence.trial or 1, c.decision),
+        )
 
-    def find_step(self, step: int) -> AuditCommit | None:
-        rejected = self._resolve(f"refs/skillopt/{self.run_id}/rejected/{step}")
+    def find_step(self, step: int, trial: int | None = None) -> AuditCommit | None:
+        """The commit of `step` (its `trial`-th gated candidate; None: the first), if
+        it was made."""
+        name = _trial_name(step, trial)
+        rejected = self._resolve(f"refs/skillopt/{self.run_id}/rejected/{name}")
         if rejected is not None:
             rec = self._record(rejected)
             if rec is not None:
                 return rec
         tip = self._resolve(self.branch_ref)
         rec = self._record(tip) if tip is not None else None
-        return rec if rec is not None and rec.step == step else None
+        same = rec is not None and rec.step == step and (rec.evidence.trial or 1) == (trial or 1)
+        return rec if same else None
 
     def skill_text(self, sha: str) -> str:
         blob = self.repo.commit(sha).tree / f"{self.skill_path}/{SKILL_FILE}"
@@ -321,6 +329,12 @@ class Audit:
         if old is None:
             old = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
         return str(self.repo.git.diff(old, new, "--", self.skill_path))
+
+
+def _trial_name(step: int, trial: int | None) -> str:
+    """The name under `rejected/` of a step's trial: `<step>`, or `<step>.<trial>` for
+    the second and later candidates of a decomposed step."""
+    return f"{step}.{trial}" if trial is not None and trial > 1 else str(step)
 
 
 def _text(value: str | bytes) -> str:

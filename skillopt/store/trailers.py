@@ -13,7 +13,13 @@ Every candidate commit ends with trailers that carry its decision and evidence:
     Skillopt-P-Value: 0.2500
     Skillopt-Flips: fail->pass 2, pass->fail 0
     Skillopt-Edits: 1 applied, 0 skipped
+    Skillopt-Trial: 2
+    Skillopt-Credit: edit 1 accepted; edit 2 gated alone: lost 2 validation tasks
     Skillopt-Skill-Hash: 1312…
+
+`Trial` (the second or later candidate a step gated: a subset of its edits, when
+the whole was rejected) and `Credit` (each edit's verdict, on the commit that
+settled a decomposed step) are written only when set.
 
 The initial commit has only Run, Step, Decision, `Val: 0.500 (n=4)` (one value,
 nothing compared) and Skill-Hash.
@@ -74,6 +80,8 @@ class StepTrailers:
     pass_to_fail: int | None = None
     edits_applied: int | None = None
     edits_skipped: int | None = None
+    trial: int | None = None  # the step's 2nd, 3rd… gated candidate (None: its first)
+    credit: str | None = None  # each edit's verdict, `; `-separated
     skill_hash: str | None = None
 
     @property
@@ -105,6 +113,8 @@ class StepTrailers:
                 if self.edits_applied is not None or self.edits_skipped is not None
                 else None
             ),
+            "Skillopt-Trial": _str(self.trial) if self.trial and self.trial > 1 else None,
+            "Skillopt-Credit": " ".join(self.credit.split()) if self.credit else None,
             "Skillopt-Skill-Hash": self.skill_hash,
         }
         return {k: v for k, v in out.items() if v is not None}
@@ -127,6 +137,8 @@ class StepTrailers:
             "delta": _float(t.get("Skillopt-Delta")),
             "p_value": _float(t.get("Skillopt-P-Value")),
             "skill_hash": t.get("Skillopt-Skill-Hash"),
+            "trial": _int(t.get("Skillopt-Trial")),
+            "credit": t.get("Skillopt-Credit"),
         }
         if m := _VAL.match(t.get("Skillopt-Val", "")):
             fields.update(val=_float(m["val"]), incumbent_val=_float(m["incumbent"]), n=int(m["n"]))

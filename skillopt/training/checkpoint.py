@@ -55,6 +55,8 @@ class Pending(JsonRecord):
     step: int
     proposals: list[dict[str, Any]] | None = optional()  # Proposal.to_dict() each
     slow_update: dict[str, Any] | None = optional()  # TextResult.to_dict()
+    # the step's one repair ask (its edits repeated a candidate already gated)
+    repair: dict[str, Any] | None = optional()  # Proposal.to_dict()
 
 
 @dataclass(frozen=True, kw_only=True)

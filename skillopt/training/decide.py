@@ -14,11 +14,13 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from skillopt.optimize.evidence import commit_message
-from skillopt.optimize.gate import Gate, Race, ThresholdGate
+from skillopt.optimize.gate import Decision, Gate, Race, ThresholdGate
 from skillopt.rollouts.engine import Rollout
 from skillopt.rollouts.outcomes import TaskOutcome, task_outcomes
 from skillopt.skill.document import Skill
@@ -36,6 +38,12 @@ from skillopt.training.steps import (
 
 StepKind = Literal["step", "slow_update"]
 Build = Callable[[Verdict], StepRecord]  # the step's record, once its verdict is known
+
+
+def text_key(text: str) -> str:
+    """What makes two candidates the same: their text with runs of whitespace
+    collapsed (a candidate differing from one already gated only so is a repeat)."""
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:20]
 
 
 def no_candidate_reason(
@@ -58,12 +66,43 @@ def no_candidate_reason(
     return "the optimizer proposed no edit"
 
 
+@dataclass(frozen=True)
+class Measured:
+    """A candidate the gate has decided and that is not committed yet: which of the
+    step's edits it holds (1-based; all of them for a slow update), in words, and the
+    decision."""
+
+    trial: int  # 1: the step's whole candidate; 2, 3…: subsets of its edits
+    edits: tuple[int, ...]
+    label: str
+    candidate: Skill
+    report: ApplyReport
+    decision: Decision
+
+    @property
+    def accepted(self) -> bool:
+        return self.decision.accepted
+
+
 class Judge:
-    """Gates candidates for one run: `decide` records the step with its verdict."""
+    """Gates candidates for one run: `decide` gates one candidate and records the step
+    with its verdict; a step that decomposes its candidate (`training/credit`) uses
+    `measure`, `commit` and `settle` one by one."""
 
     def __init__(self, core: RunCore, gate: Gate):
         self.core = core
         self.gate = gate
+
+    def nothing(self, step: int, kind: StepKind, reason: str, build: Build) -> None:
+        """Record a step that gave nothing to gate, and why."""
+        core = self.core
+        core.record(build(Verdict(decision="no_candidate", reason=reason)))
+        val = core.state.incumbent.val
+        core.emit(
+            NoCandidate(
+                step=step, step_kind=kind, decision="no_candidate", reason=reason, val=val, best=val
+            )
+        )
 
     def decide(
         self,
@@ -80,80 +119,126 @@ class Judge:
         """Gate the candidate, commit it, update incumbent and memory, record the step
         (`build` makes its record from the verdict). `nothing`: why there is no
         candidate, when no edit applied or the skill did not change."""
-        core, st = self.core, self.core.state
         applied = [r.edit for r in report.applied]
         if not applied or candidate.hash == incumbent.hash:
-            core.record(build(Verdict(decision="no_candidate", reason=nothing)))
-            val = st.incumbent.val
-            core.emit(
-                NoCandidate(
-                    step=step,
-                    step_kind=kind,
-                    decision="no_candidate",
-                    reason=nothing,
-                    val=val,
-                    best=val,
-                )
-            )
+            self.nothing(step, kind, nothing, build)
             return
-        core.stage(Stage(stage="gate", step=step))
+        self.core.stage(Stage(stage="gate", step=step))
+        edits = tuple(range(1, len(applied) + 1))
+        m = Measured(1, edits, "", candidate, report, self.measure(incumbent, candidate, step))
+        sha = self.commit(step, epoch, kind, m)
+        self.settle(step, kind, [m], [sha], build)
+
+    def measure(
+        self, incumbent: Skill, candidate: Skill, step: int, recent: Sequence[str] = ()
+    ) -> Decision:
+        """The gate's decision on `candidate` against `incumbent` on the validation
+        tasks (raced when the gate allows it; `recent`: tasks to run early, where
+        candidates of this step changed the outcome)."""
         inc = self.val_outcomes(incumbent, f"step {step} · val (incumbent)")
-        cand, race = self.raced_outcomes(candidate, inc, f"step {step} · val (candidate)")
+        cand, race = self.raced_outcomes(
+            candidate, inc, f"step {step} · val (candidate)", [*recent, *self.recent_flips()]
+        )
         decision = self.gate.decide(inc, cand)
         if race is not None and len(cand) < len(race.order):
             decision = decision.raced(len(cand), len(race.order))
-        verdict: Literal["accepted", "rejected"] = "accepted" if decision.accepted else "rejected"
+        return decision
+
+    def commit(
+        self, step: int, epoch: int, kind: StepKind, m: Measured, credit: Sequence[str] = ()
+    ) -> str:
+        """The audit commit of a decided candidate (with each edit's verdict, `credit`,
+        on the one that settled a decomposed step)."""
+        verdict = "accepted" if m.accepted else "rejected"
         subject, body, evidence = commit_message(
-            step, epoch, kind, verdict, decision, report, self.gate.name, candidate.hash
+            step,
+            epoch,
+            kind,
+            verdict,
+            m.decision,
+            m.report,
+            self.gate.name,
+            m.candidate.hash,
+            trial=m.trial,
+            label=m.label,
+            credit=credit,
         )
-        sha = core.audit.commit(candidate, subject, body, evidence)
-        flips = (len(decision.fail_to_pass), len(decision.pass_to_fail))
-        if decision.accepted:
-            st.accept(Revision(candidate.text, candidate.hash, decision.candidate_mean))
-            core.memory.accept(step, applied, decision.delta, val=st.incumbent.val, flips=flips)
-        else:
+        self.core.memory.gated_candidate(step, text_key(m.candidate.text), verdict)
+        return self.core.audit.commit(m.candidate, subject, body, evidence)
+
+    def settle(
+        self,
+        step: int,
+        kind: StepKind,
+        trials: Sequence[Measured],
+        shas: Sequence[str],
+        build: Build,
+        *,
+        trial_records: list[dict[str, Any]] | None = None,
+        credit: list[dict[str, Any]] | None = None,
+        memory: bool = True,
+    ) -> None:
+        """The step's verdict: the accepted trial (at most one, the last) becomes the
+        incumbent, else the first trial's rejection stands; the step is recorded and a
+        decision event emitted per trial. `memory` False: the caller tells the memory
+        each edit's verdict itself."""
+        core, st = self.core, self.core.state
+        final = trials[-1] if trials[-1].accepted else trials[0]
+        sha = shas[-1] if trials[-1].accepted else shas[0]
+        d = final.decision
+        flips = (len(d.fail_to_pass), len(d.pass_to_fail))
+        applied = [r.edit for r in final.report.applied]
+        if d.accepted:
+            st.accept(Revision(final.candidate.text, final.candidate.hash, d.candidate_mean))
+            if memory:
+                core.memory.accept(step, applied, d.delta, val=st.incumbent.val, flips=flips)
+        elif memory:
             core.memory.reject(
-                step,
-                applied,
-                decision.delta,
-                decision.reason,
-                flips=flips,
-                skill_hash=candidate.hash,
+                step, applied, d.delta, d.reason, flips=flips, skill_hash=final.candidate.hash
             )
-        gate = GateRecord.of(decision)
+        verdict: Literal["accepted", "rejected"] = "accepted" if d.accepted else "rejected"
         core.record(
             build(
                 Verdict(
                     decision=verdict,
-                    reason=decision.reason,
-                    gate=gate,
+                    reason=d.reason,
+                    gate=GateRecord.of(d),
                     commit=sha,
-                    skill_hash=candidate.hash,
+                    skill_hash=final.candidate.hash,
+                    trials=trial_records,
+                    credit=credit,
                 )
             )
         )
-        core.emit(
-            GateDecision(
-                step=step,
-                step_kind=kind,
-                accepted=decision.accepted,
-                decision=verdict,
-                delta=decision.delta,
-                p_value=decision.p_value,
-                gate=decision.mode,
-                val=None if decision.unrun else decision.candidate_mean,
-                best=st.incumbent.val,
-                reason=decision.reason,
-                commit=sha,
+        for m, commit in zip(trials, shas):
+            dm = m.decision
+            core.emit(
+                GateDecision(
+                    step=step,
+                    step_kind=kind,
+                    accepted=dm.accepted,
+                    decision="accepted" if dm.accepted else "rejected",
+                    delta=dm.delta,
+                    p_value=dm.p_value,
+                    gate=dm.mode,
+                    val=None if dm.unrun else dm.candidate_mean,
+                    best=st.incumbent.val,
+                    reason=dm.reason,
+                    commit=commit,
+                    trial=m.label if m.trial > 1 else None,
+                )
             )
-        )
 
     def val_outcomes(self, skill: Skill, label: str) -> dict[str, TaskOutcome]:
         core = self.core
         return task_outcomes(core.rollouts(skill, core.val, label, core.s.samples))
 
     def raced_outcomes(
-        self, skill: Skill, incumbent: dict[str, TaskOutcome], label: str
+        self,
+        skill: Skill,
+        incumbent: dict[str, TaskOutcome],
+        label: str,
+        recent: Sequence[str] = (),
     ) -> tuple[dict[str, TaskOutcome], Race | None]:
         """The candidate's validation outcomes, raced when the gate allows it (a
         built-in gate, and not `gate_full`): the tasks in the order that settles the
@@ -166,7 +251,7 @@ class Judge:
         core = self.core
         if core.s.gate_full or not isinstance(self.gate, ThresholdGate):
             return self.val_outcomes(skill, label), None
-        race = Race.plan(self.gate, incumbent, [t.id for t in core.val], self.recent_flips())
+        race = Race.plan(self.gate, incumbent, [t.id for t in core.val], recent)
         by_id = {t.id: t for t in core.val}
         tasks = [by_id[t] for t in race.order]
         samples = core.s.samples

@@ -113,6 +113,8 @@ class GateDecision:
     best: float | None
     reason: str
     commit: str = ""
+    # a decomposed step's later candidate: which of its edits ("edit 2 alone")
+    trial: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -120,6 +120,8 @@ class Trainer:
         if not st.steps:  # new, or stopped by a budget before step 0 was recorded
             self._initial()
         st.running()
+        if st.stopped_early is None and st.epoch < self.s.epochs:
+            self._stop_if_saturated(st.epoch)
         while st.epoch < self.s.epochs and st.stopped_early is None:
             epoch = st.epoch
             batches = self._batches(epoch)
@@ -127,6 +129,7 @@ class Trainer:
                 self.stepper.run(epoch, st.k, batches[st.k])
                 st.next_batch()
                 self._stop_if_stalled(epoch)
+                self._stop_if_saturated(epoch)
                 core.checkpoint()
             if st.stopped_early is not None:
                 break  # the rest of the epoch, its slow update and notes are not run
@@ -209,6 +212,26 @@ class Trainer:
         if reason is not None:
             st.stop_early(EarlyStop(st.step, epoch + 1, reason))
             self.core.emit(Stopped(step=st.step, epoch=epoch + 1, reason=reason))
+
+    def _stop_if_saturated(self, epoch: int) -> None:
+        """End training when no candidate could beat the incumbent: it scores full
+        marks on every validation task it was scored on, so every later step's
+        training rollouts, reflection, slow update and notes would be spent for a
+        gate that cannot accept. Said once; the test split follows as usual."""
+        st = self.state
+        val = st.incumbent.val
+        if st.stopped_early is not None or val is None or val < 1.0 - 1e-9:
+            return
+        last = epoch + 1 == self.s.epochs and st.k == self.core.per_epoch
+        if last and not (self.s.slow_update and isinstance(self.core.optimizer, SlowUpdater)):
+            return  # the run's last step, and no slow update after it: nothing to skip
+        reason = (
+            f"validation saturated: the skill scores {display.score(val)} on the validation "
+            "tasks, so no candidate can beat it; training stops here (no more training "
+            "rollouts, reflection, slow update or notes)"
+        )
+        st.stop_early(EarlyStop(st.step, epoch + 1, reason))
+        self.core.emit(Stopped(step=st.step, epoch=epoch + 1, reason=reason))
 
     # -- end of run --------------------------------------------------------------------
     def _finish(self) -> dict[str, dict[str, Any]]:

@@ -151,7 +151,7 @@ class Reader:
         p = self.get(data, "pending", "dict?")
         if p is None:
             return None
-        self.only(p, {"step", "proposals", "slow_update"}, "pending")
+        self.only(p, {"step", "proposals", "slow_update", "repair"}, "pending")
         proposals = p.get("proposals")
         if proposals is not None and not (
             isinstance(proposals, list) and all(isinstance(x, dict) for x in proposals)
@@ -160,11 +160,15 @@ class Reader:
         slow = p.get("slow_update")
         if slow is not None and not isinstance(slow, dict):
             raise self.error("pending.slow_update", f"expected an object, got {kind_of(slow)}")
-        return Pending(self.get(p, "step", "int", "pending"), proposals, slow)
+        repair = p.get("repair")
+        if repair is not None and not isinstance(repair, dict):
+            raise self.error("pending.repair", f"expected an object, got {kind_of(repair)}")
+        return Pending(self.get(p, "step", "int", "pending"), proposals, slow, repair)
 
     def memory(self, data: dict[str, Any]) -> Memory:
         m = self.obj(data, "memory")
-        self.only(m, {"rejected", "not_applied", "meta_notes", "accepted"}, "memory")
+        # `gated` was added within version 2: absent in earlier checkpoints (none known)
+        self.only(m, {"rejected", "not_applied", "meta_notes", "accepted", "gated"}, "memory")
         for key in m:
             self.get(m, key, "list", "memory")
         return Memory.from_dict(m)

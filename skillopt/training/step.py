@@ -12,18 +12,20 @@ Invariants:
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from skillopt.optimize.base import Proposal, ProposalRequest, WholeBatch
-from skillopt.optimize.merge import merge_edits
+from skillopt.optimize.merge import MergeResult, merge_edits
 from skillopt.optimize.schedule import chunks, edit_budget, successes_to_protect
 from skillopt.rollouts.engine import Rollout
 from skillopt.rollouts.outcomes import mean_value, task_outcomes
 from skillopt.skill.document import Skill
-from skillopt.skill.edits import apply_edits
+from skillopt.skill.edits import ApplyReport, apply_edits
 from skillopt.suite.task import Task
 from skillopt.training.checkpoint import Pending
 from skillopt.training.core import RunCore
-from skillopt.training.decide import Judge, no_candidate_reason
+from skillopt.training.credit import StepGate, split
+from skillopt.training.decide import Judge, no_candidate_reason, text_key
 from skillopt.training.epoch import Notes
 from skillopt.training.events import ProposalMade, Stage
 from skillopt.training.steps import BatchRecord, StepRecord, Verdict
@@ -65,18 +67,35 @@ class StepRunner:
         rollouts = core.rollouts(incumbent, batch, f"step {step} · train")
         failures = [r for r in rollouts if r.scored and not r.passed]
         passed = [r for r in rollouts if r.scored and r.passed]
-        protect = successes_to_protect(failures, passed, s.minibatch_size)  # to keep
         train_mean = mean_value(task_outcomes(rollouts))
+        if not failures and any(r.scored for r in rollouts):
+            # nothing to learn from in this batch: the skill's failures elsewhere in
+            # the training split are (served from the store where already run)
+            failures = self.beyond_batch(incumbent, batch, step)
+        protect = successes_to_protect(failures, passed, s.minibatch_size)  # to keep
 
         proposals = self.proposals(step, epoch, incumbent, failures, protect, budget)
-        merged = merge_edits(
-            [p.edits for p in proposals],
-            budget,
-            max_edit_lines=s.max_edit_lines,
-            max_step_lines=s.max_step_lines,
-        )
-        candidate, report = apply_edits(incumbent, merged.kept)
         asked = [p.to_dict() for p in proposals]
+        failing = {r.task_id for r in failures}
+        merged, report, group, held, first = self.candidate(incumbent, proposals, budget, failing)
+        prior = self.repeat_of(incumbent, first[0], report)
+        repeated = ""
+        if prior is not None:
+            repair = self.repair(step, epoch, incumbent, failures, protect, budget, prior)
+            if repair is not None:
+                asked.append(repair.to_dict())
+                merged, report, group, held, first = self.candidate(
+                    incumbent, [repair], budget, failing
+                )
+                again = self.repeat_of(incumbent, first[0], report)
+            else:
+                again = prior
+            if again is not None:
+                report = ApplyReport()  # nothing gated: the step gives no candidate
+                repeated = (
+                    f"repeats the candidate the gate {again['decision']} at step "
+                    f"{again['step']} (whitespace aside)"
+                )
 
         def record(v: Verdict) -> StepRecord:
             return BatchRecord(
@@ -85,7 +104,7 @@ class StepRunner:
                 budget=budget,
                 train_mean=train_mean,
                 failures=len(failures),
-                failing=tuple(sorted({r.task_id for r in failures})),
+                failing=tuple(sorted(failing)),
                 incumbent_hash=incumbent.hash,
                 successes=len(passed),
                 unscored=sum(1 for r in rollouts if not r.scored),
@@ -97,6 +116,8 @@ class StepRunner:
                 gate=v.gate,
                 commit=v.commit,
                 skill_hash=v.skill_hash,
+                trials=v.trials,
+                credit=v.credit,
                 wall_s=core.seconds(),
             )
 
@@ -105,10 +126,120 @@ class StepRunner:
                 core.memory.skip(step, e, why)
         for r in report.not_applied:
             core.memory.skip(step, r.edit, f"{r.status}: {r.detail}" if r.detail else r.status)
-        nothing = no_candidate_reason(report, asked, len(failures))
-        self.judge.decide(
-            step, epoch, incumbent, candidate, report, record, kind="step", nothing=nothing
+        edits = [r.edit for r in report.applied]
+        candidate = first[0]
+        if repeated:
+            self.judge.nothing(
+                step,
+                "step",
+                f"{repeated}; asked once more for different edits, the optimizer gave none new: skipped",
+                record,
+            )
+        elif not edits or candidate.hash == incumbent.hash:
+            self.judge.nothing(
+                step, "step", no_candidate_reason(report, asked, len(failures)), record
+            )
+        else:
+            StepGate(core, self.judge).run(
+                step, epoch, incumbent, edits, held, (candidate, first[1], group), failing, record
+            )
+
+    def candidate(
+        self, incumbent: Skill, proposals: list[Proposal], budget: int, failing: set[str]
+    ) -> tuple[
+        MergeResult, ApplyReport, tuple[int, ...], tuple[int, ...], tuple[Skill, ApplyReport]
+    ]:
+        """The step's edits merged within its budget and applied (`report`), split into
+        those gated first and those held back (`credit.split`), and the candidate of
+        the first with its own apply report."""
+        s = self.core.s
+        merged = merge_edits(
+            [p.edits for p in proposals],
+            budget,
+            max_edit_lines=s.max_edit_lines,
+            max_step_lines=s.max_step_lines,
         )
+        _, report = apply_edits(incumbent, merged.kept)
+        applied = [r.edit for r in report.applied]
+        group, held = split(applied, failing)
+        first = apply_edits(incumbent, [applied[i - 1] for i in group])
+        return merged, report, group, held, first
+
+    def repeat_of(
+        self, incumbent: Skill, candidate: Skill, report: ApplyReport
+    ) -> dict[str, Any] | None:
+        """The earlier gate decision on this candidate's text, when it repeats one."""
+        if not report.applied or candidate.hash == incumbent.hash:
+            return None
+        return self.core.memory.gated_at(text_key(candidate.text))
+
+    def beyond_batch(self, incumbent: Skill, batch: list[Task], step: int) -> list[Rollout]:
+        """The skill's failures among the training tasks outside `batch` (at most a
+        batch of them), for a step whose own batch has none."""
+        core = self.core
+        inside = {t.id for t in batch}
+        others = [t for t in core.train if t.id not in inside]
+        if not others:
+            return []
+        rollouts = core.rollouts(incumbent, others, f"step {step} · train (beyond the batch)")
+        return [r for r in rollouts if r.scored and not r.passed][: core.s.batch_size]
+
+    def repair(
+        self,
+        step: int,
+        epoch: int,
+        incumbent: Skill,
+        failures: list[Rollout],
+        protect: list[Rollout],
+        budget: int,
+        prior: dict[str, Any],
+    ) -> Proposal | None:
+        """One more optimizer call (on the first minibatch of failures) told that its
+        edits rebuilt a candidate the gate already decided; None when there is no
+        failure to show. Checkpointed like the step's proposals."""
+        core = self.core
+        pending = core.state.pending
+        if pending is not None and pending.step == step and pending.repair is not None:
+            return Proposal.from_dict(pending.repair)
+        if not failures:
+            return None
+        note = (
+            f"NOTE: the edits proposed for these failures rebuild exactly the skill the "
+            f"validation gate {prior['decision']} at step {prior['step']}. Propose different "
+            "edits: a different rule or example, another place, or a smaller change."
+        )
+        request = ProposalRequest(
+            incumbent,
+            "failures",
+            failures[: self.minibatch_size(len(failures))],
+            core.tasks,
+            budget,
+            core.memory,
+            step,
+            epoch,
+            core.context(),
+            max_edit_lines=core.s.max_edit_lines,
+            max_step_lines=core.s.max_step_lines,
+            protect=list(protect),
+            note=note,
+        )
+        core.spend(f"step {step} · reflect (repair)", calls=1)
+        proposal = core.optimizer.propose(request)
+        core.emit(
+            ProposalMade(
+                step=step,
+                call="repair",
+                tasks=[r.task_id for r in request.rollouts],
+                edits=len(proposal.edits),
+                skipped=proposal.skipped,
+                calls=proposal.calls,
+            )
+        )
+        core.stop_if_hopeless([proposal])
+        done = pending.proposals if pending is not None and pending.step == step else None
+        core.state.pend(Pending(step, proposals=done, repair=proposal.to_dict()))
+        core.checkpoint()
+        return proposal
 
     def proposals(
         self,

@@ -71,6 +71,8 @@ class Verdict:
     gate: GateRecord | None = None
     commit: str | None = None
     skill_hash: str | None = None
+    trials: list[Json] | None = None  # a decomposed step's gated candidates (`Trial`)
+    credit: list[Json] | None = None  # each edit's verdict (`EditCredit`)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +112,11 @@ class BatchRecord:
     gate: GateRecord | None = optional()
     commit: str | None = optional()
     skill_hash: str | None = optional()
+    # every candidate the step gated, in order, when it gated more than one (the
+    # whole was rejected and subsets of its edits followed): `Trial.to_dict()` each
+    trials: list[Json] | None = optional()
+    # each applied edit's verdict (`EditCredit.to_dict()`), when the step gated any
+    credit: list[Json] | None = optional()
     wall_s: float | None = optional()
 
 
@@ -171,6 +178,11 @@ def gate_of(rec: StepRecord) -> GateRecord | None:
     """The gate's decision a step recorded: None for the initial skill, a skipped slow
     update and a step or slow update that made no candidate."""
     return rec.gate if isinstance(rec, (BatchRecord, SlowUpdateRecord)) else None
+
+
+def gate_commit(rec: StepRecord) -> str | None:
+    """The audit commit a step's record names: the candidate that settled it."""
+    return rec.commit if isinstance(rec, (BatchRecord, SlowUpdateRecord)) else None
 
 
 def apply_of(rec: StepRecord) -> list[Json]:

@@ -44,7 +44,7 @@ def _flags(**extra):
 
 
 def _plan():
-    # step 1 is neutral (rejected), step 2 helps (accepted), step 3 finds nothing to add
+    # step 1 is neutral (rejected), step 2 helps (accepted) and saturates validation
     return ScriptedOptimizer([edits_reply("Be polite."), edits_reply(HELPFUL)])
 
 
@@ -74,7 +74,7 @@ def _stopped_run(world, tmp_path):
 
 @pytest.mark.parametrize(
     "limit, value",
-    [("max_target_rollouts", 30), ("max_optimizer_calls", 1), ("budget_usd", 0.5)],
+    [("max_target_rollouts", 30), ("max_optimizer_calls", 1), ("budget_usd", 0.3)],
 )
 def test_a_budget_stops_the_run_and_resume_reaches_the_unbudgeted_result(
     world, priced, tmp_path, limit, value

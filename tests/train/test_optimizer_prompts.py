@@ -106,8 +106,11 @@ def test_reflection_prompts_carry_target_state_and_whole_memory(run):
     last = reflect[-1]
     assert "Step 7 of 8 (epoch 4 of 4). Validation score of the current skill: 0.750" in last
     memory = last.split("# What you know from earlier steps")[1]
-    # the accepted block, whole; the rejected edit with its flip counts; the misplaced one
-    assert f"```\n- {BLOCK}\n```" in memory
+    # the accepted block summed up in one line (the skill holds it whole); the
+    # rejected edit with its flip counts; the misplaced one
+    assert f"```\n- {BLOCK}\n```" not in memory
+    (summary,) = [ln for ln in memory.splitlines() if ln.startswith("- add under 'Rules'")]
+    assert "Write odd WORD items in capitals." in summary and "word-9" not in summary
     assert "Step 5 — accepted, validation delta +0.250 (1 fail → pass, 0 pass → fail)" in memory
     assert "Step 1 — rejected (worse on validation (-0.500)), validation delta -0.500 (0 fail " in (
         memory

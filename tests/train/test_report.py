@@ -98,7 +98,8 @@ def test_test_flips_are_shown_and_are_what_validate_counts(world, models, shouti
 
 
 def test_report_names_the_gate_reasons_flips_commits_rejected_edits_and_time(world, models):
-    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
+    nothing = json.dumps({"edits": []})
+    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), nothing, edits_reply(HELPFUL)]))
     # every validation task scored, so the reasons are those of the whole split
     out, run_id, run = train(world, "scripted/test-target", "--epochs", "3", "--gate-full")
     state = json.loads((run / "state.json").read_text())
@@ -115,21 +116,21 @@ def test_report_names_the_gate_reasons_flips_commits_rejected_edits_and_time(wor
     }
     head = [c.strip() for c in report.split("| step |")[1].splitlines()[0].split("|")[:-1]]
     col = {name: i for i, name in enumerate(head)}
-    rejected, accepted, idle = rows[1], rows[2], rows[3]
+    rejected, idle, accepted = rows[1], rows[2], rows[3]
     assert rejected[col["decision"]] == "rejected"
     assert rejected[col["reason"]] == "worse on validation (-0.500)"
     assert (rejected[col["fail→pass"]], rejected[col["pass→fail"]]) == ("0", "2")
     assert (accepted[col["fail→pass"]], accepted[col["pass→fail"]]) == ("2", "0")
-    assert rejected[col["commit"]] == commits[1] and accepted[col["commit"]] == commits[2]
+    assert rejected[col["commit"]] == commits[1] and accepted[col["commit"]] == commits[3]
     assert rows[0][col["commit"]] == commits[0]
-    # a step with nothing to learn from: the console's words, its reason, no commit
+    # a step the optimizer proposed nothing for: the console's words, its reason, no commit
     assert idle[col["decision"]] == "no candidate"
-    assert idle[col["reason"]] == "no failures to learn from and no edit proposed"
+    assert idle[col["reason"]] == "the optimizer proposed no edit"
     assert idle[col["commit"]] == "" and idle[col["fail→pass"]] == ""
     assert all(r[col["time"]].endswith("s") for r in rows.values())
     assert "no_candidate" not in report
-    assert "Decisions: 1 rejected, 1 accepted, 1 no candidate" in report
-    assert "decisions: 1 rejected, 1 accepted, 1 no candidate" in out
+    assert "Decisions: 1 rejected, 1 no candidate, 1 accepted" in report
+    assert "decisions: 1 rejected, 1 no candidate, 1 accepted" in out
     assert "spent on steps and tests" in report
     # the rejected edit, with why it was rejected
     rejected_section = report.split("## Rejected edits\n")[1].split("\n## ")[0]
@@ -210,7 +211,8 @@ def test_cached_tokens_are_counted_and_shown_per_role(world, models):
 
 
 def test_log_and_show_tell_steps_that_made_no_candidate(world, models, monkeypatch):
-    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
+    nothing = json.dumps({"edits": []})
+    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), nothing, edits_reply(HELPFUL)]))
     _, run_id, _ = train(world, "scripted/test-target", "--epochs", "3", "--gate-full")
 
     log = runner.invoke(app, ["log", run_id])
@@ -219,31 +221,29 @@ def test_log_and_show_tell_steps_that_made_no_candidate(world, models, monkeypat
     assert [r[:2] for r in rows] == [
         ["0", "initial"],
         ["1", "rejected"],
-        ["2", "accepted"],
-        ["3", "no"],
+        ["2", "no"],
+        ["3", "accepted"],
     ]
-    assert rows[3][2:] == ["candidate"]  # no val, no commit: nothing was gated
+    assert rows[2][2:] == ["candidate"]  # no val, no commit: nothing was gated
     # at 80 columns the reasons follow the table; on a wide terminal they are a column
-    assert "step 3: no failures to learn from and no edit proposed" in log.stdout
+    assert "step 2: the optimizer proposed no edit" in log.stdout
     assert "step 1: worse on validation (-0.500)" in log.stdout
     monkeypatch.setattr(out, "_width", 140)
     wide = runner.invoke(app, ["log", run_id])
     rows = {line.split()[0]: line for line in wide.stdout.splitlines() if line[:4].strip()}
     assert rows["step"].split()[-1] == "reason"
-    assert rows["3"].split()[:3] == ["3", "no", "candidate"]
-    assert rows["3"].endswith("no failures to learn from and no edit proposed")
+    assert rows["2"].split()[:3] == ["2", "no", "candidate"]
+    assert rows["2"].endswith("the optimizer proposed no edit")
     assert rows["1"].rstrip().endswith("worse on validation (-0.500)")
 
-    show = runner.invoke(app, ["show", run_id, "3"])
+    show = runner.invoke(app, ["show", run_id, "2"])
     assert show.exit_code == 0, show.output
-    assert show.stdout.startswith(
-        "step 3 made no candidate: no failures to learn from and no edit proposed\n"
-    )
-    assert "train batch: mean 1.000, 0 failed, 8 passed, 0 unscored" in show.stdout
+    assert show.stdout.startswith("step 2 made no candidate: the optimizer proposed no edit\n")
+    assert "train batch: mean 0.500, 4 failed, 4 passed, 0 unscored" in show.stdout
 
-    diff = runner.invoke(app, ["diff", run_id, "3"])
+    diff = runner.invoke(app, ["diff", run_id, "2"])
     assert diff.exit_code == 2
-    assert "step 3 made no candidate: no failures to learn from" in diff.stderr
+    assert "step 2 made no candidate: the optimizer proposed no edit" in diff.stderr
     assert "nothing was committed" in diff.stderr
     missing = runner.invoke(app, ["show", run_id, "9"])
     assert missing.exit_code == 2 and "has no step 9 (recorded steps: 0 to 3)" in missing.stderr

@@ -266,14 +266,15 @@ def test_no_runs_directory_lists_no_runs(world, tmp_path):
 
 
 def test_log_draws_validation_per_step_above_the_table(world, models):
-    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), edits_reply(HELPFUL)]))
+    nothing = json.dumps({"edits": []})
+    models["set"](ScriptedOptimizer([edits_reply(HARMFUL), nothing, edits_reply(HELPFUL)]))
     res = runner.invoke(app, train_args(world, "--epochs", "3"))
     assert res.exit_code == 0, res.output
     log = runner.invoke(app, ["log", run_id_of(res)])
     assert log.exit_code == 0, log.output
-    # step 0: 0.500; step 1 a raced rejection (no val score); step 2 accepted at 1.000;
-    # step 3 made no candidate (nothing failed)
-    assert log.stdout.splitlines()[0] == "val ▅·█·  0.500 → 1.000 (best)"
+    # step 0: 0.500; step 1 a raced rejection (no val score); step 2 made no candidate
+    # (no edit proposed); step 3 accepted at 1.000
+    assert log.stdout.splitlines()[0] == "val ▅··█  0.500 → 1.000 (best)"
     assert log.stdout.splitlines()[1].split()[:2] == ["step", "decision"]
 
 

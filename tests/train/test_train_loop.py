@@ -266,14 +266,15 @@ def test_resume_after_a_crash_redoes_no_finished_work(world, models):
     result = api.resume(run_dir.name, concurrency=flags()["concurrency"])
     calls_after = [(m.messages[0]["content"], m.messages[-1]["content"]) for m in target.calls]
     assert not set(calls_before) & set(calls_after)  # no finished rollout was run again
-    # step 1 is not redone: one failures prompt (step 2); step 3 has no failures left
+    # step 1 is not redone: one failures prompt (step 2), whose acceptance saturates
+    # validation, so step 3 is not run
     assert resumed_opt.failure_calls == 1
     assert decisions(result) == [
         (0, "initial"),
         (1, "rejected"),
         (2, "accepted"),
-        (3, "no_candidate"),
     ]
+    assert result.summary["stopped_early"]["reason"].startswith("validation saturated")
     assert result.summary["best_val"] == 1.0
     history = api.run_history(result.run_id)
     assert [c.step for c in history] == [0, 1, 2]  # every step committed exactly once

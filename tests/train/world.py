@@ -25,6 +25,12 @@ HARMFUL = "Reverse every answer."
 NEUTRAL = "Be polite."
 
 
+def neutral(n: int) -> list[str]:
+    """`n` optimizer replies, each a different edit that changes nothing (a tie each:
+    the same edit twice would be a repeated candidate, refused before the gate)."""
+    return [edits_reply(f"{NEUTRAL} ({i})") for i in range(1, n + 1)]
+
+
 def system_of(messages) -> str:
     return next((m["content"] for m in messages if m["role"] == "system"), "")
 
