@@ -145,6 +145,8 @@ class Judge:
                 best=st.incumbent.val,
                 reason=decision.reason,
                 commit=sha,
+                fail_to_pass=decision.fail_to_pass,
+                pass_to_fail=decision.pass_to_fail,
             )
         )
 
