@@ -184,8 +184,17 @@ class Settings(BaseModel):
     schedule: Literal["constant", "linear", "cosine"] = "cosine"
     max_edit_lines: int = Field(8, ge=1, description="non-blank lines of content one edit may add")
     max_step_lines: int = Field(24, ge=1, description="non-blank lines all edits of a step may add")
-    gate: str = Field("strict", description="strict, margin, paired, or a plugin's gate")
+    gate: str = Field(
+        "strict", description="strict, margin, paired, no-regression, or a plugin's gate"
+    )
     min_delta: float = Field(0.0, ge=0)
+    max_regressions: int | None = Field(
+        None,
+        ge=0,
+        description="validation tasks a candidate may turn from pass to fail (as in "
+        "`skillopt validate`): the no-regression gate allows 0 when unset; with strict, "
+        "margin or paired it applies only when set",
+    )
     gate_full: bool = Field(
         False,
         description="score every validation task of every candidate (no racing); the "

@@ -54,6 +54,7 @@ class TrainOptions(BudgetOptions, total=False):
     min_lr: int | None
     schedule: Literal["constant", "linear", "cosine"] | None
     min_delta: float | None
+    max_regressions: int | None
     alpha: float | None
     gate_full: bool | None
     slow_update: bool | None

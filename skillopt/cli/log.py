@@ -29,7 +29,8 @@ def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
     if steps:
         out.print(val_line(steps), highlight=False)
     rows = [_log_row(s) for s in steps]
-    columns = ("step", "decision", "val", "Δ", "p", "n", "edits", "commit")
+    # flips: `+3 -1`, the validation tasks the candidate turned fail→pass and pass→fail
+    columns = ("step", "decision", "val", "Δ", "p", "n", "flips", "edits", "commit")
     table = _log_table(columns, [r[:-1] for r in rows])
     # the reasons go in a last column when it gets room enough, else below the table
     room = out.width - out.measure(table).maximum - 1
@@ -64,7 +65,7 @@ def _log_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
         if col == "reason":
             table.add_column(col, overflow="fold", min_width=_REASON_WIDTH)
         else:
-            right = col in ("step", "Δ", "p", "n")
+            right = col in ("step", "Δ", "p", "n", "flips")
             table.add_column(col, justify="right" if right else "left", no_wrap=True)
     for row in rows:
         table.add_row(*row)
@@ -72,11 +73,12 @@ def _log_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Table:
 
 
 def _log_row(s: RunStep) -> tuple[str, ...]:
-    """A step's cells (markup): step, decision, val, Δ, p, n, edits, commit, reason."""
+    """A step's cells (markup): step, decision, val, Δ, p, n, flips, edits, commit,
+    reason."""
     kind = "slow " if s.kind == "slow_update" else ""
     style = {"accepted": "green", "rejected": "red"}.get(s.decision, "")
     decision = f"{kind}{s.decision.replace('_', ' ')}"
-    cells = ("", "", "", "", "", "")
+    cells = ("", "", "", "", "", "", "")
     if s.commit is not None:
         t = s.commit.evidence
         val = _num(t.val, ".3f", t.gated or t.n is not None)
@@ -92,6 +94,9 @@ def _log_row(s: RunStep) -> tuple[str, ...]:
             _num(t.delta, "+.3f", t.gated),
             _num(t.p_value, ".4f", t.gated),
             "" if t.n is None else str(t.n),
+            f"+{t.fail_to_pass} -{t.pass_to_fail}"
+            if t.fail_to_pass is not None and t.pass_to_fail is not None
+            else "",
             escape(edits),
             s.commit.sha[:8],
         )

@@ -157,7 +157,7 @@ def train_cmd(
         Optional[str],
         typer.Option(
             "--gate",
-            help="Acceptance rule: strict, margin or paired [default: strict].",
+            help="Acceptance rule: strict, margin, paired or no-regression [default: strict].",
             metavar="NAME",
             show_default=False,
         ),
@@ -168,6 +168,17 @@ def train_cmd(
             "--min-delta",
             help="Margin a candidate must beat (margin and paired gates).",
             metavar="X",
+            show_default=False,
+        ),
+    ] = None,
+    max_regressions: Annotated[
+        Optional[int],
+        typer.Option(
+            "--max-regressions",
+            callback=at_least(0),
+            help="Reject a candidate that turns more validation tasks than this from pass "
+            "to fail, under any gate (no-regression: 0 unless set).",
+            metavar="N",
             show_default=False,
         ),
     ] = None,

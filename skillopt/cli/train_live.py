@@ -117,9 +117,9 @@ def decision_line(ev: Decided) -> str:
         return f"step {ev.step:<3} {label}{what} — {escape(ev.reason)}"
     color = "green" if ev.accepted else "red"
     delta = ev.delta
-    # the p-value is shown only where it decides (the `paired` gate): under `strict` and
-    # `margin` an "accepted, p=0.500" reads as a contradiction
-    p = ev.p_value if ev.gate not in ("strict", "margin") else None
+    # the p-value is shown only where it decides (the `paired` gate): under `strict`,
+    # `margin` and `no-regression` an "accepted, p=0.500" reads as a contradiction
+    p = ev.p_value if ev.gate not in ("strict", "margin", "no-regression") else None
     shown = f" ({display.delta(delta)})" if delta is not None else ""
     reason = ev.reason
     if shown and reason.endswith(shown):  # "better on validation (+0.083)": said once
@@ -128,5 +128,17 @@ def decision_line(ev: Decided) -> str:
         f"step {ev.step:<3} {label}[{color}]{ev.decision:<9}[/] val {display.score(ev.val)}"
         + shown
         + (f" p={display.p_value(p, floor=True)}" if p is not None else "")
+        + flips_text(ev.fail_to_pass, ev.pass_to_fail)
         + f" · best {display.score(ev.best)} — {escape(reason)}"
     )
+
+
+def flips_text(gains: tuple[str, ...] | None, regressions: tuple[str, ...] | None) -> str:
+    """` · fail→pass 3 · pass→fail 1 (keep-3)`: the tasks a candidate gained and the
+    ones it broke (named: they are what to look at), apart, so a tie of 3 gains and
+    3 losses does not read as a candidate that changed nothing. Empty when no task
+    flipped, or in a log from before decisions carried them."""
+    if not gains and not regressions:
+        return ""
+    broke = f" ({escape(display.ids(list(regressions or ()), 3))})" if regressions else ""
+    return f" · fail→pass {len(gains or ())} · pass→fail {len(regressions or ())}{broke}"

@@ -3,24 +3,25 @@ same validation tasks.
 
 Invariant: every decision carries its evidence whatever the mode — delta, n,
 per-task flips and a one-sided paired p-value — and a reason in one sentence.
-Ties are always rejected.
+Ties are always rejected. A regression allowance (`max_regressions`: validation
+tasks a candidate may turn from pass to fail) applies on top of any built-in
+rule; `no-regression` is the strict rule with an allowance of 0 unless one is set.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from skillopt._util import display
+from skillopt.optimize.stats import p_value_and_exact, paired_p_value
 from skillopt.rollouts.outcomes import TaskOutcome
 
 if TYPE_CHECKING:
     from skillopt.config import Settings
 
-GATES = ("strict", "margin", "paired")  # the built-in gates
-_EXACT_STATES = 200_000
+GATES = ("strict", "margin", "paired", "no-regression")  # the built-in gates
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,22 @@ class Decision:
         default_factory=dict, compare=False
     )  # id -> [incumbent, candidate]
     unrun: int = 0  # validation tasks a racing gate did not need to run
+    max_regressions: int | None = None  # the pass -> fail allowance, when one applied
+
+    @property
+    def over_allowance(self) -> bool:
+        """Whether the candidate turned more tasks from pass to fail than allowed."""
+        return self.max_regressions is not None and len(self.pass_to_fail) > self.max_regressions
 
     def raced(self, ran: int, tasks: int) -> Decision:
         """This decision, taken by a race after `ran` of `tasks` comparable tasks: the
         rest could not have changed it, so they were not run."""
-        if ran == 0:  # the incumbent leaves no room: nothing the candidate does can win
+        if self.over_allowance:  # more tasks can only add regressions, never take one back
+            reason = (
+                f"{_gains(self)}: more than --max-regressions {self.max_regressions} "
+                f"(settled after {ran} of {tasks} validation tasks)"
+            )
+        elif ran == 0:  # the incumbent leaves no room: nothing the candidate does can win
             reason = (
                 f"the incumbent's scores on the {tasks} validation tasks leave no room for "
                 "a gain the gate would accept (settled before any task ran)"
@@ -74,6 +86,7 @@ class Decision:
             "pass_to_fail": list(self.pass_to_fail),
             "per_task": self.per_task,
             **({"unrun": self.unrun} if self.unrun else {}),
+            **({} if self.max_regressions is None else {"max_regressions": self.max_regressions}),
         }
 
     @classmethod
@@ -90,38 +103,21 @@ class Decision:
             pass_to_fail=tuple(d["pass_to_fail"]),
             per_task=d.get("per_task", {}),
             unrun=d.get("unrun", 0),
+            max_regressions=d.get("max_regressions"),
         )
 
 
-def paired_p_value(deltas: list[float]) -> float:
-    """One-sided sign-flip permutation test of H1: mean(delta) > 0.
-
-    Under H0 each paired difference is as likely to have either sign. Exact by
-    enumerating the distribution of the sum (merging equal sums, so 0/1 scores
-    cost almost nothing); a normal approximation when that distribution would be
-    too large. Zero differences carry no information and are dropped."""
-    return _p_value(deltas)[0]
+def _gains(d: Decision) -> str:
+    """`gains 3, loses 1 (pass → fail)`: the decision's flips, both ways."""
+    return f"gains {len(d.fail_to_pass)}, loses {len(d.pass_to_fail)} (pass → fail)"
 
 
-def _p_value(deltas: Sequence[float]) -> tuple[float, bool]:
-    """`paired_p_value`, and whether it is exact (not the normal approximation)."""
-    d = [x for x in deltas if abs(x) > 1e-12]
-    if not d:
-        return 1.0, True
-    observed = sum(d)
-    dist: dict[float, int] = {0.0: 1}
-    for x in d:
-        nxt: dict[float, int] = {}
-        for s, c in dist.items():
-            for v in (round(s + x, 9), round(s - x, 9)):
-                nxt[v] = nxt.get(v, 0) + c
-        dist = nxt
-        if len(dist) > _EXACT_STATES:
-            z = observed / math.sqrt(sum(x * x for x in d))
-            return 0.5 * math.erfc(z / math.sqrt(2)), False
-    total = 2 ** len(d)
-    hits = sum(c for s, c in dist.items() if s >= observed - 1e-9)
-    return float(hits / total), True
+def allowance(mode: str, max_regressions: int | None) -> int | None:
+    """The pass -> fail allowance a gate applies: the one set, else 0 for
+    `no-regression` and none for the other rules."""
+    if max_regressions is None and mode == "no-regression":
+        return 0
+    return max_regressions
 
 
 def best_delta(known: Sequence[float], headroom: Sequence[float]) -> float | None:
@@ -153,23 +149,32 @@ def can_accept(
     mode: str = "strict",
     min_delta: float = 0.0,
     alpha: float = 0.05,
+    regressions: int = 0,
+    max_regressions: int | None = None,
 ) -> bool:
     """Whether some outcome of the tasks still to run could make `decide` accept:
     False only when every completion is rejected (then the gate need not run them).
 
-    Exact for `strict` and `margin` (`best_delta`). For `paired`, a completion
-    needs both a mean difference above the margin and p <= alpha; each is bounded
-    on its own: the smallest p any completion reaches is the one with every task
-    still to run at its full headroom (a larger positive difference never raises
-    the sign-flip p-value, a left-out task never lowers it), used only when that
-    p-value is exact, not the normal approximation."""
+    `regressions` is the count of tasks compared so far that went pass -> fail: more
+    tasks can only add to it, so once it is over the allowance nothing can accept.
+
+    Exact for `strict`, `margin` and `no-regression` (`best_delta`, whose best
+    completion passes every task it runs, so it adds no regression). For `paired`,
+    a completion needs both a mean difference above the margin and p <= alpha; each
+    is bounded on its own: the smallest p any completion reaches is the one with
+    every task still to run at its full headroom (a larger positive difference never
+    raises the sign-flip p-value, a left-out task never lowers it), used only when
+    that p-value is exact, not the normal approximation."""
     eps = 1e-12
+    limit = allowance(mode, max_regressions)
+    if limit is not None and regressions > limit:
+        return False
     best = best_delta(known, headroom)
-    threshold = eps if mode == "strict" else max(eps, min_delta + eps)
+    threshold = eps if mode in ("strict", "no-regression") else max(eps, min_delta + eps)
     if best is None or best <= threshold:
         return False
     if mode == "paired":
-        p, exact = _p_value([*known, *(h for h in headroom if h > eps)])
+        p, exact = p_value_and_exact([*known, *(h for h in headroom if h > eps)])
         if exact and p > alpha:
             return False
     return True
@@ -182,8 +187,11 @@ def decide(
     mode: str = "strict",
     min_delta: float = 0.0,
     alpha: float = 0.05,
+    max_regressions: int | None = None,
 ) -> Decision:
-    """Compare per-task outcomes on the tasks both scored."""
+    """Compare per-task outcomes on the tasks both scored. `max_regressions`: the
+    tasks the candidate may turn from pass to fail, on top of the mode's rule
+    (`no-regression`: the strict rule, and 0 when None)."""
     if mode not in GATES:
         raise ValueError(f"unknown gate {mode!r}; choose {', '.join(GATES)}")
     ids = [
@@ -192,6 +200,7 @@ def decide(
         if t in incumbent and incumbent[t].value is not None and candidate[t].value is not None
     ]
     per_task = {t: [incumbent[t].value, candidate[t].value] for t in ids}
+    limit = allowance(mode, max_regressions)
     if not ids:
         return Decision(
             False,
@@ -202,6 +211,7 @@ def decide(
             None,
             None,
             per_task=per_task,
+            max_regressions=limit,
         )
     pairs = {t: (_value(incumbent[t]), _value(candidate[t])) for t in ids}
     inc = sum(i for i, _ in pairs.values()) / len(ids)
@@ -218,7 +228,7 @@ def decide(
             if abs(delta) <= eps
             else f"worse on validation ({display.delta(delta)})"
         )
-    elif mode == "strict":
+    elif mode in ("strict", "no-regression"):
         accepted, reason = True, f"better on validation ({display.delta(delta)})"
     elif mode == "margin":
         accepted = delta > min_delta + eps
@@ -236,7 +246,14 @@ def decide(
             if p > alpha
             else f"better by {display.delta(delta)}, not above the margin {min_delta:g}"
         )
-    return Decision(accepted, reason, mode, len(ids), inc, cand, p, f2p, p2f, per_task)
+    d = Decision(accepted, reason, mode, len(ids), inc, cand, p, f2p, p2f, per_task)
+    d = replace(d, max_regressions=limit)
+    if limit is None or not accepted:  # a rejection already has its reason
+        return d
+    if d.over_allowance:
+        reason = f"better by {display.delta(delta)} but {_gains(d)}: more than "
+        return replace(d, accepted=False, reason=f"{reason}--max-regressions {limit}")
+    return replace(d, reason=f"{_gains(d)}, within --max-regressions {limit}; {reason}")
 
 
 @runtime_checkable
@@ -258,11 +275,13 @@ class Gate(Protocol):
 
 @dataclass(frozen=True)
 class ThresholdGate:
-    """The built-in gates (`strict`, `margin`, `paired`) as a `Gate`."""
+    """The built-in gates (`strict`, `margin`, `paired`, `no-regression`) as a `Gate`;
+    `max_regressions` (see `decide`) applies to every one of them when set."""
 
     mode: str = "strict"
     min_delta: float = 0.0
     alpha: float = 0.05
+    max_regressions: int | None = None
 
     @property
     def name(self) -> str:
@@ -271,31 +290,37 @@ class ThresholdGate:
     def decide(
         self, incumbent: Mapping[str, TaskOutcome], candidate: Mapping[str, TaskOutcome]
     ) -> Decision:
-        return decide(
-            dict(incumbent),
-            dict(candidate),
-            mode=self.mode,
-            min_delta=self.min_delta,
-            alpha=self.alpha,
-        )
+        return decide(dict(incumbent), dict(candidate), **self._rule())
 
-    def can_accept(self, known: Sequence[float], headroom: Sequence[float]) -> bool:
+    def can_accept(
+        self, known: Sequence[float], headroom: Sequence[float], regressions: int = 0
+    ) -> bool:
         """See `can_accept`: False when no outcome of the tasks left can accept."""
-        return can_accept(
-            known, headroom, mode=self.mode, min_delta=self.min_delta, alpha=self.alpha
-        )
+        return can_accept(known, headroom, regressions=regressions, **self._rule())
+
+    def _rule(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "min_delta": self.min_delta,
+            "alpha": self.alpha,
+            "max_regressions": self.max_regressions,
+        }
 
     @classmethod
     def strict(cls, settings: Settings) -> ThresholdGate:
-        return cls("strict", settings.min_delta, settings.alpha)
+        return cls("strict", settings.min_delta, settings.alpha, settings.max_regressions)
 
     @classmethod
     def margin(cls, settings: Settings) -> ThresholdGate:
-        return cls("margin", settings.min_delta, settings.alpha)
+        return cls("margin", settings.min_delta, settings.alpha, settings.max_regressions)
 
     @classmethod
     def paired(cls, settings: Settings) -> ThresholdGate:
-        return cls("paired", settings.min_delta, settings.alpha)
+        return cls("paired", settings.min_delta, settings.alpha, settings.max_regressions)
+
+    @classmethod
+    def no_regression(cls, settings: Settings) -> ThresholdGate:
+        return cls("no-regression", settings.min_delta, settings.alpha, settings.max_regressions)
 
 
 def build_gate(settings: Settings) -> Gate:
@@ -354,7 +379,7 @@ class Race:
     def settled(self, candidate: Mapping[str, TaskOutcome]) -> bool:
         """Whether every outcome of the tasks of `order` not in `candidate` (the
         tasks finished so far) leaves the candidate rejected."""
-        known, headroom = [], []
+        known, headroom, regressions = [], [], 0
         for task_id in self.order:
             base = self.incumbent[task_id].value
             assert base is not None
@@ -363,4 +388,5 @@ class Race:
                 headroom.append(max(0.0, 1.0 - base))
             elif got.value is not None:
                 known.append(got.value - base)
-        return not self.gate.can_accept(known, headroom)
+                regressions += bool(self.incumbent[task_id].passed and not got.passed)
+        return not self.gate.can_accept(known, headroom, regressions)

@@ -62,8 +62,14 @@ def register(registry: Registry) -> None:
         ("strict", "keep a candidate that scores higher on validation"),
         ("margin", "keep it when it scores higher by more than `min_delta`"),
         ("paired", "keep it when a paired permutation test gives p <= `alpha`"),
+        (
+            "no-regression",
+            "keep it when it scores higher and turns no validation task from pass to fail "
+            "(at most `max_regressions`)",
+        ),
     ):
-        registry.gate(gate, f"skillopt.optimize.gate:ThresholdGate.{gate}", help=help)
+        factory = gate.replace("-", "_")  # the class method's name
+        registry.gate(gate, f"skillopt.optimize.gate:ThresholdGate.{factory}", help=help)
 
     registry.model_provider(
         "local",

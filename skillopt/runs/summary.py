@@ -36,6 +36,9 @@ _GATE_RULES = {
     "paired": "a candidate replaces the incumbent when its mean validation score is "
     "higher by more than {min_delta:g} on the same tasks and a one-sided paired "
     "permutation test gives p ≤ {alpha:g}",
+    "no-regression": "a candidate replaces the incumbent when its mean validation score "
+    "is higher on the same tasks and it turns no validation task from pass to fail; ties "
+    "are rejected",
 }
 
 
@@ -49,11 +52,20 @@ def decision_counts(decisions: dict[str, int]) -> str:
     return ", ".join(f"{n} {decision_label(d)}" for d, n in decisions.items()) or "none"
 
 
-def gate_rule(name: str, min_delta: float = 0.0, alpha: float = 0.05) -> str:
-    """What the gate called `name` keeps, in one sentence."""
+def gate_rule(
+    name: str, min_delta: float = 0.0, alpha: float = 0.05, max_regressions: int | None = None
+) -> str:
+    """What the gate called `name` keeps, in one sentence (with the regression
+    allowance, when one was set, which every built-in gate applies)."""
     rule = _GATE_RULES.get(name)
     if rule is not None:
-        return rule.format(min_delta=min_delta, alpha=alpha)
+        text, m = rule.format(min_delta=min_delta, alpha=alpha), max_regressions
+        if m is None:
+            return text
+        allowed = f"{m} validation tasks from pass to fail (`--max-regressions {m}`)"
+        if name == "no-regression":
+            return text.replace("no validation task from pass to fail", f"at most {allowed}")
+        return f"{text}; a candidate that turns more than {allowed} is rejected"
     try:
         from skillopt.plugins import registry
 
@@ -116,6 +128,8 @@ def summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
             "name": (config.get("objects") or {}).get("gate") or settings.get("gate", "strict"),
             "min_delta": settings.get("min_delta", 0.0),
             "alpha": settings.get("alpha", 0.05),
+            # absent while unset, as in the summaries of runs from before it existed
+            **{k: v for k, v in settings.items() if k == "max_regressions" and v is not None},
         },
         # "stopped: budget" when a budget stopped it (`stop` says which and where)
         "status": f"stopped: {state.stop.reason}"
@@ -229,7 +243,12 @@ def markdown(summary: dict[str, Any]) -> str:
         f"- Suite: `{s['suite']}`",
         f"- Target: `{s['target']}` · optimizer: `{s['optimizer']}`",
         f"- Gate: `{gate['name']}`: "
-        + gate_rule(gate["name"], gate.get("min_delta") or 0.0, gate.get("alpha") or 0.05),
+        + gate_rule(
+            gate["name"],
+            gate.get("min_delta") or 0.0,
+            gate.get("alpha") or 0.05,
+            gate.get("max_regressions"),
+        ),
         f"- Validation: {display.score(s['initial_val'], none=NA)} (initial) → "
         f"{display.score(s['best_val'], none=NA)} (best)",
     ]
@@ -254,8 +273,8 @@ def markdown(summary: dict[str, Any]) -> str:
     lines += [
         "## Steps",
         "",
-        "Flips count the validation tasks that went fail→pass and pass→fail from the "
-        "incumbent to the candidate; commits are in the run's audit repository "
+        "Flips count the validation tasks that went fail→pass (gains) and pass→fail "
+        "(regressions) from the incumbent to the candidate; commits are in the run's audit repository "
         "(`skillopt show RUN STEP`).",
         "",
         "| step | kind | epoch | budget | train | val | Δ | p | fail→pass | pass→fail "

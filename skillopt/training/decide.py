@@ -225,6 +225,8 @@ class Judge:
                     best=st.incumbent.val,
                     reason=dm.reason,
                     commit=commit,
+                    fail_to_pass=dm.fail_to_pass,
+                    pass_to_fail=dm.pass_to_fail,
                     trial=m.label if m.trial > 1 else None,
                 )
             )

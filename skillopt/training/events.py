@@ -100,7 +100,9 @@ class NoCandidate:
 
 @dataclass(frozen=True, kw_only=True)
 class GateDecision:
-    """The gate accepted or rejected a candidate."""
+    """The gate accepted or rejected a candidate, with the validation tasks it turned
+    from fail to pass (its gains) and from pass to fail (its regressions), among
+    those the gate compared; None in a log written before the event had them."""
 
     step: int
     step_kind: str = named("kind")  # step | slow_update
@@ -113,6 +115,8 @@ class GateDecision:
     best: float | None
     reason: str
     commit: str = ""
+    fail_to_pass: tuple[str, ...] | None = optional()
+    pass_to_fail: tuple[str, ...] | None = optional()
     # a decomposed step's later candidate: which of its edits ("edit 2 alone")
     trial: str | None = optional()
 

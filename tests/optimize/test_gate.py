@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from skillopt.optimize.gate import GATES, Decision, decide, paired_p_value
+from skillopt.optimize.gate import GATES, Decision, ThresholdGate, decide, paired_p_value
 from skillopt.rollouts.outcomes import TaskOutcome
 
 
@@ -237,6 +237,57 @@ class TestDecide:
     def test_unknown_mode_raises(self):
         with pytest.raises(ValueError, match="unknown gate"):
             decide(outcomes({"a": 1.0}), outcomes({"a": 1.0}), mode="lenient")
+
+
+# gains 3 (a, b, c: fail -> pass) and loses 1 (d: pass -> fail); the mean goes up
+GAINS_3_LOSES_1 = (
+    outcomes({"a": 0.0, "b": 0.0, "c": 0.0, "d": 1.0, "e": 1.0}),
+    outcomes({"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0, "e": 1.0}),
+)
+
+
+class TestRegressions:
+    def test_no_regression_rejects_a_candidate_that_gains_3_and_loses_1(self):
+        inc, cand = GAINS_3_LOSES_1
+        assert decide(inc, cand).accepted  # the mean alone would take it
+        d = ThresholdGate("no-regression").decide(inc, cand)
+        assert not d.accepted and d.mode == "no-regression"
+        assert d.fail_to_pass == ("a", "b", "c") and d.pass_to_fail == ("d",)
+        assert d.reason == (
+            "better by +0.400 but gains 3, loses 1 (pass → fail): more than --max-regressions 0"
+        )
+        assert d.max_regressions == 0 and d.to_dict()["max_regressions"] == 0
+
+    def test_max_regressions_1_lets_it_through(self):
+        inc, cand = GAINS_3_LOSES_1
+        d = ThresholdGate("no-regression", max_regressions=1).decide(inc, cand)
+        assert d.accepted
+        assert d.reason == (
+            "gains 3, loses 1 (pass → fail), within --max-regressions 1; "
+            "better on validation (+0.400)"
+        )
+
+    @pytest.mark.parametrize("mode", ["strict", "margin", "paired"])
+    def test_an_allowance_set_applies_under_every_gate(self, mode):
+        inc = outcomes({**{f"g{i}": 0.0 for i in range(8)}, "d": 1.0})
+        cand = outcomes({**{f"g{i}": 1.0 for i in range(8)}, "d": 0.0})
+        kept = decide(inc, cand, mode=mode, min_delta=0.1)
+        assert kept.accepted and kept.max_regressions is None  # no allowance: no limit
+        assert "max_regressions" not in kept.to_dict()  # absent while unset
+        d = decide(inc, cand, mode=mode, min_delta=0.1, max_regressions=0)
+        assert not d.accepted and d.mode == mode
+        assert d.reason.endswith("gains 8, loses 1 (pass → fail): more than --max-regressions 0")
+
+    def test_no_regression_is_the_strict_rule_otherwise(self):
+        inc = outcomes({"a": 0.0, "b": 1.0})
+        gain = decide(inc, outcomes({"a": 1.0, "b": 1.0}), mode="no-regression", min_delta=0.9)
+        assert gain.accepted  # the margin is not its rule
+        tie = decide(inc, outcomes({"a": 0.0, "b": 1.0}), mode="no-regression")
+        assert not tie.accepted and "tie" in tie.reason
+
+    def test_an_allowance_round_trips(self):
+        d = ThresholdGate("no-regression").decide(*GAINS_3_LOSES_1)
+        assert Decision.from_dict(d.to_dict()) == d
 
 
 class TestDecisionSerialisation:

@@ -32,11 +32,16 @@ GATES = [
     ThresholdGate("margin", min_delta=0.1),
     ThresholdGate("paired", min_delta=0.0, alpha=0.05),
     ThresholdGate("paired", min_delta=0.05, alpha=0.2),
+    ThresholdGate("no-regression"),
+    ThresholdGate("no-regression", max_regressions=1),
+    ThresholdGate("margin", min_delta=0.1, max_regressions=0),
 ]
 
 
 @pytest.mark.parametrize("kind", list(VALUES))
-@pytest.mark.parametrize("gate", GATES, ids=lambda g: f"{g.mode}-{g.min_delta}-{g.alpha}")
+@pytest.mark.parametrize(
+    "gate", GATES, ids=lambda g: f"{g.mode}-{g.min_delta}-{g.alpha}-{g.max_regressions}"
+)
 def test_an_early_decision_always_equals_the_full_one(gate, kind):
     rng = random.Random(f"{gate}:{kind}")
     early = saved = 0
@@ -104,3 +109,40 @@ def test_a_race_settled_before_any_task_says_why():
         "gate would accept (settled before any task ran)"
     )
     assert decision.to_dict()["unrun"] == 2 and "unrun" not in decide(inc, inc).to_dict()
+
+
+def test_a_race_settles_once_the_regressions_pass_the_allowance():
+    # the incumbent fails a, b, c and passes d, e, f; the candidate wins a, b, c but
+    # loses d and e: the mean could still rise, the allowance cannot be kept
+    inc = {t: outcome(t, v) for t, v in zip("abcdef", [0.0, 0.0, 0.0, 1.0, 1.0, 1.0])}
+    cand = {t: outcome(t, v) for t, v in zip("abcdef", [1.0, 1.0, 1.0, 0.0, 0.0, 1.0])}
+    allowed = {0: "d", 1: "e"}  # the task whose loss settles the race, per allowance
+    for limit, last in allowed.items():
+        gate = ThresholdGate("no-regression", max_regressions=limit)
+        race = Race.plan(gate, inc, list("abcdef"))
+        assert race.order == tuple("abcdef")  # incumbent failures first
+        at = next(k for k in range(7) if race.settled({t: cand[t] for t in race.order[:k]}))
+        assert race.order[at - 1] == last  # settled on the regression over the allowance
+        so_far = {t: cand[t] for t in race.order[:at]}
+        strict = Race.plan(ThresholdGate("strict"), inc, list("abcdef"))
+        assert not strict.settled(so_far)  # the mean alone could still be beaten
+        decision = gate.decide(inc, so_far).raced(at, 6)
+        assert not decision.accepted and decision.unrun == 6 - at
+        assert decision.reason == (
+            f"gains 3, loses {limit + 1} (pass → fail): more than --max-regressions {limit} "
+            f"(settled after {at} of 6 validation tasks)"
+        )
+    # with two regressions allowed, the candidate (+1/6) is accepted on all six tasks
+    gate = ThresholdGate("no-regression", max_regressions=2)
+    race = Race.plan(gate, inc, list("abcdef"))
+    assert not any(race.settled({t: cand[t] for t in race.order[:k]}) for k in range(7))
+    assert gate.decide(inc, cand).accepted
+
+
+def test_can_accept_counts_the_regressions_so_far():
+    assert can_accept([1.0, 1.0, -1.0], [1.0], mode="strict")
+    assert not can_accept([1.0, 1.0, -1.0], [1.0], mode="no-regression", regressions=1)
+    assert can_accept(
+        [1.0, 1.0, -1.0], [1.0], mode="no-regression", regressions=1, max_regressions=1
+    )
+    assert not can_accept([1.0, -1.0], [1.0], mode="strict", regressions=1, max_regressions=0)

@@ -233,7 +233,8 @@ def test_a_broken_plugin_is_reported_and_breaks_nothing_else(tmp_path, monkeypat
 
 def test_an_unknown_gate_names_the_plugins_gates_too(site):
     with pytest.raises(
-        InputError, match="unknown gate 'nope'; choose one of: strict, margin, paired, demo-lenient"
+        InputError,
+        match="unknown gate 'nope'; choose one of: strict, margin, paired, no-regression, demo-lenient",
     ):
         from skillopt.config import resolve_settings
 

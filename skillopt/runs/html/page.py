@@ -63,7 +63,7 @@ def render(d: dict[str, Any]) -> str:
         f"<h1>Training report · {escape(d['run_id'])}</h1>"
         f'<div class="facts">{"".join(facts)}</div>'
         f'<p class="muted">Gate <code>{escape(str(gate.get("name")))}</code>: '
-        f"{escape(gate_rule(str(gate.get('name')), gate.get('min_delta') or 0.0, gate.get('alpha') or 0.05))}"
+        f"{escape(gate_rule(str(gate.get('name')), gate.get('min_delta') or 0.0, gate.get('alpha') or 0.05, gate.get('max_regressions')))}"
         "</p>"
     )
     stop = s.get("stop")
