@@ -2,7 +2,10 @@
 
 Invariants: duplicates are merged (their support and evidence add up); no two
 kept edits touch the same text; failure-derived edits rank before
-success-derived ones, then by support; the list is clipped to the step's budget
+success-derived ones, then deletions after the edits that add or rewrite (a
+delete only takes away what the skill says, and optimizers propose deleting right
+rules, often in several minibatches at once, so its support is no sign it helps),
+then by support and evidence; the list is clipped to the step's budget
 of edits and, when limits are given, to what an edit and the whole step may add
 (non-blank lines of content: an edit carrying ten examples is not one edit's
 worth). Every dropped edit is returned with its reason, so nothing silently
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from skillopt.skill.edits import Edit
 
 _SOURCE_RANK = {"failures": 0, "slow_update": 0, "exemplars": 0, "successes": 1}
+_OP_RISK = {"add": 0, "replace": 0, "delete": 1}
 
 
 @dataclass
@@ -84,6 +88,7 @@ def merge_edits(
         merged,
         key=lambda k: (
             _SOURCE_RANK.get(merged[k].source, 1),
+            _OP_RISK.get(merged[k].op, 0),
             -merged[k].support,
             -len(merged[k].evidence),
             order[k],

@@ -15,6 +15,11 @@ Invariants:
   suggests: each edit left out in turn (the most suspect first), then each edit
   alone (the least suspect first); at most `MAX_TRIALS` candidates a step, and
   never one whose text (whitespace aside) the gate has already decided.
+- A whole candidate the gate accepts although it broke validation tasks (gains
+  outweighed losses) is not kept blindly: each edit is left out in turn (the most
+  suspect first), raced against the whole, and the first that beats it is kept
+  instead, since it beats the incumbent too (the mean gate alone would keep an
+  edit that broke a task).
 - Trials are committed once all are decided, rejected ones first, so the commit
   that settled the step carries every edit's verdict. A resumed step decides its
   trials again from the rollout store (nothing paid twice) and finds its commits.
@@ -23,7 +28,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from skillopt._util import display
@@ -213,7 +218,9 @@ class StepGate:
             self.judge.measure(incumbent, candidate, step),
         )
         trials = [whole]
-        if not whole.accepted and gained(whole.decision):
+        if whole.accepted and whole.decision.pass_to_fail and len(group) > 1:
+            trials = self.prune(step, incumbent, edits, group, failing, whole)
+        elif not whole.accepted and gained(whole.decision):
             first_seen = [*whole.decision.fail_to_pass, *whole.decision.pass_to_fail]
             seen = {text_key(candidate.text)}
             for subset in subsets(edits, group, failing):
@@ -252,6 +259,54 @@ class StepGate:
             credit=[c.to_dict() for c in verdicts],
             memory=False,
         )
+
+    def prune(
+        self,
+        step: int,
+        incumbent: Skill,
+        edits: Sequence[Edit],
+        group: tuple[int, ...],
+        failing: set[str],
+        whole: Measured,
+    ) -> list[Measured]:
+        """The trials of an accepted whole that broke validation tasks: each edit left
+        out in turn, raced against the whole; the first that beats it is accepted and
+        the whole is recorded as passed over for it."""
+        judge, core = self.judge, self.core
+        base = judge.val_outcomes(whole.candidate, f"step {step} · val (candidate)")
+        inc = judge.val_outcomes(incumbent, f"step {step} · val (incumbent)")
+        order = sorted(group, key=lambda i: (_suspicion(edits[i - 1], failing), i), reverse=True)
+        tried = 0
+        for j in order:
+            if tried >= MAX_TRIALS - 1:
+                break
+            subset = tuple(i for i in group if i != j)
+            cand, rep = apply_edits(incumbent, [edits[i - 1] for i in subset])
+            key = text_key(cand.text)
+            if rep.not_applied or cand.hash == incumbent.hash or core.memory.gated_at(key):
+                continue
+            tried += 1
+            better, outcomes = judge.against(base, cand, step, whole.decision.pass_to_fail)
+            if not better.accepted:
+                continue
+            decision = judge.gate.decide(inc, outcomes)
+            if not decision.accepted:  # cannot happen with a built-in gate: it beat the whole
+                continue
+            passed_over = replace(
+                whole.decision,
+                accepted=False,
+                reason=(
+                    f"passed the gate ({whole.decision.reason}), but "
+                    f"{label(subset, group, len(edits))} scored higher "
+                    f"({display.delta(better.delta)} over it): kept instead"
+                ),
+            )
+            lost = replace(whole, decision=passed_over)
+            return [
+                lost,
+                Measured(2, subset, label(subset, group, len(edits)), cand, rep, decision),
+            ]
+        return [whole]
 
     def _remember(
         self,

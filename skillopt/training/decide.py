@@ -136,13 +136,24 @@ class Judge:
         tasks (raced when the gate allows it; `recent`: tasks to run early, where
         candidates of this step changed the outcome)."""
         inc = self.val_outcomes(incumbent, f"step {step} · val (incumbent)")
+        return self.against(inc, candidate, step, recent)[0]
+
+    def against(
+        self,
+        base: dict[str, TaskOutcome],
+        candidate: Skill,
+        step: int,
+        recent: Sequence[str] = (),
+    ) -> tuple[Decision, dict[str, TaskOutcome]]:
+        """The gate's decision on `candidate` against the validation outcomes `base`
+        (the incumbent's, or another candidate's), with the candidate's outcomes."""
         cand, race = self.raced_outcomes(
-            candidate, inc, f"step {step} · val (candidate)", [*recent, *self.recent_flips()]
+            candidate, base, f"step {step} · val (candidate)", [*recent, *self.recent_flips()]
         )
-        decision = self.gate.decide(inc, cand)
+        decision = self.gate.decide(base, cand)
         if race is not None and len(cand) < len(race.order):
             decision = decision.raced(len(cand), len(race.order))
-        return decision
+        return decision, cand
 
     def commit(
         self, step: int, epoch: int, kind: StepKind, m: Measured, credit: Sequence[str] = ()

@@ -42,7 +42,7 @@ from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Suite, Task
 from skillopt.training.checkpoint import BudgetStop, EarlyStop, SplitScore
 from skillopt.training.core import RunCore
-from skillopt.training.decide import Judge
+from skillopt.training.decide import Judge, text_key
 from skillopt.training.epoch import Notes, SlowUpdate
 from skillopt.training.events import (
     EpochEnd,
@@ -187,6 +187,7 @@ class Trainer:
             ),
         )
         n = scored_count(outcomes)
+        core.memory.gated_candidate(0, text_key(skill.text), "initial")  # never gated again
         record = InitialRecord(step=0, epoch=0, val=val, n=n, commit=sha, wall_s=core.seconds())
         # the initial decision and the status that says it is done are one checkpoint:
         # resume must never evaluate and record step 0 again

@@ -93,9 +93,11 @@ class StepRunner:
             if again is not None:
                 report = ApplyReport()  # nothing gated: the step gives no candidate
                 repeated = (
-                    f"repeats the candidate the gate {again['decision']} at step "
-                    f"{again['step']} (whitespace aside)"
-                )
+                    "repeats the initial skill"
+                    if again["decision"] == "initial"
+                    else f"repeats the candidate the gate {again['decision']} at step "
+                    f"{again['step']}"
+                ) + " (whitespace aside)"
 
         def record(v: Verdict) -> StepRecord:
             return BatchRecord(
@@ -203,10 +205,15 @@ class StepRunner:
             return Proposal.from_dict(pending.repair)
         if not failures:
             return None
+        before = (
+            "the initial skill"
+            if prior["decision"] == "initial"
+            else f"the skill the validation gate {prior['decision']} at step {prior['step']}"
+        )
         note = (
-            f"NOTE: the edits proposed for these failures rebuild exactly the skill the "
-            f"validation gate {prior['decision']} at step {prior['step']}. Propose different "
-            "edits: a different rule or example, another place, or a smaller change."
+            f"NOTE: the edits proposed for these failures rebuild exactly {before}. "
+            "Propose different edits: a different rule or example, another place, or a "
+            "smaller change."
         )
         request = ProposalRequest(
             incumbent,

@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 from fakes.openai_server import FakeOpenAI, Reply
 from helpers import write_skill, write_suite
-from train.world import HELPFUL, follow_skill
+from train.world import HELPFUL, PARTIAL, follow_skill
 from typer.testing import CliRunner
 
 from skillopt import api
@@ -330,7 +330,8 @@ def test_guidance_holding_the_end_marker_is_refused(world):
         if '"notes"' in prompt:
             return json.dumps({"notes": "- none"})
         if "Tasks the agent FAILED" in prompt:  # an accepted step: the epoch changed the skill
-            edit = {"op": "add", "section": "Rules", "content": f"- {HELPFUL}"}
+            # (half helpful: a saturated validation split would end training before it)
+            edit = {"op": "add", "section": "Rules", "content": f"- {PARTIAL}"}
             return json.dumps({"edits": [edit]})
         return json.dumps({"edits": []})
 

@@ -138,7 +138,7 @@ EXAMPLES = Edit(
 )
 
 
-def test_accepted_edits_are_kept_and_rendered_whole():
+def test_accepted_edits_are_kept_and_summed_up_in_one_line():
     m = Memory()
     m.accept(2, [EXAMPLES], 0.25, val=0.75, flips=(2, 0))
     assert m.accepted == [
@@ -156,8 +156,9 @@ def test_accepted_edits_are_kept_and_rendered_whole():
         "Step 2 — accepted, validation delta +0.250 (2 fail → pass, 0 pass → fail), "
         "validation score 0.750 — 1 edit:" in text
     )
-    # the whole block, its blank line and newlines intact, not one clipped line
-    assert "```\nInput: tj 192\nOutput: TJ-192\n\nInput: ab 7\nOutput: AB-7\n```" in text
+    # the skill holds the block: one line says what was added where, not the block again
+    assert "```\nInput: tj 192" not in text
+    assert "- add under 'Examples': 'Input: tj 192\\nOutput: TJ-192" in text
     assert Memory.from_dict(json.loads(json.dumps(m.to_dict()))) == m
 
 

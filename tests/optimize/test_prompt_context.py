@@ -139,8 +139,9 @@ def test_reflection_prompt_shows_step_scores_and_memory_whole(tasks):
         "Step 3 of 9 (epoch 2 of 3). Validation score of the current skill: 0.750; "
         "best so far: 0.750."
     )
-    # the accepted block survives intact: blank line, newlines, beyond 90 characters
-    assert f"```\n{BLOCK}\n```" in prompt
+    # the accepted block is in the skill shown: the memory sums it up in one line
+    assert f"```\n{BLOCK}\n```" not in prompt.split("# What you know from earlier steps")[1]
+    assert "- add under 'Examples': 'Input: tj 192" in prompt
     assert "validation delta +0.250 (2 fail → pass, 0 pass → fail), validation score 0.750" in (
         prompt
     )
