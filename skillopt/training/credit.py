@@ -6,7 +6,10 @@ told to the optimizer.
 Invariants:
 - An edit that names no failing training task of the step (a delete or replace
   whose evidence names none of them) is never gated together with edits that do:
-  it is held back, and the optimizer is told why.
+  it is held back, and the optimizer is told why. So is a delete in a step that
+  also adds or rewrites: it only takes away what the skill says, and the tasks an
+  optimizer cites for it are no proof (optimizers propose deleting right rules and
+  cite the failures they were shown), so it is gated alone, in a step of its own.
 - Subsets are gated only when the whole candidate raised some validation task's
   score: without a gain, no part of it can beat the incumbent. They are raced like
   any candidate, the tasks the whole changed first, so a subset that cannot win
@@ -27,7 +30,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,6 +47,10 @@ HELD_BACK = (
     "held back: it names no failing training task in `evidence`, so it was not gated "
     "with the edits that do; name the failing tasks it fixes"
 )
+HELD_APART = (
+    "held back: a delete is not gated together with edits that add or rewrite (they "
+    "went first); propose it alone if it is still needed"
+)
 
 
 def supported(edit: Edit, failing: set[str]) -> bool:
@@ -52,14 +59,19 @@ def supported(edit: Edit, failing: set[str]) -> bool:
     return edit.op == "add" or bool(failing.intersection(edit.evidence))
 
 
-def split(edits: Sequence[Edit], failing: set[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(the edits gated first, the edits held back), as 1-based numbers: the supported
-    edits, and the rest held back; all of them when none is supported."""
+def split(edits: Sequence[Edit], failing: set[str]) -> tuple[tuple[int, ...], dict[int, str]]:
+    """(the edits gated first, the edits held back with why), as 1-based numbers: the
+    supported edits, deletes held apart when some edit adds or rewrites; all of them
+    when none is left."""
     numbers = tuple(range(1, len(edits) + 1))
-    first = tuple(i for i in numbers if supported(edits[i - 1], failing))
+    held = {i: HELD_BACK for i in numbers if not supported(edits[i - 1], failing)}
+    rest = [i for i in numbers if i not in held]
+    if any(edits[i - 1].op != "delete" for i in rest):
+        held.update({i: HELD_APART for i in rest if edits[i - 1].op == "delete"})
+    first = tuple(i for i in numbers if i not in held)
     if not first:
-        return numbers, ()
-    return first, tuple(i for i in numbers if i not in first)
+        return numbers, {}
+    return first, held
 
 
 def _suspicion(edit: Edit, failing: set[str]) -> tuple[int, int, int, int]:
@@ -134,7 +146,7 @@ class EditCredit:
 
 
 def credit(
-    edits: Sequence[Edit], held: Sequence[int], trials: Sequence[Measured]
+    edits: Sequence[Edit], held: Mapping[int, str], trials: Sequence[Measured]
 ) -> list[EditCredit]:
     """Each edit's verdict from the trials the step gated (the accepted one, if any,
     last)."""
@@ -145,7 +157,7 @@ def credit(
     for i, edit in enumerate(edits, 1):
         alone = next((t for t in trials if t.edits == (i,)), None)
         if i in held:
-            verdict, why = "held_back", HELD_BACK
+            verdict, why = "held_back", held[i]
         elif won is not None and i in won.edits:
             how = "alone" if won.edits == (i,) else f"with {won.label}"
             verdict, why = "accepted", f"accepted {how}: {outcome(won.decision)}"
@@ -197,7 +209,7 @@ class StepGate:
         epoch: int,
         incumbent: Skill,
         edits: Sequence[Edit],
-        held: Sequence[int],
+        held: Mapping[int, str],
         first: tuple[Skill, ApplyReport, tuple[int, ...]],
         failing: set[str],
         build: Build,
@@ -212,7 +224,7 @@ class StepGate:
         whole = Measured(
             1,
             group,
-            label(group, group, n) if not held else f"the {len(group)} supported edits",
+            label(group, group, n) if not held else f"the {len(group)} edits gated first",
             candidate,
             report,
             self.judge.measure(incumbent, candidate, step),
@@ -330,7 +342,7 @@ class StepGate:
         for c in verdicts:
             edit = edits[c.edit - 1]
             if c.verdict == "held_back":
-                memory.skip(step, edit, HELD_BACK)
+                memory.skip(step, edit, c.why)
             elif c.verdict != "accepted":
                 memory.reject(
                     step,

@@ -149,7 +149,7 @@ class StepRunner:
     def candidate(
         self, incumbent: Skill, proposals: list[Proposal], budget: int, failing: set[str]
     ) -> tuple[
-        MergeResult, ApplyReport, tuple[int, ...], tuple[int, ...], tuple[Skill, ApplyReport]
+        MergeResult, ApplyReport, tuple[int, ...], dict[int, str], tuple[Skill, ApplyReport]
     ]:
         """The step's edits merged within its budget and applied (`report`), split into
         those gated first and those held back (`credit.split`), and the candidate of

@@ -229,8 +229,17 @@ class TestBudget:
             ]
         ]
         r = merge_edits(proposals, budget=2)
-        assert [e.anchor for e in r.kept] == ["rule one", "other"]
+        assert [e.anchor for e in r.kept] == ["other", "rule one"]  # deletes rank last
         assert r.dropped[0][1].startswith("conflicts")
+
+    def test_a_delete_ranks_after_an_add_whatever_its_support(self):
+        """Two minibatches proposing the same delete of a right rule do not make it
+        outrank an addition proposed once: the budget keeps the addition."""
+        proposals = [[Edit("delete", anchor="rule one")], [Edit("delete", anchor="rule one")]]
+        proposals.append([add("- new rule", section="Rules")])
+        r = merge_edits(proposals, budget=1)
+        assert [e.op for e in r.kept] == ["add"]
+        assert r.dropped[-1][1] == "over this step's budget of 1 edits"
 
     def test_nothing_vanishes_in_a_mixed_batch(self):
         proposals = [
