@@ -14,7 +14,13 @@ from typing import Any
 
 from skillopt._util import display
 from skillopt._util.display import NA
-from skillopt.skill.edits import Edit
+from skillopt.runs.sections import (
+    decomposed,
+    edit_lines,
+    edits_by_verdict,
+    test_section,
+    verdict_section,
+)
 from skillopt.training.checkpoint import SplitScore
 from skillopt.training.state import TrainState
 from skillopt.training.steps import (
@@ -110,7 +116,10 @@ def summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
             decisions[rec.decision] = decisions.get(rec.decision, 0) + 1
     edits: dict[str, list[dict[str, Any]]] = {"accepted": [], "rejected": []}
     for rec in steps:
-        if isinstance(rec, (BatchRecord, SlowUpdateRecord)) and rec.decision in edits:
+        if isinstance(rec, BatchRecord) and decomposed(rec):
+            for kind, entry in edits_by_verdict(rec):
+                edits[kind].append(entry)
+        elif isinstance(rec, (BatchRecord, SlowUpdateRecord)) and rec.decision in edits:
             for e in _candidate_edits(rec):
                 entry = {"step": rec.step, **e}
                 if rec.decision == "rejected":
@@ -179,6 +188,8 @@ def _step(rec: StepRecord) -> dict[str, Any]:
         "p_value": gate.p_value if gate is not None else None,
         "fail_to_pass": list(gate.fail_to_pass) if gate is not None else None,
         "pass_to_fail": list(gate.pass_to_fail) if gate is not None else None,
+        # each edit's verdict, for a step that gated its edits apart or held some back
+        **({"credit": batch.credit} if batch is not None and decomposed(batch) else {}),
         "wall_s": rec.wall_s,
     }
 
@@ -269,7 +280,7 @@ def markdown(summary: dict[str, Any]) -> str:
             f"- Stopped early after step {stop['step']} (epoch {stop['epoch']}): {stop['reason']}"
         )
     lines.append("")
-    lines += _test_section(s)
+    lines += test_section(s)
     lines += [
         "## Steps",
         "",
@@ -296,11 +307,12 @@ def markdown(summary: dict[str, Any]) -> str:
     lines += ["## Accepted edits", ""]
     if not s["accepted_edits"]:
         lines.append("None: the best skill is the initial skill.")
-    lines += _edit_lines(s["accepted_edits"])
+    lines += edit_lines(s["accepted_edits"])
     rejected = s.get("rejected_edits") or []
     if rejected:
         lines += ["", "## Rejected edits", ""]
-        lines += _edit_lines(rejected)
+        lines += edit_lines(rejected)
+    lines += verdict_section(s["steps"])
     if s.get("skipped"):
         lines += [
             "",
@@ -351,46 +363,3 @@ def cached_tokens_line(acct: dict[str, Any]) -> str | None:
         if acct.get(f"{role}_cached_tokens")
     ]
     return "cached tokens: " + ", ".join(parts) if parts else None
-
-
-def _test_section(s: dict[str, Any]) -> list[str]:
-    test = s.get("test") or {}
-    if not test:
-        return []
-    lines = ["## Test split", "", "| skill | mean | pass rate | n |", "|---|---:|---:|---:|"]
-    for name, label in (("no_skill", "no skill"), ("initial", "initial"), ("best", "best")):
-        t = test.get(name)
-        if t:
-            lines.append(
-                f"| {label} | {display.score(t['mean'], none=NA)} | "
-                f"{display.pct(t['pass_rate'], none=NA)} | {t['n']} |"
-            )
-    lines.append("")
-    f = s.get("test_flips")
-    if f is not None:
-        lines += [f"Best against initial (n={f['n']}): {flips_line(f)}", ""]
-        if f["pass_to_fail"]:
-            lines += [
-                f"`skillopt validate --baseline` against the initial skill fails with "
-                f"`--max-regressions 0` on this split; `--max-regressions "
-                f"{len(f['pass_to_fail'])}` admits these tasks.",
-                "",
-            ]
-    return lines
-
-
-def flips_line(f: dict[str, Any]) -> str:
-    """`fail→pass 10: a, b … and 2 more · pass→fail 1: c` (`f` as `flips` gives it)."""
-    return display.flips(f["fail_to_pass"], f["pass_to_fail"])
-
-
-def _edit_lines(edits: list[dict[str, Any]]) -> list[str]:
-    lines = []
-    for e in edits:
-        why = f" ({e['reason']})" if e.get("reason") else ""
-        if e["op"] == "guidance":
-            lines.append(f"- step {e['step']}{why}: slow-update guidance:")
-            lines += [f"  > {line}" for line in (e.get("content") or "").splitlines()]
-        else:
-            lines.append(f"- step {e['step']}{why}: {Edit.from_dict(e).describe(120)}")
-    return lines

@@ -160,7 +160,7 @@ def credit(
             verdict, why = "held_back", held[i]
         elif won is not None and i in won.edits:
             how = "alone" if won.edits == (i,) else f"with {won.label}"
-            verdict, why = "accepted", f"accepted {how}: {outcome(won.decision)}"
+            verdict, why = "accepted", f"{how}, {outcome(won.decision)}"
         elif alone is not None:
             verdict, why = "rejected", f"gated alone: {outcome(alone.decision)}"
         elif won is not None:

@@ -31,6 +31,7 @@ from skillopt.errors import InputError
 from skillopt.runs.html.blame import blame_lines
 from skillopt.runs.read import open_run
 from skillopt.runs.rundir import RunDir
+from skillopt.runs.sections import step_edits, step_trials
 from skillopt.runs.summary import summary as run_summary
 from skillopt.store.audit import Audit
 from skillopt.training.state import TrainState
@@ -38,10 +39,8 @@ from skillopt.training.steps import (
     BatchRecord,
     GateRecord,
     InitialRecord,
-    SkippedSlowUpdate,
     SlowUpdateRecord,
     StepRecord,
-    apply_of,
     gate_of,
 )
 
@@ -162,35 +161,7 @@ def _steps(state: TrainState, audit: Audit, notes: list[str]) -> list[dict[str, 
                 diff = audit.diff(commit.parent if step > 0 else None, commit.sha)
             except Exception as exc:  # a repository pruned under us: the rest still shows
                 notes.append(f"step {step}: its diff could not be read ({exc})")
-        edits: list[dict[str, Any]] = []
-        if isinstance(rec, SlowUpdateRecord):
-            if rec.guidance:
-                status = "applied" if apply_of(rec) else "not applied"
-                edits.append(
-                    {
-                        "op": "guidance",
-                        "content": rec.guidance,
-                        "status": status,
-                        "rationale": "slow update: guidance from the epoch's results",
-                        "evidence": [],
-                        "detail": "",
-                    }
-                )
-        elif not isinstance(rec, SkippedSlowUpdate):
-            for a in apply_of(rec):
-                e = a.get("edit") or {}
-                edits.append(
-                    {
-                        "op": e.get("op"),
-                        "section": e.get("section"),
-                        "anchor": e.get("anchor"),
-                        "content": e.get("content"),
-                        "rationale": e.get("rationale"),
-                        "evidence": list(e.get("evidence") or []),
-                        "status": a.get("status"),
-                        "detail": a.get("detail") or "",
-                    }
-                )
+        edits = step_edits(rec)
         out.append(
             {
                 "step": step,
@@ -217,6 +188,8 @@ def _steps(state: TrainState, audit: Audit, notes: list[str]) -> list[dict[str, 
                 "commit": commit.sha if commit is not None else None,
                 "wall_s": rec.wall_s,
                 "edits": edits,
+                # a decomposed step's candidates: which edits, what the gate said
+                "trials": step_trials(rec),
                 "diff": diff,
             }
         )

@@ -21,22 +21,40 @@ def _edits_table(edits: list[dict[str, Any]]) -> str:
     if not edits:
         return '<p class="muted">No edit was applied.</p>'
     rows = []
+    credited = any(e.get("verdict") for e in edits)  # a step that gated its edits apart
     for i, e in enumerate(edits):
         where = e.get("section") or e.get("anchor") or ""
         evidence = ", ".join(e.get("evidence") or [])
+        verdict = f"<td>{escape(str(e.get('verdict') or ''))}</td>" if credited else ""
         rows.append(
             f'<tr><td class="num">{i}</td>'
             f"<td>{escape(str(e.get('op')))}</td><td>{escape(str(where))}</td>"
             f"<td>{escape(str(e.get('status')))}{': ' + escape(e['detail']) if e.get('detail') else ''}</td>"
-            f"<td>{escape(str(e.get('rationale') or ''))}</td>"
+            f"{verdict}<td>{escape(str(e.get('rationale') or ''))}</td>"
             f"<td><code>{escape(evidence)}</code></td></tr>"
         )
     return (
         '<table class="edits"><thead><tr><th class="num">#</th><th>op</th><th>where</th>'
-        "<th>status</th><th>rationale</th><th>evidence tasks</th></tr></thead><tbody>"
+        "<th>status</th>"
+        + ("<th>verdict</th>" if credited else "")
+        + "<th>rationale</th><th>evidence tasks</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
     )
+
+
+def _trials(trials: list[dict[str, Any]]) -> str:
+    """A decomposed step's candidates in one line each: which edits, the decision,
+    gains and losses."""
+    if not trials:
+        return ""
+    items = "".join(
+        f"<li>{escape(str(t.get('label')))}: {escape(str(t.get('decision')))} "
+        f"({len(t.get('gains') or [])} gained, {len(t.get('regressions') or [])} lost"
+        f"{', ' + display.delta(t['delta']) if t.get('delta') is not None else ''})</li>"
+        for t in trials
+    )
+    return f'<p class="muted">Candidates gated at this step:</p><ul class="trials">{items}</ul>'
 
 
 def steps_section(d: dict[str, Any]) -> str:
@@ -68,6 +86,7 @@ def steps_section(d: dict[str, Any]) -> str:
             facts.append(duration(s["wall_s"]))
         body = f'<p class="muted">{escape(" · ".join(facts))}</p>'
         if s["kind"] != "initial":
+            body += _trials(s.get("trials") or [])
             body += _edits_table(s["edits"])
         body += (
             diff_html(s["diff"])
