@@ -41,7 +41,9 @@ What it answers:
 - slow update: reads the counts at the start of lines `Improved (n)` /
   `Regressed: n` (…) and the ``expected '…'`` values of the comparison; when the
   counts show nothing improved or regressed, or the two skills shown are the
-  same, no guidance; else the format rule (if the skill lacks it) and one general
+  same, no guidance; asked for worked examples (a completion-style target), the
+  still-failing and regressed tasks of the comparison as examples in the target's
+  template (at most 6); else the format rule (if the skill lacks it) and one general
   bullet per direction that moved (with no counts found: the first one);
 - notes: counts accepted / rejected / no-candidate on the lines that name a
   `step N`, and gives one line of advice.
@@ -251,6 +253,8 @@ class CarefulOptimizer:
         expected = [
             m.group(2) for m in re.finditer(r"expected[:\s]+(['\"`])(.*?)\1", self.rest(prompt))
         ]
+        if "guidance as worked examples" in prompt:  # what the prompt asks for, followed
+            return self.example_guidance(prompt)
         bullets = []
         rule = _rule(expected, skills[0] if skills else "")
         if rule:
@@ -262,6 +266,35 @@ class CarefulOptimizer:
         if counts.get("regressed", 0):
             bullets.append("- Do not carry an example over to inputs of a different form.")
         return "\n".join(bullets)
+
+    def example_guidance(self, prompt: str) -> str:
+        """Guidance as worked examples, as a completion-style target's slow update asks:
+        the comparison's still-failing and regressed tasks (`- id: input '…' →
+        expected '…'`), in the target's template, one per input, at most 6."""
+        rest = self.rest(prompt)
+        template = self.template(rest)
+        have = {x for x, _ in example_pairs((self.skills(prompt) or [""])[0])}
+        out: list[str] = []
+        group = ""
+        for line in rest.splitlines():
+            if m := re.match(r"^(Improved|Regressed|Still failing|Still passing) \(\d+\):", line):
+                group = m.group(1)
+                continue
+            m = re.match(r"^\s*- \S+: input (['\"])(.*?)\1 → expected (['\"])(.*?)\3", line)
+            if not m or group not in ("Regressed", "Still failing"):
+                continue
+            x, y = _cue_value(m.group(2)).strip(), m.group(4).strip()
+            if x in have:
+                continue
+            have.add(x)
+            out.append(
+                f"{template[0]}: {x}\n{template[1]}: {y}"
+                if template
+                else f"- For `{x}`, answer `{y}`."
+            )
+            if len(out) == 6:
+                break
+        return ("\n\n" if template else "\n").join(out)
 
     def notes(self, prompt: str) -> str:
         m = re.search(r"epoch\s+(\d+)", prompt, re.IGNORECASE)

@@ -25,7 +25,7 @@ Figures come from each run's `state.json`, and, for notes, the scripted
 optimizer's call log.
 
 Run: python benchmarks/optimizer_benchmark.py [--suites codes,dates,names]
-         [--optimizers careful,exemplars] [--epochs 4] [--json [PATH]] [--keep DIR]
+         [--optimizers careful,exemplars] [--epochs 4] [--lr N] [--json [PATH]] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -145,6 +145,13 @@ def figures(state: dict, log: list[tuple[str, str, str]] | None = None) -> dict:
         "test": {k: (test.get(k) or {}).get("mean") for k in ("no_skill", "initial", "best")},
         "target_rollouts": acct.get("target_rollouts", 0),
         "cached_rollouts": acct.get("cached_rollouts", 0),
+        # the slow update's acceptance: gated slow updates and how many the gate kept
+        "slow_gated": sum(
+            1 for r in decided if r.get("kind") == "slow_update" and r.get("decision") in GATED
+        ),
+        "slow_accepted": sum(
+            1 for r in decided if r.get("kind") == "slow_update" and r.get("decision") == "accepted"
+        ),
     }
 
 
@@ -165,11 +172,13 @@ def totals(rows: list[dict]) -> dict:
         ),
         "test_best_mean": round(sum(best) / len(best), 3) if best else None,
         "target_rollouts": sum(r["target_rollouts"] for r in rows),
+        "slow_gated": sum(r.get("slow_gated", 0) for r in rows),
+        "slow_accepted": sum(r.get("slow_accepted", 0) for r in rows),
     }
 
 
 # ---------------------------------------------------------------------------- running
-def run(spec: SuiteSpec, optimizer: str, root: Path, epochs: int) -> dict:
+def run(spec: SuiteSpec, optimizer: str, root: Path, epochs: int, lr: int | None = None) -> dict:
     """Train `spec`'s skill with `optimizer` (`careful` or `exemplars`); its figures."""
     skill, suite = write_suite(spec, root)
     target = (
@@ -193,6 +202,7 @@ def run(spec: SuiteSpec, optimizer: str, root: Path, epochs: int) -> dict:
             store=root / "store.sqlite",
             run_dir=root / "runs",
             **SETTINGS,
+            **({"lr": lr, "min_lr": lr, "schedule": "constant"} if lr else {}),
         )
     finally:
         unregister_model(target)
@@ -233,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suites", default="codes,dates,names")
     ap.add_argument("--optimizers", default="careful,exemplars")
     ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument(
+        "--lr", type=int, help="edits per step, constant (default: the cosine schedule)"
+    )
     ap.add_argument("--json", nargs="?", const="-", help="dump the figures (to PATH, or stdout)")
     ap.add_argument("--keep", help="keep the runs under this directory")
     args = ap.parse_args(argv)
@@ -241,13 +254,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown suite {unknown[0]!r}; choose from {', '.join(specs)}")
     optimizers = args.optimizers.split(",")
     quiet = args.json == "-"
-    out: dict = {"settings": {"epochs": args.epochs, **SETTINGS}, "suites": {}}
+    out: dict = {"settings": {"epochs": args.epochs, "lr": args.lr, **SETTINGS}, "suites": {}}
     start = time.perf_counter()
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="optbench-"))
     try:
         for name in names:
             spec = specs[name]
-            out["suites"][name] = {o: run(spec, o, tmp / name / o, args.epochs) for o in optimizers}
+            out["suites"][name] = {
+                o: run(spec, o, tmp / name / o, args.epochs, args.lr) for o in optimizers
+            }
             if not quiet:
                 kinds = len({i.kind for i in spec.items})
                 split = Counter(i.split for i in spec.items)
@@ -278,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"gates {t['unchanged_gates']}, unused calls {t['unused_calls']}, mean best "
                 f"test {_f(t['test_best_mean'])}, target rollouts {t['target_rollouts']}, "
                 f"slow-update calls on an unchanged skill "
-                f"{t['self_compared_slow_update_calls']}, largest applied edit "
+                f"{t['self_compared_slow_update_calls']}, slow updates accepted "
+                f"{t['slow_accepted']} of {t['slow_gated']} gated, largest applied edit "
                 f"{t['largest_applied_edit_lines']} lines"
             )
         print(f"wall time {out['wall_s']:.1f}s")

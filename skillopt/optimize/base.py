@@ -35,6 +35,13 @@ class RunContext:
     epochs: int = 0
     val: float | None = None  # the incumbent's validation score
 
+    @property
+    def completion(self) -> bool:
+        """Whether the target continues a completion prompt (a base model reading the
+        skill, then the task behind an answer cue) rather than following a chat: it
+        learns from worked examples right before its cue far more than from prose."""
+        return self.task_as_seen is not None and self.task_as_seen("x") != "x"
+
     @classmethod
     def of(cls, harness: object, *, total_steps: int, epochs: int, val: float | None) -> RunContext:
         """The context of a run on `harness`, which describes its target when it can."""
@@ -48,6 +55,7 @@ class RunContext:
 
 
 NO_CONTEXT = RunContext()
+STUCK = 2  # unproductive steps in a row on one skill after which a step changes strategy
 
 
 @dataclass
@@ -71,6 +79,10 @@ class ProposalRequest:
     # what the step says to this call besides the rest: a repair ask says the edits
     # first proposed rebuilt a candidate the gate had already decided
     note: str = ""
+    # steps in a row on this same skill that the gate rejected or that gave no
+    # candidate: from `STUCK` on, an optimizer should change strategy (take out or
+    # rewrite rather than add more of the same)
+    stuck: int = 0
 
     @property
     def edit_limits(self) -> str:

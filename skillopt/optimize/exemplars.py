@@ -13,7 +13,9 @@ step's failures in one request (`whole_batch`): with no model context to fill,
 minibatches would only split the choice.
 
 When nothing is left to add (every failure's example is in the skill, nearly
-repeats one, or was rejected twice), it ablates: the candidate is the skill with
+repeats one, or was rejected twice), or when the run is stuck (`STUCK` steps in a
+row on the same skill rejected or without a candidate: adding has stopped paying),
+it ablates: the candidate is the skill with
 one example taken out — first one whose answer the model gave to a training task
 it failed, else the one most like another — so the gate measures that example and
 keeps the skill without it when that scores higher. It runs under the same
@@ -34,7 +36,7 @@ from collections import Counter
 from collections.abc import Collection
 from typing import Any
 
-from skillopt.optimize.base import Proposal, ProposalRequest
+from skillopt.optimize.base import STUCK, Proposal, ProposalRequest
 from skillopt.optimize.examples import (
     EXAMPLE_PATTERN,
     SECTION,
@@ -77,6 +79,10 @@ class ExemplarOptimizer:
         if request.kind != "failures" or request.budget <= 0:
             return Proposal()
         rejected = request.memory.rejected_skills()
+        if request.stuck >= STUCK:  # adding has stopped paying: measure an example's worth
+            ablation = self._ablation(request, rejected)
+            if ablation is not None:
+                return Proposal(edits=[ablation])
         held_back: set[str] = set()
         repeated: int | None = None  # the step whose rejected skill a choice would rebuild
         passed_over: dict[str, str] = {}  # input -> why it is not picked

@@ -16,10 +16,7 @@ from typing import Any
 from skillopt._util import display
 from skillopt._util.display import NA
 from skillopt._util.text import clip
-from skillopt.optimize.base import (
-    ProposalRequest,
-    RunContext,
-)
+from skillopt.optimize.base import STUCK, ProposalRequest, RunContext
 from skillopt.rollouts.record import Rollout
 from skillopt.suite.task import Task
 
@@ -56,6 +53,13 @@ def render_state(request: ProposalRequest) -> str:
         f"{where}. Validation score of the current skill: {display.score(c.val, none=NA)}; "
         f"best so far: {display.score(best, none=NA)}."
     )
+    if request.stuck >= STUCK:
+        state += (
+            f"\n\nNOTE: the last {request.stuck} steps on this same skill were all rejected "
+            "by the validation gate or gave no candidate. Change strategy rather than adding "
+            "more of the same: take out or rewrite what the skill already says that misleads "
+            "the agent (a rule, an example), or address a different failure."
+        )
     return f"{state}\n\n{request.note}" if request.note else state
 
 

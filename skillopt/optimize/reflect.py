@@ -44,6 +44,32 @@ RAW_LIMIT = 20_000  # characters of a raw reply kept in the checkpoint
 REPAIR_ECHO_LIMIT = 8_000  # characters of a bad reply quoted back in the repair re-ask
 
 
+# What the slow update asks for, by how the target reads a skill: a base model that
+# continues a completion prompt imitates the worked examples right before its cue and
+# gains little from prose, so its guidance is worked examples placed last; a chat
+# model is given general lessons in bullets
+COMPLETION_GUIDANCE = {
+    "form": (
+        "This target continues the text right before its answer cue and learns from "
+        "worked examples in exactly the cue's shape far more than from prose (see the "
+        "target above). Write the guidance as worked examples: at most 6, each an input "
+        "and its answer in the cue's shape, chosen from the training tasks above that "
+        "still fail or regressed, one for each kind of input that went wrong; before "
+        "them at most 2 one-line rules, only for a lesson no example can show."
+    ),
+    "place": "at the very end of the skill, right before the cue, where this target reads best",
+    "shape": "<a worked example in the cue's shape>\\n\\n<another worked example>",
+}
+CHAT_GUIDANCE = {
+    "form": (
+        "Write short, general guidance for the agent — at most 6 bullet points — that "
+        "captures the lessons that hold across these tasks."
+    ),
+    "place": "at the end of the skill (before its worked examples, when it has some)",
+    "shape": "- first lesson\\n- second lesson",
+}
+
+
 class LLMOptimizer:
     """An optimizer backed by any `Model` (litellm, scripted)."""
 
@@ -191,6 +217,7 @@ class LLMOptimizer:
                 previous=previous.body,
                 comparison=comparison,
                 memory=memory.render(),
+                **(COMPLETION_GUIDANCE if context.completion else CHAT_GUIDANCE),
             ),
             "guidance",
         )

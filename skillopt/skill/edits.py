@@ -258,22 +258,24 @@ def has_protected_marker(text: str) -> bool:
     return bool(PROTECTED_OPEN.search(text) or PROTECTED_CLOSE.search(text))
 
 
-def set_guidance(skill: Skill, guidance: str) -> Skill:
+def set_guidance(skill: Skill, guidance: str, *, last: bool = False) -> Skill:
     """Write (or replace) the slow-update guidance block where it does the target the
     least harm: before an `## Examples` section when the body has one (so a
     completion-style target reads its worked examples right before its cue), else at
     the end. A block already before the examples (or in a body without them) is
-    replaced where it stands."""
+    replaced where it stands. `last`: at the very end whatever the body holds (the
+    guidance of a completion-style target is worked examples, read best right before
+    its cue)."""
     block = f"{GUIDANCE_OPEN}\n## Lessons from training\n\n{guidance.strip()}\n{GUIDANCE_CLOSE}"
     body = skill.body
     m = re.search(re.escape(GUIDANCE_OPEN) + r".*?" + re.escape(GUIDANCE_CLOSE), body, re.DOTALL)
     if m:
         at = _examples_at(skill)
-        if at is None or at > m.start():
+        if not last and (at is None or at > m.start()):
             return skill.with_body(body[: m.start()] + block + body[m.end() :])
         head, tail = body[: m.start()].rstrip("\n"), body[m.end() :].lstrip("\n")
         body = head + ("\n\n" if head and tail else "\n" if head else "") + tail
-    at = _examples_at(skill.with_body(body))
+    at = None if last else _examples_at(skill.with_body(body))
     if at is not None:
         head = body[:at].rstrip("\n")
         return skill.with_body((head + "\n\n" if head else "") + block + "\n\n" + body[at:])

@@ -168,7 +168,7 @@ class SlowUpdate:
                 [EditResult(edit, "protected", "content may not contain protected markers")]
             )
         else:
-            candidate = set_guidance(current, result.text)
+            candidate = set_guidance(current, result.text, last=core.context().completion)
             report = ApplyReport([EditResult(edit, "applied", "guidance block")])
 
         def record(v: Verdict) -> StepRecord:

@@ -267,6 +267,7 @@ class StepRunner:
             # successes were folded into the failures calls may hold a "successes" one)
             return [Proposal.from_dict(p) for p in pending.proposals]
         ctx = core.context()
+        stuck = self.stuck(incumbent)
         requests = [
             ProposalRequest(
                 incumbent,
@@ -281,6 +282,7 @@ class StepRunner:
                 max_edit_lines=core.s.max_edit_lines,
                 max_step_lines=core.s.max_step_lines,
                 protect=list(protect),
+                stuck=stuck,
             )
             for mb in chunks(failures, self.minibatch_size(len(failures)))
         ]
@@ -307,6 +309,18 @@ class StepRunner:
         core.state.pend(Pending(step, proposals=[p.to_dict() for p in proposals]))
         core.checkpoint()
         return proposals
+
+    def stuck(self, incumbent: Skill) -> int:
+        """The steps in a row, last first, that ran on `incumbent` and were rejected or
+        gave no candidate (slow updates not counted)."""
+        n = 0
+        for rec in reversed(self.core.state.steps):
+            if not isinstance(rec, BatchRecord):
+                continue
+            if rec.incumbent_hash != incumbent.hash or rec.decision == "accepted":
+                break
+            n += 1
+        return n
 
     def minibatch_size(self, failures: int) -> int:
         """Failures per optimizer call: `minibatch_size`, or all of them for an

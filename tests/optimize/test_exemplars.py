@@ -17,6 +17,7 @@ from skillopt.harness.chat import ChatHarness
 from skillopt.models import ScriptedModel, register_model, unregister_model
 from skillopt.models.base import Usage
 from skillopt.models.local_prompt import completion_prompt, format_example
+from skillopt.optimize.base import STUCK
 from skillopt.optimize.examples import (
     SECTION,
     Example,
@@ -866,6 +867,16 @@ class TestAblation:
         (edit,) = propose(tasks, rollouts, skill=skill).edits
         assert edit.anchor == ex("Vlp_6754")
         assert "gave this example's answer to 2 failed training task" in edit.rationale
+
+    def test_a_stuck_run_takes_an_example_out_before_adding_more(self, tasks):
+        """Failures it could still add examples for: a step that is not stuck adds;
+        one after `STUCK` unproductive steps on the same skill takes one out first."""
+        skill = skill_with("tj 192", "Vlp_6754")
+        rollouts = [parroted("catalogue entry 1234567", "VLP-6754"), fail("uxl685")]
+        calm = propose(tasks, rollouts, skill=skill)
+        assert calm.edits and all(e.op == "add" for e in calm.edits)
+        (edit,) = propose(tasks, rollouts, skill=skill, stuck=STUCK).edits
+        assert edit.op == "delete" and edit.anchor == ex("Vlp_6754")
 
     def test_otherwise_the_example_most_like_another(self, tasks):
         skill = skill_with("tj 192", "uxl685", "uxl684", "Vlp_6754")

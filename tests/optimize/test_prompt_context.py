@@ -166,3 +166,34 @@ def test_without_a_context_the_state_is_what_the_request_knows(tasks):
     assert "Step 2. Validation score of the current skill: n/a; best so far: n/a." in prompt
     assert NOT_DESCRIBED in prompt
     assert "{{" not in prompt
+
+
+# ----------------------------------------------------------- strategy and guidance form
+def test_a_stuck_step_is_told_to_change_strategy(tasks):
+    model = ScriptedModel([NOTHING, NOTHING])
+    opt = LLMOptimizer(model)
+    for stuck in (1, 2):
+        opt.propose(
+            ProposalRequest(SKILL, "failures", [failed()], tasks, 2, Memory(), 3, 0, stuck=stuck)
+        )
+    calm, stuck = (c.messages[-1]["content"] for c in model.calls)
+    assert "Change strategy" not in calm
+    assert "NOTE: the last 2 steps on this same skill were all rejected" in stuck
+    assert "take out or rewrite what the skill already says" in stuck
+
+
+def test_the_slow_update_asks_a_completion_target_for_worked_examples_placed_last(tasks):
+    """A target that reads the task behind a cue (a base model) is asked for worked
+    examples in the cue's shape, placed last; a chat target for bullets."""
+    completion = RunContext(task_as_seen=lambda t: f"Input: {t}\nOutput:")
+    chat = RunContext(task_as_seen=None)
+    assert completion.completion and not chat.completion
+    asked = {
+        name: all_prompts(tasks, ctx)["slow_update"].split("# Your job")[1]
+        for name, ctx in (("completion", completion), ("chat", chat))
+    }
+    assert "Write the guidance as worked examples: at most 6" in asked["completion"]
+    assert "at the very end of the skill, right before the cue" in asked["completion"]
+    assert '{"guidance": "<a worked example in the cue\'s shape>' in asked["completion"]
+    assert "at most 6 bullet points" in asked["chat"] and "worked examples:" not in asked["chat"]
+    assert '{"guidance": "- first lesson\\n- second lesson"}' in asked["chat"]

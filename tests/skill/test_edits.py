@@ -670,6 +670,20 @@ class TestGuidance:
             rules + "## Lessons from training\n\n- b lesson\n\n## Examples" + examples
         )
 
+    def test_guidance_placed_last_goes_after_the_examples_and_stays_last(self):
+        """A completion-style target's guidance is worked examples: read best right
+        before its cue, so at the very end, whatever the body holds."""
+        once = set_guidance(skill(), "Input: ab 7\nOutput: AB-7", last=True)
+        assert once.body.startswith(BODY.rstrip("\n"))
+        assert once.body.rstrip().endswith("<!-- /skillopt:protected -->")
+        assert once.for_target().body.rstrip().endswith("Input: ab 7\nOutput: AB-7")
+        twice = set_guidance(once, "Input: cd 8\nOutput: CD-8", last=True)
+        assert twice.body.count("Lessons from training") == 1
+        assert twice.for_target().body.rstrip().endswith("Input: cd 8\nOutput: CD-8")
+        # a block that stood before the examples moves last
+        moved = set_guidance(set_guidance(skill(), "- a lesson"), "- b", last=True)
+        assert moved.body.index("## Examples") < moved.body.index("Lessons from training")
+
     def test_guidance_after_the_examples_moves_before_them(self):
         # a block written at the end before the body had examples
         old = set_guidance(skill(NO_EXAMPLES), "- old")

@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from train.world import HELPFUL, NEUTRAL, ScriptedOptimizer, edits_reply, flags, follow_skill
+from train.world import (
+    HELPFUL,
+    NEUTRAL,
+    ScriptedOptimizer,
+    edits_reply,
+    flags,
+    follow_skill,
+    neutral,
+)
 
 from skillopt import api
 from skillopt.models import ScriptedModel, register_model, unregister_model
@@ -153,3 +161,33 @@ def test_a_delete_is_held_apart_from_an_addition(world, models, target):
     assert "- Reply with the item only." in best
     (held,) = state["memory"]["not_applied"]
     assert held["reason"].startswith("held back: a delete is not gated together with edits")
+
+
+def test_a_batch_without_failures_reflects_on_failures_elsewhere_in_the_training_split(
+    world, models
+):
+    """Batches of 2: a batch of two keep items fails nothing, so its step shows the
+    optimizer the word items the skill fails elsewhere in the training split."""
+    opt = ScriptedOptimizer(neutral(4))
+    models["set"](opt)
+    result = api.train(
+        world["skill"], world["suite"], **flags(epochs=1, batch_size=2, minibatch_size=2)
+    )
+    rollouts = events(result.run_dir, "rollout")
+    beyond = {int(e["label"].split()[1]) for e in rollouts if "(beyond the batch)" in e["label"]}
+    assert beyond  # some batch held no failure
+    state = json.loads((result.run_dir / "state.json").read_text())
+    for rec in state["steps"]:
+        if rec["step"] in beyond:
+            assert rec["failures"] == 2 and all(t.startswith("word-") for t in rec["failing"])
+            assert rec["proposals"] and rec["decision"] == "rejected"
+
+
+def test_the_optimizer_is_told_when_the_run_is_stuck(world, models):
+    """Steps 1 and 2 tie on the same skill: step 3's reflection is told to change
+    strategy; step 2's is not."""
+    opt = ScriptedOptimizer(neutral(3))
+    models["set"](opt)
+    api.train(world["skill"], world["suite"], **flags(epochs=3, stall_patience=0))
+    reflections = [p for p in opt.prompts if "Tasks the agent FAILED" in p]
+    assert ["Change strategy" in p for p in reflections] == [False, False, True]
