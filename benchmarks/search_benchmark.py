@@ -37,6 +37,10 @@ records or fields a later skillopt adds are ignored.
 
 Run: python benchmarks/search_benchmark.py [--h 0,0.25,0.5,0.75] [--lr 1,2,4]
          [--seeds 4] [--epochs 4] [--harm-evidence 0.5] [--json PATH] [--keep DIR]
+         [--write | --check]
+`--write` puts the table (everything printed but the wall time) in README.md between
+`<!-- figures:search -->` markers; `--check` exits 1 when the README's differs from a
+fresh run (a test runs it: the figures are the same on every run).
 """
 
 from __future__ import annotations
@@ -244,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--harm-evidence", type=float, default=0.5)
     ap.add_argument("--json", help="write the figures to PATH")
     ap.add_argument("--keep", help="keep the runs under this directory")
+    ap.add_argument("--write", action="store_true", help="put the table in README.md")
+    ap.add_argument("--check", action="store_true", help="exit 1 when README.md's table differs")
     args = ap.parse_args(argv)
     harms = [float(x) for x in args.h.split(",")]
     lrs = [int(x) for x in args.lr.split(",")]
@@ -251,11 +257,17 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {"epochs": args.epochs, "harm_evidence": args.harm_evidence, **SETTINGS},
         "cells": {},
     }
-    print(
+    table: list[str] = []  # what the README shows: everything printed but the wall time
+
+    def say(line: str = "") -> None:
+        table.append(line)
+        print(line, flush=True)
+
+    say(
         f"search benchmark: 60 items, 6 kinds (train 24, val 18, test 18), {args.seeds} "
         f"seeds, {args.epochs} epochs, harmful edits citing evidence {args.harm_evidence:g}"
     )
-    print(HEADER)
+    say(HEADER)
     start = time.perf_counter()
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="searchbench-"))
     try:
@@ -269,15 +281,15 @@ def main(argv: list[str] | None = None) -> int:
                 ]
                 m = mean(runs)
                 out["cells"][f"h={h:g}|lr={lr}"] = {"h": h, "lr": lr, "mean": m, "runs": runs}
-                print(row(h, lr, m, args.seeds), flush=True)
+                say(row(h, lr, m, args.seeds))
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     out["verdicts"] = verdicts(out["cells"], lrs)
     out["wall_s"] = round(time.perf_counter() - start, 1)
-    print()
+    say()
     for lr, v in out["verdicts"].items():
-        print(
+        say(
             f"L={lr}: h=0.5 against h=0: best test {v['test_drop']:+.3f} lower (≤ {WITHIN}), "
             f"target rollouts ×{_f(v['calls_ratio'])} (≤ {CALLS_RATIO}): "
             f"{'PASS' if v['pass'] else 'FAIL'}"
@@ -285,7 +297,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wall time {out['wall_s']:.1f}s")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
+    if args.write or args.check:
+        return readme_block(table, write=args.write)
     return 0
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+OPEN, CLOSE = "<!-- figures:search -->", "<!-- /figures:search -->"
+
+
+def readme_block(table: list[str], *, write: bool) -> int:
+    """Put `table` in README.md between the `figures:search` markers (`write`), or
+    say whether the README's table is this one (0) or not (1)."""
+    text = README.read_text(encoding="utf-8")
+    head, rest = text.split(OPEN, 1)
+    _, tail = rest.split(CLOSE, 1)
+    block = "\n```\n" + "\n".join(line.rstrip() for line in table).strip("\n") + "\n```\n"
+    if write:
+        README.write_text(head + OPEN + block + CLOSE + tail, encoding="utf-8")
+        return 0
+    if rest.split(CLOSE, 1)[0] == block:
+        return 0
+    print("README.md's search table differs: run with --write", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

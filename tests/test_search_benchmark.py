@@ -96,3 +96,8 @@ def test_repeats_refusals_and_calls_after_saturation_are_counted(bench):
     assert f["calls_per_point"] == 2.0 and f["test_best"] == 0.9
     m = bench.mean([f, {**f, "target_rollouts": 300}])
     assert m["target_rollouts"] == 200 and m["calls_per_point"] == 4.0
+
+
+@pytest.mark.slow  # the whole grid: 48 scripted runs, about 20 s
+def test_the_readme_table_is_a_fresh_run_of_the_grid(bench, capsys):
+    assert bench.main(["--check"]) == 0, capsys.readouterr().err

@@ -47,6 +47,7 @@ from skillopt.optimize.examples import (
     similarity,
 )
 from skillopt.optimize.memory import Memory
+from skillopt.skill.document import text_key
 from skillopt.skill.edits import Edit, apply_edits
 
 
@@ -79,6 +80,7 @@ class ExemplarOptimizer:
         if request.kind != "failures" or request.budget <= 0:
             return Proposal()
         rejected = request.memory.rejected_skills()
+        gated = request.memory.gated_keys()
         if request.stuck >= STUCK:  # adding has stopped paying: measure an example's worth
             ablation = self._ablation(request, rejected)
             if ablation is not None:
@@ -92,7 +94,10 @@ class ExemplarOptimizer:
             edits = self._edits(request, picks)
             if not edits:
                 break
-            step = rejected.get(apply_edits(request.skill, edits)[0].hash) if rejected else None
+            made = apply_edits(request.skill, edits)[0]
+            step = rejected.get(made.hash) if rejected else None
+            if step is None and text_key(made.text) in gated:  # a subset the gate decided
+                step = request.step
             if step is None:
                 return Proposal(edits=edits)
             repeated = step

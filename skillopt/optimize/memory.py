@@ -86,6 +86,10 @@ class Memory:
         """The gate decided a candidate whose text has `key` (`text_key`) at `step`."""
         self.gated.append({"step": step, "key": key, "decision": decision})
 
+    def gated_keys(self) -> set[str]:
+        """The `text_key` of every candidate the gate decided (and the initial skill)."""
+        return {g["key"] for g in self.gated}
+
     def gated_at(self, key: str) -> dict[str, Any] | None:
         """The first gate decision on a candidate whose text has `key`, if any."""
         return next((g for g in self.gated if g["key"] == key), None)

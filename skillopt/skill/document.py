@@ -232,6 +232,12 @@ class Skill:
         return target
 
 
+def text_key(text: str) -> str:
+    """What makes two skill texts the same candidate: the text with runs of
+    whitespace collapsed (one differing from another only so would be gated twice)."""
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:20]
+
+
 def resolve_skill_file(path: str | Path) -> Path:
     """Map a skill directory or a SKILL.md path to the SKILL.md file."""
     p = Path(path)

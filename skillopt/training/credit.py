@@ -36,10 +36,10 @@ from typing import Any
 
 from skillopt._util import display
 from skillopt.optimize.gate import Decision
-from skillopt.skill.document import Skill
+from skillopt.skill.document import Skill, text_key
 from skillopt.skill.edits import ApplyReport, Edit, apply_edits
 from skillopt.training.core import RunCore
-from skillopt.training.decide import Build, Judge, Measured, text_key
+from skillopt.training.decide import Build, Judge, Measured
 from skillopt.training.events import Stage
 
 MAX_TRIALS = 8  # candidates one step may gate: the whole and up to 7 subsets

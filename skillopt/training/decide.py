@@ -14,7 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -23,7 +22,7 @@ from skillopt.optimize.evidence import commit_message
 from skillopt.optimize.gate import Decision, Gate, Race, ThresholdGate
 from skillopt.rollouts.engine import Rollout
 from skillopt.rollouts.outcomes import TaskOutcome, task_outcomes
-from skillopt.skill.document import Skill
+from skillopt.skill.document import Skill, text_key
 from skillopt.skill.edits import ApplyReport
 from skillopt.training.checkpoint import Revision
 from skillopt.training.core import RunCore
@@ -38,12 +37,6 @@ from skillopt.training.steps import (
 
 StepKind = Literal["step", "slow_update"]
 Build = Callable[[Verdict], StepRecord]  # the step's record, once its verdict is known
-
-
-def text_key(text: str) -> str:
-    """What makes two candidates the same: their text with runs of whitespace
-    collapsed (a candidate differing from one already gated only so is a repeat)."""
-    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:20]
 
 
 def no_candidate_reason(

@@ -36,13 +36,13 @@ from skillopt.rollouts.outcomes import (
     task_outcomes,
 )
 from skillopt.runs.rundir import RunDir
-from skillopt.skill.document import Skill
+from skillopt.skill.document import Skill, text_key
 from skillopt.store.audit import Audit
 from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Suite, Task
 from skillopt.training.checkpoint import BudgetStop, EarlyStop, SplitScore
 from skillopt.training.core import RunCore
-from skillopt.training.decide import Judge, text_key
+from skillopt.training.decide import Judge
 from skillopt.training.epoch import Notes, SlowUpdate
 from skillopt.training.events import (
     EpochEnd,

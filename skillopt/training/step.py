@@ -19,13 +19,13 @@ from skillopt.optimize.merge import MergeResult, merge_edits
 from skillopt.optimize.schedule import chunks, edit_budget, successes_to_protect
 from skillopt.rollouts.engine import Rollout
 from skillopt.rollouts.outcomes import mean_value, task_outcomes
-from skillopt.skill.document import Skill
+from skillopt.skill.document import Skill, text_key
 from skillopt.skill.edits import ApplyReport, apply_edits
 from skillopt.suite.task import Task
 from skillopt.training.checkpoint import Pending
 from skillopt.training.core import RunCore
 from skillopt.training.credit import StepGate, split
-from skillopt.training.decide import Judge, no_candidate_reason, text_key
+from skillopt.training.decide import Judge, no_candidate_reason
 from skillopt.training.epoch import Notes
 from skillopt.training.events import ProposalMade, Stage
 from skillopt.training.steps import BatchRecord, StepRecord, Verdict
