@@ -116,6 +116,8 @@ def decision_line(ev: Decided) -> str:
         what = "no candidate" if ev.decision == "no_candidate" else "skipped"
         return f"step {ev.step:<3} {label}{what} — {escape(ev.reason)}"
     color = "green" if ev.accepted else "red"
+    if ev.trial:  # a decomposed step's later candidate: which of its edits
+        label += f"({escape(ev.trial)}) "
     delta = ev.delta
     # the p-value is shown only where it decides (the `paired` gate): under `strict`,
     # `margin` and `no-regression` an "accepted, p=0.500" reads as a contradiction

@@ -88,6 +88,23 @@ def test_a_two_edit_candidate_with_one_harmful_edit_ends_with_the_good_edit_acce
     ]
 
 
+def test_the_console_names_the_candidate_a_decomposed_step_kept(world, models, target):
+    from train.world import train_args
+    from typer.testing import CliRunner
+
+    from skillopt.cli.main import app
+
+    models["set"](ScriptedOptimizer([edits_reply(HELPFUL, BREAKS_KEEP)]))
+    res = CliRunner().invoke(app, [*train_args(world, target=target), "--epochs", "1"])
+    assert res.exit_code == 0, res.output
+    lines = [" ".join(line.split()) for line in res.stdout.splitlines()]
+    assert any(
+        ln.startswith("step 1 rejected val 0.500 (+0.000) · fail→pass 2 · pass→fail 2")
+        for ln in lines
+    )
+    assert any(ln.startswith("step 1 (edit 1 alone) accepted val 1.000 (+0.500)") for ln in lines)
+
+
 def test_a_repeated_candidate_never_reaches_the_gate(world, models):
     """Step 2 proposes step 1's rejected edit again: the optimizer is asked once more
     (told so), proposes it a third time, and the step makes no candidate; no
