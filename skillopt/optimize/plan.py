@@ -159,7 +159,12 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
         calls_note = f"{optimizer_name} is not a model: its calls are not estimated"
     notes = [
         "rollout counts are upper bounds: the store serves repeated evaluations "
-        "(the incumbent on validation, unchanged skills on train tasks)"
+        "(the incumbent on validation, unchanged skills on train tasks)",
+        "not counted above: a step whose candidate the gate rejects after a gain may "
+        "gate up to 7 subsets of its edits (each raced, stopped once it cannot win), a "
+        "step whose batch passed entirely runs the skill on the rest of the training "
+        "split, and a candidate that repeats one already gated costs one more optimizer "
+        "call; a budget bounds them all",
     ]
     if s.slow_update and not slow:
         notes.append(f"no slow update: the {optimizer_name} optimizer writes no epoch-end guidance")
