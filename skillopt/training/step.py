@@ -215,21 +215,8 @@ class StepRunner:
             "Propose different edits: a different rule or example, another place, or a "
             "smaller change."
         )
-        request = ProposalRequest(
-            incumbent,
-            "failures",
-            failures[: self.minibatch_size(len(failures))],
-            core.tasks,
-            budget,
-            core.memory,
-            step,
-            epoch,
-            core.context(),
-            max_edit_lines=core.s.max_edit_lines,
-            max_step_lines=core.s.max_step_lines,
-            protect=list(protect),
-            note=note,
-        )
+        first = failures[: self.minibatch_size(len(failures))]
+        request = self.request(incumbent, first, protect, budget, step, epoch, note=note)
         core.spend(f"step {step} · reflect (repair)", calls=1)
         proposal = core.optimizer.propose(request)
         core.emit(
@@ -266,24 +253,9 @@ class StepRunner:
             # resumed inside this step: reuse finished calls (a checkpoint from before
             # successes were folded into the failures calls may hold a "successes" one)
             return [Proposal.from_dict(p) for p in pending.proposals]
-        ctx = core.context()
         stuck = self.stuck(incumbent)
         requests = [
-            ProposalRequest(
-                incumbent,
-                "failures",
-                mb,
-                core.tasks,
-                budget,
-                core.memory,
-                step,
-                epoch,
-                ctx,
-                max_edit_lines=core.s.max_edit_lines,
-                max_step_lines=core.s.max_step_lines,
-                protect=list(protect),
-                stuck=stuck,
-            )
+            self.request(incumbent, mb, protect, budget, step, epoch, stuck=stuck)
             for mb in chunks(failures, self.minibatch_size(len(failures)))
         ]
         self.notes.take_owed(len(requests))  # before the first call of an epoch reads them
@@ -309,6 +281,37 @@ class StepRunner:
         core.state.pend(Pending(step, proposals=[p.to_dict() for p in proposals]))
         core.checkpoint()
         return proposals
+
+    def request(
+        self,
+        incumbent: Skill,
+        failures: list[Rollout],
+        protect: list[Rollout],
+        budget: int,
+        step: int,
+        epoch: int,
+        *,
+        stuck: int = 0,
+        note: str = "",
+    ) -> ProposalRequest:
+        """A reflection request on `failures` (one minibatch) within the run's limits."""
+        core = self.core
+        return ProposalRequest(
+            incumbent,
+            "failures",
+            failures,
+            core.tasks,
+            budget,
+            core.memory,
+            step,
+            epoch,
+            core.context(),
+            max_edit_lines=core.s.max_edit_lines,
+            max_step_lines=core.s.max_step_lines,
+            protect=list(protect),
+            note=note,
+            stuck=stuck,
+        )
 
     def stuck(self, incumbent: Skill) -> int:
         """The steps in a row, last first, that ran on `incumbent` and were rejected or
