@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from helpers import write_skill, write_suite
-from train.world import HARMFUL, HELPFUL, NEUTRAL, edits_reply, follow_skill
+from train.world import HARMFUL, NEUTRAL, PARTIAL, edits_reply, follow_skill
 
 from skillopt import api
 from skillopt.store.audit import parse_trailers
@@ -102,8 +102,10 @@ class Provider:
         if category == "reflect":
             if "Tasks the agent SOLVED" in prompt:
                 return json.dumps({"edits": []})
-            # the harmful edit first; once memory says it was rejected, the helpful one
-            return edits_reply(HELPFUL if HARMFUL in prompt else HARMFUL)
+            # the harmful edit first; once memory says it was rejected, the half-helpful
+            # one (validation 0.75: a saturated split would end training before the
+            # epoch's slow update)
+            return edits_reply(PARTIAL if HARMFUL in prompt else HARMFUL)
         if category == "slow_update":
             # a different draft on every call, as a sampled model would give: asking
             # again after a crash would gate (and commit) different guidance
@@ -237,9 +239,9 @@ def calls_recorded(accounting: dict) -> int:
     return accounting["target_calls"] + accounting["optimizer_calls"]
 
 
-# extra flags per kill point: the slow update's candidate meets a perfect incumbent,
-# so a racing gate settles it before any validation request; scored in full, the
-# kill lands inside its gate
+# extra flags per kill point: the slow update's candidate (guidance that changes
+# nothing) is settled by a racing gate after the incumbent's one failing validation
+# task; scored in full, the kill lands inside its gate for certain
 FLAGS = {"slow_gate": ("--gate-full",)}
 
 
