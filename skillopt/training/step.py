@@ -29,6 +29,7 @@ from skillopt.training.decide import Judge, no_candidate_reason
 from skillopt.training.epoch import Notes
 from skillopt.training.events import ProposalMade, Stage
 from skillopt.training.steps import BatchRecord, StepRecord, Verdict
+from skillopt.training.stuck import tried, tried_note, unproductive
 
 
 class StepRunner:
@@ -253,9 +254,19 @@ class StepRunner:
             # resumed inside this step: reuse finished calls (a checkpoint from before
             # successes were folded into the failures calls may hold a "successes" one)
             return [Proposal.from_dict(p) for p in pending.proposals]
-        stuck = self.stuck(incumbent)
+        stuck = unproductive(core.state.steps, incumbent)
+        shown = tried(core, incumbent, failures, step, stuck)
         requests = [
-            self.request(incumbent, mb, protect, budget, step, epoch, stuck=stuck)
+            self.request(
+                incumbent,
+                mb,
+                protect,
+                budget,
+                step,
+                epoch,
+                stuck=stuck,
+                note=tried_note(shown[0], shown[1], mb) if shown else "",
+            )
             for mb in chunks(failures, self.minibatch_size(len(failures)))
         ]
         self.notes.take_owed(len(requests))  # before the first call of an epoch reads them
@@ -312,18 +323,6 @@ class StepRunner:
             note=note,
             stuck=stuck,
         )
-
-    def stuck(self, incumbent: Skill) -> int:
-        """The steps in a row, last first, that ran on `incumbent` and were rejected or
-        gave no candidate (slow updates not counted)."""
-        n = 0
-        for rec in reversed(self.core.state.steps):
-            if not isinstance(rec, BatchRecord):
-                continue
-            if rec.incumbent_hash != incumbent.hash or rec.decision == "accepted":
-                break
-            n += 1
-        return n
 
     def minibatch_size(self, failures: int) -> int:
         """Failures per optimizer call: `minibatch_size`, or all of them for an

@@ -208,3 +208,9 @@ def test_the_optimizer_is_told_when_the_run_is_stuck(world, models):
     api.train(world["skill"], world["suite"], **flags(epochs=3, stall_patience=0))
     reflections = [p for p in opt.prompts if "Tasks the agent FAILED" in p]
     assert ["Change strategy" in p for p in reflections] == [False, False, True]
+    # and what the last rejected candidate answered on the failures it was meant to fix
+    assert (
+        "What the candidate rejected at step 2 answered on these failed tasks" in (reflections[2])
+    )
+    assert "- word-0: 'word-0' (still fails)" in reflections[2]
+    assert "answered on these failed tasks" not in reflections[1]
