@@ -48,6 +48,7 @@ from skillopt.training.steps import (
     StepRecord,
     gate_of,
 )
+from skillopt.training.unpack import tree_bytes, unpack
 
 if TYPE_CHECKING:
     from skillopt.training.events import TrainObserver
@@ -100,6 +101,8 @@ def bundle(ref: str | Path, out: str | Path, *, run_dir: str | Path | None = Non
             "suite": suite_name,
             "skill_path": config["audit"]["skill_path"],
             "rows": counts,
+            # what it unpacks to: a replay refuses to write more (`training/unpack`)
+            "bytes": tree_bytes(root) + 4096,  # + the manifest itself
         }
         (root / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -203,13 +206,13 @@ def _recording(ref: str | Path, run_dir: str | Path | None) -> Iterator[_Recordi
     path = Path(ref)
     if path.is_file() and tarfile.is_tarfile(path):
         with tempfile.TemporaryDirectory(prefix="skillopt-replay-") as tmp:
-            with tarfile.open(path) as tar:
-                tar.extractall(tmp, filter="data")
-            root = Path(tmp) / "bundle"
+            root = unpack(path, Path(tmp))
             try:
                 manifest = json.loads((root / MANIFEST).read_text())
             except (OSError, ValueError):
                 raise InputError("not a skillopt bundle (no bundle.json)", path=path) from None
+            if not isinstance(manifest, dict) or not isinstance(manifest.get("suite"), str):
+                raise InputError("its bundle.json names no suite", path=path)
             run = RunDir(root / "runs" / str(manifest.get("run_id")))
             yield _Recording(
                 run,

@@ -174,6 +174,9 @@ def test_a_bundle_holds_only_the_runs_rows(world, models, tmp_path):
 
     with tarfile.open(out) as tar:
         manifest = json.loads(tar.extractfile("bundle/bundle.json").read())
+        unpacked = sum(m.size for m in tar.getmembers() if m.isfile())
+    # it declares what it unpacks to, which a replay holds it to
+    assert unpacked <= manifest["bytes"] <= unpacked + 4096
     with RolloutStore(tmp_path / "store.sqlite") as store:
         used = store.uses(run.run_id, "rollout")
         replies = store.uses(run.run_id, "reply")
