@@ -44,6 +44,10 @@ def test_money():
     # nothing spent reads the same everywhere, whatever the precision asked for
     assert display.money(0.0) == display.money(0.0, digits=4) == "$0"
     assert display.money(0.0, complete=False) == "≥$0.0000"  # a lower bound stays one
+    # something spent never reads as nothing: more decimals when 4 would show zeros
+    assert display.money(0.00004) == display.money(0.00004, digits=4) == "$0.00004"
+    assert display.money(0.00004, complete=False) == "≥$0.00004"
+    assert display.money(1e-12) == "<$0.00000001"
 
 
 def test_spent_is_0_for_no_call_or_a_free_model_and_na_only_for_unpriced_calls():

@@ -128,6 +128,11 @@ def money(
         text = f"${value:.{digits}f}"
     else:
         text = f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+    if 0 < value and float(text.lstrip("$").replace(",", "")) == 0:
+        # something was spent, too little for the decimals shown: never "$0.0000"
+        text = f"${value:.8f}".rstrip("0")
+        if float(text.lstrip("$")) == 0:
+            text = "<$0.00000001"
     return text if complete else "≥" + text
 
 

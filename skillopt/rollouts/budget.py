@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from skillopt._util import display
 from skillopt.errors import InputError, SkilloptError
 from skillopt.rollouts.spend import Spend
 
@@ -280,7 +281,8 @@ class Guard:
                 self._stop(
                     "usd",
                     where,
-                    f"${s.usd:.4f} spent, the next batch ≈${projected:.4f}, budget {usd(b.usd)}",
+                    f"{display.money(s.usd)} spent, the next batch ≈{display.money(projected)}, "
+                    f"budget {usd(b.usd)}",
                 )
 
     def _per_rollout(self, s: Spent) -> float:
