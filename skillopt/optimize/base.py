@@ -19,7 +19,7 @@ from skillopt.models.base import Usage
 from skillopt.optimize.memory import Memory
 from skillopt.rollouts.record import Rollout
 from skillopt.skill.document import Skill
-from skillopt.skill.edits import MAX_EDIT_LINES, MAX_STEP_LINES, Edit
+from skillopt.skill.edits import LINE_CHARS, MAX_EDIT_LINES, MAX_STEP_LINES, Edit
 from skillopt.suite.task import Task
 
 
@@ -88,8 +88,9 @@ class ProposalRequest:
     def edit_limits(self) -> str:
         """The limits in words, for a prompt."""
         return (
-            f"at most {self.max_edit_lines} non-blank lines of `content` per edit and "
-            f"{self.max_step_lines} for all your edits together"
+            f"at most {self.max_edit_lines} non-blank lines of `content` per edit (and "
+            f"{self.max_edit_lines * LINE_CHARS} characters) and "
+            f"{self.max_step_lines} lines for all your edits together"
         )
 
 

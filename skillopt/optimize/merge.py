@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from skillopt.skill.edits import Edit
+from skillopt.skill.edits import LINE_CHARS, Edit
 
 _SOURCE_RANK = {"failures": 0, "slow_update": 0, "exemplars": 0, "successes": 1}
 _OP_RISK = {"add": 0, "replace": 0, "delete": 1}
@@ -63,8 +63,9 @@ def merge_edits(
     max_step_lines: int | None = None,
 ) -> MergeResult:
     """Deduplicate, rank, resolve conflicts and clip `proposals` to `budget` edits.
-    An edit adding more than `max_edit_lines` non-blank lines is dropped as too
-    large (its reason starts "too large"); one that would bring the kept edits past
+    An edit adding more than `max_edit_lines` non-blank lines, or more than
+    `max_edit_lines` × `LINE_CHARS` characters, is dropped as too large (its reason
+    starts "too large"); one that would bring the kept edits past
     `max_step_lines` is dropped and a smaller one after it may still fit (None: no
     limit)."""
     result = MergeResult()
@@ -104,6 +105,14 @@ def merge_edits(
                     edit,
                     f"too large: {edit.lines} non-blank lines of content, over the "
                     f"limit of {max_edit_lines} per edit",
+                )
+            )
+        elif max_edit_lines is not None and len(edit.content or "") > max_edit_lines * LINE_CHARS:
+            result.dropped.append(
+                (
+                    edit,
+                    f"too large: {len(edit.content or ''):,} characters of content, over the "
+                    f"limit of {max_edit_lines * LINE_CHARS:,} per edit",
                 )
             )
         elif clash is not None:

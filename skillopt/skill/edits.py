@@ -26,6 +26,9 @@ APPLIED = "applied"
 # defaults of the `max_edit_lines` and `max_step_lines` settings)
 MAX_EDIT_LINES = 8
 MAX_STEP_LINES = 24
+# characters a line of content may carry on average: an edit may add at most
+# max_edit_lines times this (one 2 MB line is not one line's worth)
+LINE_CHARS = 500
 
 
 @dataclass(frozen=True)

@@ -232,6 +232,16 @@ class TestBudget:
         assert [e.anchor for e in r.kept] == ["other", "rule one"]  # deletes rank last
         assert r.dropped[0][1].startswith("conflicts")
 
+    def test_one_huge_line_is_too_large(self):
+        """A 2 MB single-line edit is one non-blank line: the characters bound drops it."""
+        huge = add("x" * 2_000_000, section="Rules")
+        small = add("- a rule", section="Rules")
+        r = merge_edits([[huge, small]], budget=4, max_edit_lines=8, max_step_lines=24)
+        assert r.kept == [small]
+        assert r.dropped[0][1] == (
+            "too large: 2,000,000 characters of content, over the limit of 4,000 per edit"
+        )
+
     def test_a_delete_ranks_after_an_add_whatever_its_support(self):
         """Two minibatches proposing the same delete of a right rule do not make it
         outrank an addition proposed once: the budget keeps the addition."""
@@ -334,6 +344,7 @@ class TestContentLimits:
         assert (s.max_edit_lines, s.max_step_lines) == (MAX_EDIT_LINES, MAX_STEP_LINES)
         assert (request.max_edit_lines, request.max_step_lines) == (MAX_EDIT_LINES, MAX_STEP_LINES)
         assert request.edit_limits == (
-            f"at most {MAX_EDIT_LINES} non-blank lines of `content` per edit and "
-            f"{MAX_STEP_LINES} for all your edits together"
+            f"at most {MAX_EDIT_LINES} non-blank lines of `content` per edit (and "
+            f"{MAX_EDIT_LINES * 500} characters) and {MAX_STEP_LINES} lines for all your "
+            "edits together"
         )

@@ -287,8 +287,9 @@ class TestPropose:
         assert "no such line" in prompt and "anchor_not_found" in prompt
         assert "deletions hurt" in prompt
         assert (
-            "Size: at most 8 non-blank lines of `content` per edit and 24 for all your "
-            "edits together; a larger edit is dropped without being applied." in prompt
+            "Size: at most 8 non-blank lines of `content` per edit (and 4000 characters) and "
+            "24 lines for all your edits together; a larger edit is dropped without being "
+            "applied." in prompt
         )
         assert "{{" not in prompt
 
@@ -299,7 +300,9 @@ class TestPropose:
         req.max_edit_lines, req.max_step_lines = 5, 11
         LLMOptimizer(model).propose(req)
         prompt = user_prompt(model)
-        assert "at most 5 non-blank lines of `content` per edit and 11 for all" in prompt
+        assert "at most 5 non-blank lines of `content` per edit (and 2500 characters) and 11" in (
+            prompt
+        )
 
     def test_huge_answer_is_truncated_with_marker(self, tasks):
         huge = "Z" * (FIELD_LIMIT + 4321)

@@ -150,7 +150,10 @@ def test_an_edit_carrying_too_much_is_dropped_and_the_optimizer_told(world, mode
         "too large: 10 non-blank lines of content, over the limit of 8 per edit"
     )
     first, second = [p for p in opt.prompts if "Tasks the agent FAILED" in p][:2]
-    assert "Size: at most 8 non-blank lines of `content` per edit and 24" in first
+    assert (
+        "Size: at most 8 non-blank lines of `content` per edit (and 4000 characters) and 24"
+        in first
+    )
     assert "NOT APPLIED" in second and "too large: 10 non-blank lines" in second
 
 
