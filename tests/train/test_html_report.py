@@ -369,3 +369,20 @@ def test_open_hands_the_page_to_the_users_browser(world, models, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert seen.read_text() == (run / "report.html").resolve().as_uri()
+
+
+def test_bidirectional_controls_never_reach_the_page():
+    """An unclosed right-to-left override in a task id or an answer would reverse the
+    rest of its line: the page carries none, in what it shows or in its data."""
+    from skillopt.runs.html.document import document
+
+    rlo = "t\u202e-01"
+    page = document(
+        f"run {rlo}",
+        f"<h1>{rlo}</h1>",
+        [("steps", "Steps \u2066x\u2069")],
+        f"<p>flipped {rlo}</p>",
+        {"task": rlo, "answer": "\u202bdone"},
+    )
+    assert not any(c in page for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    assert "t-01" in page and '"answer":"done"' in page

@@ -11,6 +11,7 @@ JSON cannot close its script element (`<` is written as `\\u003c`).
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from html import escape
 from importlib import resources
@@ -32,10 +33,21 @@ def _json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+# bidirectional embedding, override and isolate controls: one left unclosed in a task
+# id or an answer would reverse the rest of the line it is shown on
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
 def document(title: str, header: str, nav: list[tuple[str, str]], body: str, data: Any) -> str:
     """The whole page: `header`, a link per `(anchor, title)` of `nav`, `body`, and
-    `data` embedded as JSON (`#skillopt-data`) for whoever reads the page's data."""
+    `data` embedded as JSON (`#skillopt-data`) for whoever reads the page's data.
+    Bidirectional controls are taken out of everything the page shows, the data
+    its script renders included: text from a run cannot turn the page's lines around."""
     links = "".join(f'<a href="#{attr(a)}">{escape(t)}</a>' for a, t in nav)
+    return _BIDI.sub("", _page(title, header, links, body, data))
+
+
+def _page(title: str, header: str, links: str, body: str, data: Any) -> str:
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
