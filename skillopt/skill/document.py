@@ -76,7 +76,7 @@ class Skill:
         if fm_text:
             inner = _frontmatter_inner(fm_text)
             try:
-                loaded = yaml.safe_load(inner) if inner.strip() else {}
+                loaded = yaml.load(inner, Loader=_FrontmatterLoader) if inner.strip() else {}
             except yaml.YAMLError as exc:
                 error = _yaml_message(exc, offset=1)
             else:
@@ -230,6 +230,30 @@ class Skill:
         target = directory / SKILL_FILE
         target.write_bytes(self.text.encode("utf-8"))
         return target
+
+
+class _DuplicateKey(yaml.MarkedYAMLError):
+    """A key given twice in one mapping (YAML would keep the last one silently)."""
+
+
+def _unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise _DuplicateKey(
+                None, None, f"duplicate key {key!r}: it is given twice", key_node.start_mark
+            )
+        seen.add(key)
+    return dict(loader.construct_mapping(node, deep=True))
+
+
+class _FrontmatterLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice (`name:` twice is a mistake the
+    reader of the file cannot see; YAML would keep the second silently)."""
+
+
+_FrontmatterLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
 
 
 def text_key(text: str) -> str:

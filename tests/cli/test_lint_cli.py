@@ -147,6 +147,11 @@ BROKEN = {
         4,
     ),
     "bad_yaml_crlf": ("---\r\nname: demo\r\n\r\nbad: a: b\r\n---\r\n", "invalid YAML at line 4", 4),
+    "duplicate_key": (
+        "---\nname: demo\ndescription: ok\nname: other\n---\n# Body\n",
+        "duplicate key 'name': it is given twice",
+        4,
+    ),
     "list_frontmatter": ("---\n- name\n- description\n---\n# Body\n", "must be a mapping", None),
     "scalar_frontmatter": ("---\nhello\n---\n# Body\n", "must be a mapping", None),
     "not_utf8": (b"---\nname: d\xe9mo\n---\n", "not valid UTF-8", None),
