@@ -67,6 +67,11 @@ class Decision:
         return replace(self, reason=reason, unrun=tasks - ran)
 
     @property
+    def flips(self) -> tuple[int, int]:
+        """(fail → pass, pass → fail) counts: what the memory keeps of a decision."""
+        return len(self.fail_to_pass), len(self.pass_to_fail)
+
+    @property
     def delta(self) -> float | None:
         if self.incumbent_mean is None or self.candidate_mean is None:
             return None

@@ -111,7 +111,7 @@ def label(subset: Sequence[int], group: Sequence[int], total: int) -> str:
 
 def outcome(d: Decision) -> str:
     """A decision's gains and losses in words, with counts only."""
-    gains, losses = len(d.fail_to_pass), len(d.pass_to_fail)
+    gains, losses = d.flips
     text = f"{gains} validation task{'s' if gains != 1 else ''} gained, {losses} lost"
     text += f" ({display.delta(d.delta)})" if d.delta is not None else ""
     if d.unrun:
@@ -238,16 +238,10 @@ class StepGate:
             for subset in subsets(edits, group, failing):
                 if len(trials) >= MAX_TRIALS or trials[-1].accepted:
                     break
-                cand, rep = apply_edits(incumbent, [edits[i - 1] for i in subset])
-                key = text_key(cand.text)
-                if (
-                    rep.not_applied
-                    or cand.hash == incumbent.hash
-                    or key in seen
-                    or core.memory.gated_at(key) is not None
-                ):
+                made = self.fresh(incumbent, edits, subset, seen)
+                if made is None:
                     continue
-                seen.add(key)
+                cand, rep = made
                 decision = self.judge.measure(incumbent, cand, step, first_seen)
                 trials.append(
                     Measured(len(trials) + 1, subset, label(subset, group, n), cand, rep, decision)
@@ -284,7 +278,7 @@ class StepGate:
         """The trials of an accepted whole that broke validation tasks: each edit left
         out in turn, raced against the whole; the first that beats it is accepted and
         the whole is recorded as passed over for it."""
-        judge, core = self.judge, self.core
+        judge = self.judge
         base = judge.val_outcomes(whole.candidate, f"step {step} · val (candidate)")
         inc = judge.val_outcomes(incumbent, f"step {step} · val (incumbent)")
         order = sorted(group, key=lambda i: (_suspicion(edits[i - 1], failing), i), reverse=True)
@@ -293,10 +287,10 @@ class StepGate:
             if tried >= MAX_TRIALS - 1:
                 break
             subset = tuple(i for i in group if i != j)
-            cand, rep = apply_edits(incumbent, [edits[i - 1] for i in subset])
-            key = text_key(cand.text)
-            if rep.not_applied or cand.hash == incumbent.hash or core.memory.gated_at(key):
+            made = self.fresh(incumbent, edits, subset)
+            if made is None:
                 continue
+            cand, rep = made
             tried += 1
             better, outcomes = judge.against(base, cand, step, whole.decision.pass_to_fail)
             if not better.accepted:
@@ -320,6 +314,27 @@ class StepGate:
             ]
         return [whole]
 
+    def fresh(
+        self,
+        incumbent: Skill,
+        edits: Sequence[Edit],
+        subset: tuple[int, ...],
+        seen: set[str] | None = None,
+    ) -> tuple[Skill, ApplyReport] | None:
+        """The candidate of `subset` (1-based edit numbers) and its apply report, or None
+        when it is not worth a gate: an edit of it no longer applies alone, it is the
+        incumbent, or its text (whitespace aside) was gated already, in this run or
+        among this step's trials (`seen`, which it joins)."""
+        cand, rep = apply_edits(incumbent, [edits[i - 1] for i in subset])
+        key = text_key(cand.text)
+        if rep.not_applied or cand.hash == incumbent.hash or key in (seen or ()):
+            return None
+        if self.core.memory.gated_at(key) is not None:
+            return None
+        if seen is not None:
+            seen.add(key)
+        return cand, rep
+
     def _remember(
         self,
         step: int,
@@ -334,11 +349,9 @@ class StepGate:
         won = trials[-1] if trials[-1].accepted else None
         if won is not None:
             d = won.decision
-            flips = (len(d.fail_to_pass), len(d.pass_to_fail))
             kept = [edits[i - 1] for i in won.edits]
-            memory.accept(step, kept, d.delta, val=d.candidate_mean, flips=flips)
+            memory.accept(step, kept, d.delta, val=d.candidate_mean, flips=d.flips)
         d = whole.decision
-        flips = (len(d.fail_to_pass), len(d.pass_to_fail))
         for c in verdicts:
             edit = edits[c.edit - 1]
             if c.verdict == "held_back":
@@ -349,7 +362,7 @@ class StepGate:
                     [edit],
                     d.delta,
                     d.reason,
-                    flips=flips,
+                    flips=d.flips,
                     skill_hash=whole.candidate.hash,
                     verdict=c.why if len(trials) > 1 else None,
                 )

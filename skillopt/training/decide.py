@@ -190,15 +190,14 @@ class Judge:
         final = trials[-1] if trials[-1].accepted else trials[0]
         sha = shas[-1] if trials[-1].accepted else shas[0]
         d = final.decision
-        flips = (len(d.fail_to_pass), len(d.pass_to_fail))
         applied = [r.edit for r in final.report.applied]
         if d.accepted:
             st.accept(Revision(final.candidate.text, final.candidate.hash, d.candidate_mean))
             if memory:
-                core.memory.accept(step, applied, d.delta, val=st.incumbent.val, flips=flips)
+                core.memory.accept(step, applied, d.delta, val=st.incumbent.val, flips=d.flips)
         elif memory:
             core.memory.reject(
-                step, applied, d.delta, d.reason, flips=flips, skill_hash=final.candidate.hash
+                step, applied, d.delta, d.reason, flips=d.flips, skill_hash=final.candidate.hash
             )
         verdict: Literal["accepted", "rejected"] = "accepted" if d.accepted else "rejected"
         core.record(
