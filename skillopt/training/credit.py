@@ -36,6 +36,7 @@ from typing import Any
 
 from skillopt._util import display
 from skillopt.optimize.gate import Decision
+from skillopt.optimize.merge import MergeResult
 from skillopt.skill.document import Skill, text_key
 from skillopt.skill.edits import ApplyReport, Edit, apply_edits
 from skillopt.training.core import RunCore
@@ -51,6 +52,25 @@ HELD_APART = (
     "held back: a delete is not gated together with edits that add or rewrite (they "
     "went first); propose it alone if it is still needed"
 )
+
+
+@dataclass(frozen=True)
+class StepEdits:
+    """A step's edits as the gate will see them: merged within the step's budget
+    (`merged`), applied to the incumbent (`report`), split into those gated first
+    (`group`, 1-based among the applied ones) and those held back with why (`held`),
+    and the candidate of the first with its own apply report."""
+
+    merged: MergeResult
+    report: ApplyReport
+    group: tuple[int, ...]
+    held: dict[int, str]
+    candidate: Skill
+    candidate_report: ApplyReport
+
+    @property
+    def applied(self) -> list[Edit]:
+        return [r.edit for r in self.report.applied]
 
 
 def supported(edit: Edit, failing: set[str]) -> bool:
@@ -208,17 +228,15 @@ class StepGate:
         step: int,
         epoch: int,
         incumbent: Skill,
-        edits: Sequence[Edit],
-        held: Mapping[int, str],
-        first: tuple[Skill, ApplyReport, tuple[int, ...]],
+        step_edits: StepEdits,
         failing: set[str],
         build: Build,
     ) -> None:
-        """Gate `first` (the candidate of the edits gated first, its apply report and
-        their numbers), then subsets of them while it is rejected; commit, settle and
-        record the step with every edit's verdict."""
+        """Gate the candidate of the edits gated first, then subsets of them while it is
+        rejected; commit, settle and record the step with every edit's verdict."""
         core = self.core
-        candidate, report, group = first
+        edits, held, group = step_edits.applied, step_edits.held, step_edits.group
+        candidate, report = step_edits.candidate, step_edits.candidate_report
         n = len(edits)
         core.stage(Stage(stage="gate", step=step))
         whole = Measured(

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from skillopt.optimize.base import Proposal, ProposalRequest, WholeBatch
-from skillopt.optimize.merge import MergeResult, merge_edits
+from skillopt.optimize.merge import merge_edits
 from skillopt.optimize.schedule import chunks, edit_budget, successes_to_protect
 from skillopt.rollouts.engine import Rollout
 from skillopt.rollouts.outcomes import mean_value, task_outcomes
@@ -24,7 +24,7 @@ from skillopt.skill.edits import ApplyReport, apply_edits
 from skillopt.suite.task import Task
 from skillopt.training.checkpoint import Pending
 from skillopt.training.core import RunCore
-from skillopt.training.credit import StepGate, split
+from skillopt.training.credit import StepEdits, StepGate, split
 from skillopt.training.decide import Judge, no_candidate_reason
 from skillopt.training.epoch import Notes
 from skillopt.training.events import ProposalMade, Stage
@@ -78,27 +78,26 @@ class StepRunner:
         proposals = self.proposals(step, epoch, incumbent, failures, protect, budget)
         asked = [p.to_dict() for p in proposals]
         failing = {r.task_id for r in failures}
-        merged, report, group, held, first = self.candidate(incumbent, proposals, budget, failing)
-        prior = self.repeat_of(incumbent, first[0], report)
+        edits = self.candidate(incumbent, proposals, budget, failing)
+        prior = self.repeat_of(incumbent, edits)
         repeated = ""
         if prior is not None:
             repair = self.repair(step, epoch, incumbent, failures, protect, budget, prior)
             if repair is not None:
                 asked.append(repair.to_dict())
-                merged, report, group, held, first = self.candidate(
-                    incumbent, [repair], budget, failing
-                )
-                again = self.repeat_of(incumbent, first[0], report)
+                edits = self.candidate(incumbent, [repair], budget, failing)
+                again = self.repeat_of(incumbent, edits)
             else:
                 again = prior
             if again is not None:
-                report = ApplyReport()  # nothing gated: the step gives no candidate
                 repeated = (
                     "repeats the initial skill"
                     if again["decision"] == "initial"
                     else f"repeats the candidate the gate {again['decision']} at step "
                     f"{again['step']}"
                 ) + " (whitespace aside)"
+        # nothing gated when the candidate repeats: the step records no edit as applied
+        report = ApplyReport() if repeated else edits.report
 
         def record(v: Verdict) -> StepRecord:
             return BatchRecord(
@@ -112,7 +111,7 @@ class StepRunner:
                 successes=len(passed),
                 unscored=sum(1 for r in rollouts if not r.scored),
                 proposals=asked,
-                dropped=[{"edit": e.to_dict(), "reason": why} for e, why in merged.dropped],
+                dropped=[{"edit": e.to_dict(), "reason": why} for e, why in edits.merged.dropped],
                 apply=report.to_list(),
                 decision=v.decision,
                 reason=v.reason,
@@ -124,13 +123,11 @@ class StepRunner:
                 wall_s=core.seconds(),
             )
 
-        for e, why in merged.dropped:
+        for e, why in edits.merged.dropped:
             if why.startswith(("conflicts", "too large")):
                 core.memory.skip(step, e, why)
         for r in report.not_applied:
             core.memory.skip(step, r.edit, f"{r.status}: {r.detail}" if r.detail else r.status)
-        edits = [r.edit for r in report.applied]
-        candidate = first[0]
         if repeated:
             self.judge.nothing(
                 step,
@@ -138,23 +135,18 @@ class StepRunner:
                 f"{repeated}; asked once more for different edits, the optimizer gave none new: skipped",
                 record,
             )
-        elif not edits or candidate.hash == incumbent.hash:
+        elif not edits.applied or edits.candidate.hash == incumbent.hash:
             self.judge.nothing(
                 step, "step", no_candidate_reason(report, asked, len(failures)), record
             )
         else:
-            StepGate(core, self.judge).run(
-                step, epoch, incumbent, edits, held, (candidate, first[1], group), failing, record
-            )
+            StepGate(core, self.judge).run(step, epoch, incumbent, edits, failing, record)
 
     def candidate(
         self, incumbent: Skill, proposals: list[Proposal], budget: int, failing: set[str]
-    ) -> tuple[
-        MergeResult, ApplyReport, tuple[int, ...], dict[int, str], tuple[Skill, ApplyReport]
-    ]:
-        """The step's edits merged within its budget and applied (`report`), split into
-        those gated first and those held back (`credit.split`), and the candidate of
-        the first with its own apply report."""
+    ) -> StepEdits:
+        """The step's edits merged within its budget, applied, split into those gated
+        first and those held back (`credit.split`), with the candidate of the first."""
         s = self.core.s
         merged = merge_edits(
             [p.edits for p in proposals],
@@ -165,16 +157,14 @@ class StepRunner:
         _, report = apply_edits(incumbent, merged.kept)
         applied = [r.edit for r in report.applied]
         group, held = split(applied, failing)
-        first = apply_edits(incumbent, [applied[i - 1] for i in group])
-        return merged, report, group, held, first
+        candidate, first = apply_edits(incumbent, [applied[i - 1] for i in group])
+        return StepEdits(merged, report, group, held, candidate, first)
 
-    def repeat_of(
-        self, incumbent: Skill, candidate: Skill, report: ApplyReport
-    ) -> dict[str, Any] | None:
-        """The earlier gate decision on this candidate's text, when it repeats one."""
-        if not report.applied or candidate.hash == incumbent.hash:
+    def repeat_of(self, incumbent: Skill, edits: StepEdits) -> dict[str, Any] | None:
+        """The earlier gate decision on the candidate's text, when it repeats one."""
+        if not edits.report.applied or edits.candidate.hash == incumbent.hash:
             return None
-        return self.core.memory.gated_at(text_key(candidate.text))
+        return self.core.memory.gated_at(text_key(edits.candidate.text))
 
     def beyond_batch(self, incumbent: Skill, batch: list[Task], step: int) -> list[Rollout]:
         """The skill's failures among the training tasks outside `batch` (at most a
