@@ -48,6 +48,29 @@ def write_suite(path: Path, items: list[dict], **fields) -> Path:
     return path
 
 
+def install_plugin(
+    site: Path,
+    module: str,
+    source: str,
+    *,
+    name: str = "skillopt-demo-plugin",
+    version: str = "0.3.1",
+    entry: str | None = None,
+) -> None:
+    """A distribution as pip leaves it: the module and a dist-info with METADATA and
+    entry_points.txt (group `skillopt`)."""
+    site.mkdir(parents=True, exist_ok=True)
+    (site / f"{module}.py").write_text(source, encoding="utf-8")
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        f"[skillopt]\ndemo = {entry or module + ':register'}\n", encoding="utf-8"
+    )
+
+
 def alive(pid: int) -> bool:
     """Whether `pid` is a live process (a zombie awaiting its parent counts as dead)."""
     try:

@@ -48,10 +48,12 @@ def build_harness(
             f"unknown harness {name!r}; choose one of: {', '.join(reg.names('harness'))}",
             field="harness",
         )
-    built: Harness = entry.check_built(
-        entry.load()(settings, target, keep_dir),
+    built: Harness = entry.build(
         Harness,
         "lacks the Harness contract (name, version, fingerprint, check, run)",
+        settings,
+        target,
+        keep_dir,
     )
     return built
 

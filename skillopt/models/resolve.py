@@ -89,16 +89,15 @@ def resolve_model(
     entry = registry().find("model", prefix) if prefix else None
     if entry is not None:
         try:
-            model = entry.load()(name, settings)
+            built: Model = entry.build(
+                Model, "has no `name`, `complete` and `fingerprint`", name, settings
+            )
         except PluginError:
             raise
         except InputError as exc:
             if exc.field is None and exc.path is None and exc.item is None:
                 raise InputError(str(exc), field=role) from None
             raise
-        built: Model = entry.check_built(
-            model, Model, "has no `name`, `complete` and `fingerprint`"
-        )
         return built
     client = route(name, settings, role)
     api_key = None

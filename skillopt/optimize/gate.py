@@ -340,9 +340,7 @@ def build_gate(settings: Settings) -> Gate:
             f"unknown gate {settings.gate!r}; choose one of: {', '.join(reg.names('gate'))}",
             field="gate",
         )
-    gate: Gate = entry.check_built(
-        entry.load()(settings), Gate, "has no `name` and `decide(incumbent, candidate)`"
-    )
+    gate: Gate = entry.build(Gate, "has no `name` and `decide(incumbent, candidate)`", settings)
     return gate
 
 

@@ -3,18 +3,28 @@ and the `Registry` that holds them, refuses a second registration of a name and
 loads a component only when it is looked up (the process's registry, with the
 built-ins registered, is `skillopt.plugins.registry()`).
 
-Invariant: a name is registered once; a plugin's failure is a `Problem` kept in
-the registry, never an exception that breaks a run not using it.
+Invariants:
+- A name is registered once; a plugin's failure is a `Problem` kept in the
+  registry, never an exception that breaks a run not using it.
+- A plugin's own code (its `register`, the import of a component it named) runs
+  in a thread of its own under a time bound (`SKILLOPT_PLUGIN_SECONDS`, default
+  10): whatever it raises, `SystemExit` and `KeyboardInterrupt` included, is the
+  plugin's failure and never the command's; one that does not return in time is
+  reported and left behind. It registers into a table of its own, merged into the
+  registry only when `register` returned, so nothing a late or failed plugin does
+  reaches the registry.
+- A plugin's factory that raises anything but an `InputError` (a gate, harness,
+  optimizer or model provider being built) is a `PluginError` naming it.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import os
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import BuiltinFunctionType, FunctionType, MethodType
@@ -32,6 +42,7 @@ KINDS = ("scorer", "harness", "optimizer", "gate", "model")
 BUILTIN = "skillopt (built-in)"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 _NAMED_BY_THEMSELVES = (type, FunctionType, BuiltinFunctionType, MethodType)
+PLUGIN_SECONDS = 10.0  # a plugin's register, or a component's import, may take this long
 
 
 class PluginError(InputError):
@@ -58,26 +69,52 @@ class Entry:
         ref = self.ref
         if isinstance(ref, str):
             module_name, _, attr = ref.partition(":")
-            try:
+
+            def fetch() -> Any:
                 obj: Any = importlib.import_module(module_name)
-                if attr:  # a dotted path inside the module: "mod:Class.build"
-                    obj = attrgetter(attr)(obj)
-            except Exception as exc:  # an import error inside a plugin is its own
-                raise PluginError(
-                    f"the {self.kind} {self.name!r} from {self.origin} cannot be loaded "
-                    f"({ref}): {type(exc).__name__}: {exc}"
-                ) from None
-            ref = obj
+                return attrgetter(attr)(obj) if attr else obj  # "mod:Class.build"
+
+            if self.origin == BUILTIN:
+                ref = fetch()  # our own modules: a failure here is a bug, shown as one
+            else:
+                ran = bounded(fetch, f"import {ref}")
+                if ran.failure is not None:
+                    raise PluginError(
+                        f"the {self.kind} {self.name!r} from {self.origin} cannot be loaded "
+                        f"({ref}): {ran.failure}"
+                    )
+                ref = ran.value
         self._loaded = ref
         return ref
+
+    def build(self, contract: type[Any], needs: str, *args: Any) -> Any:
+        """What this component's factory builds from `args`, checked against
+        `contract` (`check_built`). A plugin's factory that raises anything but an
+        `InputError` is a `PluginError` naming it; a built-in's error is its own."""
+        factory = self.load()
+        if self.origin == BUILTIN:
+            return self.check_built(factory(*args), contract, needs)
+        try:
+            built = factory(*args)
+        except InputError:
+            raise  # the plugin's own word on bad settings, already a clear message
+        except (Exception, SystemExit) as exc:
+            raise PluginError(
+                f"the {self._label} {self.name!r} from {self.origin} failed to build: "
+                f"{_described(exc)}"
+            ) from None
+        return self.check_built(built, contract, needs)
+
+    @property
+    def _label(self) -> str:
+        return "model provider" if self.kind == "model" else self.kind
 
     def check_built(self, built: Any, contract: type[Any], needs: str) -> Any:
         """`built` (what this component's factory returned) when it meets `contract`;
         else a `PluginError` naming the component, its origin and what it lacks."""
         if not isinstance(built, contract):
-            label = "model provider" if self.kind == "model" else self.kind
             raise PluginError(
-                f"the {label} {self.name!r} from {self.origin} built {built!r}, which {needs}"
+                f"the {self._label} {self.name!r} from {self.origin} built {built!r}, which {needs}"
             )
         return built
 
@@ -105,11 +142,12 @@ class Registry:
     """The name tables. A plugin's `register(registry)` calls the methods below;
     skillopt looks names up with `find` / `load` / `names`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, origin: str = BUILTIN) -> None:
         self._entries: dict[tuple[str, str], Entry] = {}
         self.problems: list[Problem] = []
-        self._origin = BUILTIN
-        self._plugins_read = False
+        self._origin = origin
+        # a plugin's own table (`add_plugin`) reads no other plugin
+        self._plugins_read = origin != BUILTIN
         self._lock = threading.RLock()
 
     # -- what a plugin calls ---------------------------------------------------------------
@@ -213,29 +251,36 @@ class Registry:
 
     def add_plugin(self, load: Callable[[], Any], origin: str) -> None:
         """Call a plugin's `register` (what `load()` returns: the function, or a
-        module holding one) with this registry; a failure is kept as a problem."""
-        before = set(self._entries)
-        try:
-            target = load()
-            register = target.register if isinstance(target, _Registers) else target
-            if not callable(register):
-                raise TypeError(f"{target!r} is neither a function nor a module with register()")
-            with self._registering(origin):
-                register(self)
-        except Exception as exc:  # a broken plugin must not break skillopt
-            for key in set(self._entries) - before:  # nothing half-registered stays
-                del self._entries[key]
-            message = f"could not be loaded: {type(exc).__name__}: {exc}"
-            self.problems.append(Problem(origin, message))
-            log.warning("plugin %s %s", origin, message)
+        module holding one) with a table of its own, in a thread under the time
+        bound; merge what it registered when it returned, else keep a problem."""
+        own = Registry(origin=origin)
 
-    @contextmanager
-    def _registering(self, origin: str) -> Iterator[None]:
-        previous, self._origin = self._origin, origin
-        try:
-            yield
-        finally:
-            self._origin = previous
+        def register() -> None:
+            target = load()
+            call = target.register if isinstance(target, _Registers) else target
+            if not callable(call):
+                raise TypeError(f"{target!r} is neither a function nor a module with register()")
+            call(own)
+
+        ran = bounded(register, f"plugin {origin}")
+        if ran.failure is not None:  # a broken plugin must not break skillopt
+            self._problem(origin, f"could not be loaded: {ran.failure}")
+            return
+        self.problems.extend(own.problems)
+        for key, entry in own._entries.items():
+            existing = self._entries.get(key)
+            if existing is not None:
+                kind, name = key
+                self._problem(
+                    origin,
+                    f"the {kind} {name!r} is already registered by {existing.origin}; ignored",
+                )
+            else:
+                self._entries[key] = entry
+
+    def _problem(self, origin: str, message: str) -> None:
+        self.problems.append(Problem(origin, message))
+        log.warning("plugin %s: %s", origin, message)
 
     def _add(
         self, kind: str, name: str, ref: Any, help: str, options: dict[str, Any] | None = None
@@ -251,8 +296,7 @@ class Registry:
             message = f"the {kind} {name!r} is already registered by {existing.origin}; ignored"
             if self._origin == BUILTIN:
                 raise PluginError(message)
-            self.problems.append(Problem(self._origin, message))
-            log.warning("plugin %s: %s", self._origin, message)
+            self._problem(self._origin, message)
             return
         self._entries[(kind, name)] = Entry(kind, name, ref, self._origin, help, options or {})
 
@@ -275,3 +319,52 @@ def _entry_points() -> list[EntryPoint]:
             seen.add((ep.name, ep.value))
             out.append(ep)
     return out
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a bounded call (`bounded`) gave: its value, or why it gave none."""
+
+    value: Any = None
+    failure: str | None = None  # "RuntimeError: boom", "SystemExit: 7", "did not finish …"
+
+
+def plugin_seconds() -> float:
+    """The time bound on a plugin's own code (`SKILLOPT_PLUGIN_SECONDS`)."""
+    raw = os.environ.get("SKILLOPT_PLUGIN_SECONDS", "")
+    try:
+        value = float(raw) if raw.strip() else PLUGIN_SECONDS
+    except ValueError:
+        raise InputError(
+            f"SKILLOPT_PLUGIN_SECONDS must be a number of seconds, not {raw!r}"
+        ) from None
+    return value if value > 0 else PLUGIN_SECONDS
+
+
+def bounded(call: Callable[[], Any], what: str) -> Ran:
+    """Run a plugin's `call` in a daemon thread of its own for at most
+    `plugin_seconds()`. Every exception it raises is its failure: in its own thread,
+    `SystemExit` or `KeyboardInterrupt` can only have come from the plugin (the
+    user's Ctrl-C reaches the main thread, which is waiting in `join` and so stops
+    as it should). A call still running at the bound is left behind: the thread
+    is a daemon, and the caller uses nothing it may still produce."""
+    box: list[Ran] = []
+
+    def run() -> None:
+        try:
+            box.append(Ran(value=call()))
+        except BaseException as exc:  # whatever a plugin raises is its own
+            box.append(Ran(failure=_described(exc)))
+
+    seconds = plugin_seconds()
+    worker = threading.Thread(target=run, name=what, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not box:
+        return Ran(failure=f"did not finish within {seconds:g} s ({what}); left behind")
+    return box[0]
+
+
+def _described(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

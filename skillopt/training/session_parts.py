@@ -10,21 +10,17 @@ attached to it later.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from skillopt.config import Settings
 from skillopt.errors import InputError
 from skillopt.models.base import Model, Usage
-from skillopt.models.metered import Meter, MeteredModel
+from skillopt.models.metered import MeteredModel
 from skillopt.models.resolve import resolve_model
 from skillopt.models.stored import StoredModel
 from skillopt.optimize.base import Optimizer
 from skillopt.plugins import Entry
 from skillopt.store.rollouts import RolloutStore
-
-# a registered optimizer's factory: (settings, meter) -> the optimizer
-OptimizerFactory = Callable[[Settings, "Meter | None"], object]
 
 
 @dataclass(frozen=True)
@@ -65,11 +61,10 @@ class SpendLedger:
 @dataclass(frozen=True)
 class OptimizerChoice:
     """The optimizer called `name`, resolved but not built: a registered one (its
-    `entry` and `factory`), or the LLM optimizer backed by `model`."""
+    `entry`, whose factory is `(settings, meter) -> Optimizer`), or the LLM optimizer backed by `model`."""
 
     name: str
     entry: Entry | None = None
-    factory: OptimizerFactory | None = None
     model: Model | None = None
 
     def build(self, settings: Settings, ledger: SpendLedger | None = None) -> Optimizer:
@@ -77,10 +72,9 @@ class OptimizerChoice:
         replies kept in (and served from) the run's store, when a ledger is given."""
         from skillopt.optimize.reflect import LLMOptimizer
 
-        if self.entry is not None and self.factory is not None:
-            built = self.factory(settings, ledger)
-            optimizer: Optimizer = self.entry.check_built(
-                built, Optimizer, "has no `name` and `propose(request)`"
+        if self.entry is not None:
+            optimizer: Optimizer = self.entry.build(
+                Optimizer, "has no `name` and `propose(request)`", settings, ledger
             )
             return optimizer
         assert self.model is not None  # `choose_optimizer` gives one or the other
@@ -110,8 +104,8 @@ def choose_optimizer(name: str | None, settings: Settings) -> OptimizerChoice:
         )
     entry = registry().find("optimizer", name)
     if entry is not None:
-        factory: OptimizerFactory = entry.load()
-        return OptimizerChoice(name, entry=entry, factory=factory)
+        entry.load()  # a plugin that cannot be imported fails here, before anything runs
+        return OptimizerChoice(name, entry=entry)
     model = resolve_model(name, settings.model_settings(name), role="optimizer")
     return OptimizerChoice(name, model=model)
 

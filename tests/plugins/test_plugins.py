@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import install_plugin as install
 from helpers import write_skill, write_suite
 from typer.testing import CliRunner
 
@@ -26,29 +27,6 @@ from skillopt.errors import InputError
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ORIGIN = "skillopt-demo-plugin 0.3.1"
-
-
-def install(
-    site: Path,
-    module: str,
-    source: str,
-    *,
-    name: str = "skillopt-demo-plugin",
-    version: str = "0.3.1",
-    entry: str | None = None,
-) -> None:
-    """A distribution as pip leaves it: the module and a dist-info with METADATA and
-    entry_points.txt (group `skillopt`)."""
-    site.mkdir(parents=True, exist_ok=True)
-    (site / f"{module}.py").write_text(source, encoding="utf-8")
-    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(
-        f"[skillopt]\ndemo = {entry or module + ':register'}\n", encoding="utf-8"
-    )
 
 
 @pytest.fixture

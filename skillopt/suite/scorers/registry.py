@@ -15,14 +15,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from skillopt._util.text import did_you_mean
-from skillopt.errors import first_error
+from skillopt.errors import InputError, first_error
+from skillopt.plugins.catalog import BUILTIN, PluginError
 from skillopt.suite.scorers.base import Scorer
 
 
 def scorer_class(kind: str) -> type[Scorer[Any]]:
     """The scorer class registered as `kind`. Raises `ValueError` for an unknown
     name, `PluginError` for one that cannot be loaded or is misdeclared."""
-    from skillopt.plugins import PluginError, registry
+    from skillopt.plugins import registry
 
     reg = registry()
     entry = reg.find("scorer", kind)
@@ -100,3 +101,19 @@ def build_scorer(spec: Any, base_dir: Path) -> Scorer[Any]:
         return cls(parsed, base_dir)
     except re.error as exc:
         raise ValueError(f"scorer {kind!r}: invalid pattern: {exc}") from None
+    except (ValueError, InputError):
+        raise
+    except (Exception, SystemExit) as exc:
+        origin = _origin(kind)
+        if origin == BUILTIN:
+            raise
+        raise PluginError(
+            f"the scorer {kind!r} from {origin} failed to build: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def _origin(kind: str) -> str:
+    from skillopt.plugins import registry
+
+    entry = registry().find("scorer", kind)
+    return entry.origin if entry is not None else BUILTIN
