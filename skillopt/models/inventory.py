@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from skillopt.config import ModelSettings, resolve_settings
+from skillopt.config import resolve_settings
+from skillopt.config.sections import ModelSettings
 from skillopt.models import keys
 
 

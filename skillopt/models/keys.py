@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from skillopt.config import ModelSettings
+from skillopt.config.sections import ModelSettings
 
 
 @dataclass(frozen=True)

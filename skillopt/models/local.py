@@ -32,7 +32,7 @@ from skillopt.models.local_prompt import (
 from skillopt.models.local_weights import cache_dir, gguf_package
 
 if TYPE_CHECKING:
-    from skillopt.config import ModelSettings
+    from skillopt.config.sections import ModelSettings
 
 # bump when the way a prompt is evaluated changes what the model answers: it is in
 # every fingerprint, so rollouts stored by an older evaluation are not served.

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from skillopt.config import ModelSettings
+from skillopt.config.sections import ModelSettings
 from skillopt.errors import InputError, MissingCredentials
 from skillopt.models.base import HasContextWindow, Model
 from skillopt.models.remote import RemoteModel

@@ -20,10 +20,12 @@ SCHEDULES = ("constant", "linear", "cosine")
 def edit_budget(
     step: int, total_steps: int, *, max_edits: int, min_edits: int, schedule: str = "cosine"
 ) -> int:
-    """Edits allowed at `step` (0-based) of `total_steps`."""
+    """Edits allowed at `step` (0-based) of `total_steps`: never more than
+    `max_edits` (a default minimum above it follows it down; a minimum given above
+    it is refused by the settings)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown schedule {schedule!r}; choose {', '.join(SCHEDULES)}")
-    low, high = min(min_edits, max_edits), max(min_edits, max_edits)
+    low, high = min(min_edits, max_edits), max_edits
     if schedule == "constant" or total_steps <= 1:
         return high
     t = min(max(step, 0), total_steps - 1) / (total_steps - 1)

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from skillopt.errors import InputError
 from skillopt.optimize.schedule import (
     PROTECT_SAMPLE,
     SCHEDULES,
@@ -55,8 +56,35 @@ def test_single_step_is_max(schedule):
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
-def test_swapped_min_max(schedule):
-    assert sequence(schedule, 8, max_edits=2, min_edits=4) == sequence(schedule, 8, 4, 2)
+def test_lr_is_the_cap_when_the_minimum_is_above_it(schedule):
+    # `--lr 1` alone leaves the default min_lr (2) above it: 1 edit a step, never 2
+    assert sequence(schedule, 8, max_edits=1, min_edits=2) == [1] * 8
+
+
+def test_a_min_lr_given_above_lr_is_refused_naming_both(isolated):
+    from helpers import write_skill, write_suite
+    from typer.testing import CliRunner
+
+    from skillopt.cli.main import app
+    from skillopt.config import Settings, resolve_settings
+
+    with pytest.raises(InputError, match=r"min_lr \(5\) is above lr \(1\)"):
+        resolve_settings({"lr": 1, "min_lr": 5})
+    assert resolve_settings({"lr": 1}).lr == 1  # the default min_lr follows it down
+    # one layer alone is not judged: a later one may raise lr
+    project = isolated / "skillopt.yaml"
+    project.write_text("min_lr: 5\n")
+    assert resolve_settings({"lr": 6}, project_file=project).min_lr == 5
+    with pytest.raises(InputError, match="min_lr"):
+        resolve_settings({}, project_file=project)
+    with pytest.raises(ValueError, match="above lr"):
+        Settings(lr=1, min_lr=5)
+    skill = write_skill(isolated / "skills")
+    items = [{"id": f"t{i}", "input": "a", "expected": "a"} for i in range(4)]
+    suite = write_suite(isolated / "tasks.yaml", items, scorer="exact")
+    args = ["train", str(skill), "--tasks", str(suite), "--target", "scripted/echo"]
+    res = CliRunner().invoke(app, [*args, "--optimizer", "exemplars", "--lr", "1", "--min-lr", "5"])
+    assert res.exit_code == 2 and "min_lr (5) is above lr (1)" in res.stderr
 
 
 def test_unknown_schedule_raises():

@@ -1,5 +1,6 @@
 """Run settings, resolved along one path: defaults < project file < suite
-`defaults:` < `SKILLOPT_*` environment < command-line flags.
+`defaults:` < `SKILLOPT_*` environment < command-line flags. The sections of
+the harnesses and of each model are in `config.sections`.
 
 Invariants: every layer is validated by the same pydantic model (`extra="forbid"`,
 so a typo fails loudly, naming the file and key); secrets never live here — a
@@ -15,118 +16,28 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from skillopt._util.layers import find_upwards, merge_layer, read_yaml_mapping
+from skillopt.config.sections import (
+    AgentSettings,
+    ClaudeCodeSettings,
+    CodexSettings,
+    CommandSettings,
+    ModelSettings,
+)
 from skillopt.errors import InputError, first_error
 
 PROJECT_FILE = "skillopt.yaml"
 M = TypeVar("M", bound=BaseModel)
-
-
-class ModelSettings(BaseModel):
-    """How to reach one model. `params` are extra request arguments (litellm's)."""
-
-    model_config = ConfigDict(extra="forbid")
-    api_base: str | None = None
-    api_key_env: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = Field(None, gt=0)
-    timeout: float = Field(120.0, gt=0)
-    retries: int = Field(4, ge=0)
-    backoff: float = Field(1.0, ge=0)
-    params: dict[str, Any] = Field(default_factory=dict)
-    prompt_cache: bool = Field(
-        True,
-        description="mark a long system prompt (the skill) for the provider's prompt "
-        "cache where the provider needs a marker (Anthropic); never in the fingerprint",
-    )
-    client: Literal["auto", "sdk", "litellm"] = Field(
-        "auto",
-        description="how requests are sent: sdk: the provider's own SDK (openai/…, "
-        "anthropic/…); litellm: through litellm; auto: the SDK where it can send the "
-        "model's settings as litellm would, else litellm. Never in the fingerprint: "
-        "both send the same request",
-    )
-
-
-class AgentSettings(BaseModel):
-    """`agent:` — how the agent harnesses (claude-code, codex, command) run a task."""
-
-    model_config = ConfigDict(extra="forbid")
-    timeout: float = Field(600.0, gt=0, description="seconds per task; the process group is killed")
-    env: list[str] = Field(
-        default_factory=list, description="extra environment variables passed to the agent"
-    )
-    keep_workspaces: Literal["failed", "all", "none"] = "failed"
-    trace: bool = Field(True, description="record the agent's tool steps (claude: stream-json)")
-    invoke: Literal["auto", "explicit"] = Field(
-        "auto",
-        description="auto: the agent picks the skill by its description; explicit: "
-        "the prompt starts with /<name> (claude) or $<name> (codex)",
-    )
-    isolate: bool = Field(
-        True,
-        description="claude-code and codex: each rollout runs with a private HOME (and "
-        "CODEX_HOME) holding only what the CLI needs to reach its provider, so "
-        "the user's CLAUDE.md, AGENTS.md, personal skills, settings, sessions "
-        "and history neither reach a rollout nor receive anything from it; "
-        "false: the CLI runs with the user's own home",
-    )
-    pid_namespace: Literal["auto", "off"] = Field(
-        "auto",
-        description="auto: each agent runs in its own PID namespace with its own /proc "
-        "when the platform allows (Linux, util-linux unshare), so it cannot "
-        "see skillopt or any other process; off: never",
-    )
-
-
-class ClaudeCodeSettings(BaseModel):
-    """`claude_code:` — the `claude -p` invocation."""
-
-    model_config = ConfigDict(extra="forbid")
-    binary: str = "claude"
-    permission_mode: Literal[
-        "default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"
-    ] = "acceptEdits"
-    allowed_tools: list[str] | None = None
-    disallowed_tools: list[str] | None = None
-    tools: list[str] | None = None
-    max_turns: int | None = Field(30, ge=1)
-    max_retries: int = Field(
-        2,
-        ge=0,
-        description="CLAUDE_CODE_MAX_RETRIES for each rollout: "
-        "how often claude retries a failed API call "
-        "(its own default, 10, turns a bad key into "
-        "minutes of waiting)",
-    )
-    args: list[str] = Field(default_factory=list, description="extra arguments, passed as is")
-
-
-class CodexSettings(BaseModel):
-    """`codex:` — the `codex exec` invocation."""
-
-    model_config = ConfigDict(extra="forbid")
-    binary: str = "codex"
-    sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
-    args: list[str] = Field(default_factory=list, description="extra arguments, passed as is")
-
-
-class CommandSettings(BaseModel):
-    """`command:` — any program as the agent, given as an argv template."""
-
-    model_config = ConfigDict(extra="forbid")
-    argv: list[str] | str | None = None
-    output: str = Field(
-        "stdout", description="'stdout', or a file the program writes, relative to the workspace"
-    )
-    skills_dir: str = Field(
-        ".agents/skills", description="where the skill is installed in the workspace"
-    )
-    version: str = Field(
-        "1", description="change it when the program changes, so stored rollouts are not reused"
-    )
 
 
 class RaySettings(BaseModel):
@@ -275,6 +186,19 @@ class Settings(BaseModel):
 
         return parse_duration(value)
 
+    @field_validator("min_lr")
+    @classmethod
+    def _min_lr_within_lr(cls, value: int, info: ValidationInfo) -> int:
+        # only a min_lr given is checked (a default one follows lr down, `edit_budget`);
+        # one layer alone is not (a later layer may raise lr): the merged result is
+        lr = info.data.get("lr")
+        if not isinstance(info.context, _Layer) and isinstance(lr, int) and value > lr:
+            raise ValueError(
+                f"min_lr ({value}) is above lr ({lr}): the edits a step may apply decay "
+                "from lr down to min_lr"
+            )
+        return value
+
     @field_validator("gate")
     @classmethod
     def _known_gate(cls, value: str) -> str:
@@ -294,6 +218,10 @@ class _Resolved:
 
     notices: list[str]
     origins: dict[str, tuple[str, str]]
+
+
+class _Layer:
+    """The validation context of one layer on its own (`_checked`)."""
 
 
 ROLES = ("target", "judge", "optimizer")  # settings that name a model (or an optimizer)
@@ -391,8 +319,21 @@ def _checked(data: dict[str, Any], where: object) -> dict[str, Any]:
 
         data = lift_sections(data, unknown, where)
     try:
-        Settings(**data)
+        Settings.model_validate(data, context=_Layer())
     except ValidationError as exc:
         field, msg = first_error(exc, {"extra_forbidden": "unknown setting"})
         raise InputError(msg, path=where, field=field) from None
     return data
+
+
+__all__ = [
+    "PROJECT_FILE",
+    "AgentSettings",
+    "ClaudeCodeSettings",
+    "CodexSettings",
+    "CommandSettings",
+    "ModelSettings",
+    "RaySettings",
+    "Settings",
+    "resolve_settings",
+]
