@@ -57,6 +57,7 @@ class TrainOptions(BudgetOptions, total=False):
     max_regressions: int | None
     alpha: float | None
     gate_full: bool | None
+    allow_long_skill: bool | None
     slow_update: bool | None
     stall_patience: int | None
     seed: int | None

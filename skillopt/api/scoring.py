@@ -58,6 +58,7 @@ def evaluate(
     max_target_rollouts: int | None = None,
     time_limit: float | str | None = None,
     allow_unpriced: bool | None = None,
+    allow_long_skill: bool | None = None,
     settings: Settings | None = None,
     observers: Sequence[Observer] = (),
     warn: Warn | None = None,
@@ -89,6 +90,7 @@ def evaluate(
         max_target_rollouts=max_target_rollouts,
         time_limit=time_limit,
         allow_unpriced=allow_unpriced,
+        allow_long_skill=allow_long_skill,
     )
     return scoring.evaluate(
         skill,
@@ -124,6 +126,7 @@ def validate(
     max_target_rollouts: int | None = None,
     time_limit: float | str | None = None,
     allow_unpriced: bool | None = None,
+    allow_long_skill: bool | None = None,
     settings: Settings | None = None,
     observers: Sequence[Observer] = (),
     warn: Warn | None = None,
@@ -144,6 +147,7 @@ def validate(
         max_target_rollouts=max_target_rollouts,
         time_limit=time_limit,
         allow_unpriced=allow_unpriced,
+        allow_long_skill=allow_long_skill,
     )
     return run_validate(
         skill,

@@ -202,6 +202,13 @@ TimeLimit = Annotated[
         show_default=False,
     ),
 ]
+AllowLongSkill = Annotated[
+    bool,
+    typer.Option(
+        "--allow-long-skill",
+        help="Score a skill longer than the target's context window (refused otherwise).",
+    ),
+]
 AllowUnpriced = Annotated[
     bool,
     typer.Option(

@@ -14,6 +14,7 @@ from rich.table import Table
 from skillopt import api
 from skillopt._util import display
 from skillopt.cli.common import (
+    AllowLongSkill,
     AllowUnpriced,
     BudgetUsd,
     Concurrency,
@@ -83,6 +84,7 @@ def eval_cmd(
     max_target_rollouts: MaxTargetRollouts = None,
     time_limit: TimeLimit = None,
     allow_unpriced: AllowUnpriced = False,
+    allow_long_skill: AllowLongSkill = False,
     json_file: JsonOut = None,
 ) -> None:
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
@@ -106,6 +108,7 @@ def eval_cmd(
             max_target_rollouts=max_target_rollouts,
             time_limit=time_limit,
             allow_unpriced=True if allow_unpriced else None,
+            allow_long_skill=True if allow_long_skill else None,
             observers=[ProgressObserver(progress)],
             warn=warn,
         )

@@ -15,6 +15,7 @@ from skillopt import api
 from skillopt._util import display
 from skillopt._util.text import safe
 from skillopt.cli.common import (
+    AllowLongSkill,
     AllowUnpriced,
     BudgetUsd,
     Concurrency,
@@ -234,6 +235,7 @@ def validate_cmd(
     max_target_rollouts: MaxTargetRollouts = None,
     time_limit: TimeLimit = None,
     allow_unpriced: AllowUnpriced = False,
+    allow_long_skill: AllowLongSkill = False,
 ) -> None:
     """CI gate: lint, then score the skill; exit 1 below --min-score or past --max-regressions."""
     if fmt not in (None, "text", "json"):
@@ -263,6 +265,7 @@ def validate_cmd(
             max_target_rollouts=max_target_rollouts,
             time_limit=time_limit,
             allow_unpriced=True if allow_unpriced else None,
+            allow_long_skill=True if allow_long_skill else None,
             observers=[ProgressObserver(progress)],
             warn=warn,
         )

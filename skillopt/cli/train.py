@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from skillopt import api
 from skillopt.cli.common import (
+    AllowLongSkill,
     AllowUnpriced,
     BudgetUsd,
     Concurrency,
@@ -252,6 +253,7 @@ def train_cmd(
     max_optimizer_calls: MaxOptimizerCalls = None,
     time_limit: TimeLimit = None,
     allow_unpriced: AllowUnpriced = False,
+    allow_long_skill: AllowLongSkill = False,
     replay: Annotated[
         Optional[str],
         typer.Option(

@@ -135,6 +135,11 @@ class Settings(BaseModel):
     time_limit: float | None = Field(
         None, description="wall-clock limit of one invocation: seconds, or e.g. '45m', '2h'"
     )
+    allow_long_skill: bool = Field(
+        False,
+        description="score a skill longer than the target's context window (or, when the "
+        "window is unknown, than 1,000,000 tokens); refused otherwise",
+    )
     allow_unpriced: bool = Field(
         False,
         description="with budget_usd, run even when a model's price is unknown (the budget "

@@ -105,15 +105,35 @@ def check_skill(skill: Skill, source: str | Path | None = None) -> list[Problem]
     return [p for p in problems if p.severity == "warning"]
 
 
-def context_warnings(skill: Skill, target: Model | None) -> list[Problem]:
-    """A warning when the skill would fill much of the target's context window."""
+# no target takes more: the largest context windows are a million tokens
+MAX_SKILL_TOKENS = 1_000_000
+
+
+def check_context(skill: Skill, target: Model | None, settings: Settings) -> list[Problem]:
+    """The skill's size against the target's context window (or, when the window is
+    unknown, `MAX_SKILL_TOKENS`): above it nothing can be scored, so it is refused
+    before any call unless `allow_long_skill`; above half of it, a warning."""
     window = context_window(target) if target is not None else None
     tokens = len(skill.text) // 4
+    where = skill.root / SKILL_FILE if skill.root else Path(skill.name)
+    limit = window or MAX_SKILL_TOKENS
+    if tokens > limit and not settings.allow_long_skill:
+        whose = (
+            f"{target.name}'s {window:,}-token context"
+            if target is not None and window
+            else f"the {MAX_SKILL_TOKENS:,} tokens any model takes"
+        )
+        raise InputError(
+            f"the skill is about {tokens:,} tokens, more than {whose}: nothing was "
+            "scored (pass --allow-long-skill, or `allow_long_skill: true`, to run it anyway)",
+            path=where,
+            field="body",
+        )
     if target is None or not window or tokens <= window // 2:
         return []
     return [
         Problem(
-            skill.root / SKILL_FILE if skill.root else Path(skill.name),
+            where,
             "body",
             f"about {tokens:,} tokens: more than half of {target.name}'s "
             f"{window:,}-token context, so tasks and answers may not fit",

@@ -16,8 +16,8 @@ from skillopt.eval.context import (
     Context,
     Warn,
     budget_guard,
+    check_context,
     check_skill,
-    context_warnings,
     load,
     prepare,
     settings_for,
@@ -81,7 +81,7 @@ def evaluate(
         ledger=ledger,
     )
     try:
-        tell(warn, warnings + context_warnings(the_skill, ctx.target))
+        tell(warn, warnings + check_context(the_skill, ctx.target, ctx.settings))
         tell(warn, ctx.settings.notices)
         tell(warn, refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx)))
         return _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers, ledger)

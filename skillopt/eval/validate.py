@@ -56,6 +56,7 @@ def validate(
     from skillopt.eval import credentials
     from skillopt.eval.context import (
         budget_guard,
+        check_context,
         prepare,
         settings_for,
         unpriced_roles,
@@ -117,12 +118,13 @@ def validate(
         )
         try:
             unpriced = refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx))
+            sized = check_context(skill, ctx.target, ctx.settings)
         except BaseException:
             ctx.store.close()
             raise
         if warn is not None:
-            for notice in [*ctx.settings.notices, *unpriced]:
-                warn(notice)
+            for notice in [*sized, *ctx.settings.notices, *unpriced]:
+                warn(str(notice))
         guard = budget_guard(ctx, ledger, skill)
         engine = ctx.engine(observers, run_id=ledger if guard else None, guard=guard)
         start = time.perf_counter()

@@ -30,8 +30,8 @@ from skillopt.errors import (
 from skillopt.eval import credentials
 from skillopt.eval.context import (
     Warn,
+    check_context,
     check_skill,
-    context_warnings,
     load,
     object_name,
     resolve_target,
@@ -146,7 +146,7 @@ def plan(
     if parts.harness is None and not takes_model(settings.harness):
         build_harness(settings)  # validates its settings; runs nothing
     result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer)
-    problems = [*warnings, *context_warnings(the_skill, target), *split_warnings(suite_obj)]
+    problems = [*warnings, *check_context(the_skill, target, settings), *split_warnings(suite_obj)]
     notes = [*result.notes, *(f"warning: {p}" for p in problems), *settings.notices]
     return replace(result, notes=notes, missing_keys=keys)
 
@@ -209,7 +209,7 @@ def start(
         observers=observers,
         warnings=[
             *warnings,
-            *context_warnings(the_skill, target),
+            *check_context(the_skill, target, settings),
             *split_warnings(suite_obj),
             *settings.notices,
         ],

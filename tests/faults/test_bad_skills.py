@@ -156,7 +156,7 @@ def test_a_skill_filling_the_targets_context_is_warned_about_once(isolated, suit
     skill = write_skill(
         isolated / "skills",
         "demo",
-        body="# Demo\n\n" + "Answer with the input, exactly. " * 200 + "\n",
+        body="# Demo\n\n" + "Answer with the input, exactly. " * 90 + "\n",
     )
     try:
         result = CliRunner().invoke(
@@ -189,3 +189,47 @@ def test_a_huge_skill_is_warned_about_by_lint(isolated):
     skill = write_skill(isolated / "skills", "demo", body="# Demo\n\n" + "x" * 200_000 + "\n")
     result = CliRunner().invoke(app, ["lint", str(skill)])
     assert "200,009 characters" in result.output or "characters (about" in result.output
+
+
+def _long_skill_commands(skill, suite, target: str) -> dict[str, list[str]]:
+    base = ["--tasks", str(suite), "--target", target]
+    return {
+        "eval": ["eval", str(skill), *base],
+        "validate": ["validate", str(skill), *base],
+        "train": ["train", str(skill), *base, "--optimizer", "exemplars", "--epochs", "1"],
+    }
+
+
+def test_a_skill_longer_than_the_targets_context_is_refused_unless_allowed(isolated, suite):
+    model = SmallContext(lambda m: m[-1]["content"], name="scripted/small")
+    register_model("scripted/small", model)
+    # about 1,600 tokens: more than the whole 1,000-token window
+    skill = write_skill(isolated / "skills", "demo", body="# Demo\n\n" + "Say it back. " * 500)
+    try:
+        refused = {}
+        for name, args in _long_skill_commands(skill, suite, "scripted/small").items():
+            refused[name] = CliRunner().invoke(app, args)
+            assert model.call_count == 0, name  # refused before any call
+        allowed = CliRunner().invoke(
+            app,
+            [*_long_skill_commands(skill, suite, "scripted/small")["eval"], "--allow-long-skill"],
+        )
+    finally:
+        unregister_model("scripted/small")
+    for name, result in refused.items():
+        assert result.exit_code == 2, (name, result.output)
+        text = " ".join(result.stderr.split())
+        assert "SKILL.md: field 'body': the skill is about 1,6" in text, name
+        assert "tokens, more than scripted/small's 1,000-token context" in text, name
+        assert "--allow-long-skill" in text, name
+    assert not (isolated / "runs").exists() or not any((isolated / "runs").glob("demo-*"))
+    assert allowed.exit_code == 0, allowed.output
+    assert model.call_count > 0
+
+
+def test_a_skill_longer_than_any_context_is_refused_when_the_window_is_unknown(isolated, suite):
+    # scripted/echo says no window: the bound is the largest any model takes
+    skill = write_skill(isolated / "skills", "demo", body="# Demo\n\n" + "y" * 4_000_100 + "\n")
+    result = CliRunner().invoke(app, _long_skill_commands(skill, suite, "scripted/echo")["eval"])
+    assert result.exit_code == 2, result.output
+    assert "more than the 1,000,000 tokens any model takes" in " ".join(result.stderr.split())
