@@ -370,6 +370,11 @@ def test_rollouts_in_flight_at_a_kill_are_counted(world, reference):
     assert got["decisions"] == reference["decisions"]
     assert_counts_what_was_received(got["accounting"], provider)
     assert got["accounting"]["target_estimated"] == 4
+    # the report and the console say which part of the totals is estimated
+    said = "4 target rollouts in flight when the run was killed, counted as spent"
+    assert said in (run_dir(world) / "report.md").read_text()
+    assert said in (run_dir(world) / "report.html").read_text()
+    assert said in " ".join(resumed.stdout.split())
 
 
 def test_max_optimizer_calls_holds_across_a_kill(world, reference):
