@@ -131,7 +131,7 @@ def _spend_section(d: dict[str, Any]) -> str:
         f"{escape(display.spent(acct.get('target_cost'), acct.get('target_calls', 0)))}, "
         f"optimizer cost "
         f"{escape(display.spent(acct.get('optimizer_cost'), acct.get('optimizer_calls', 0)))}."
-        + (f" Of these, {escape(est)}." if (est := estimated_line(acct)) else "")
+        + (f" {escape(est[0].upper() + est[1:])}." if (est := estimated_line(acct)) else "")
         + "</p>"
     )
     table = (
