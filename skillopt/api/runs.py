@@ -161,3 +161,10 @@ def cached_tokens_line(accounting: dict[str, Any]) -> str | None:
     from skillopt.runs import summary
 
     return summary.cached_tokens_line(accounting)
+
+
+def estimated_line(accounting: dict[str, Any]) -> str | None:
+    """Which part of a run's totals is estimated (calls in flight at a kill), if any."""
+    from skillopt.runs import summary
+
+    return summary.estimated_line(accounting)

@@ -137,6 +137,9 @@ def render_summary(result: TrainResult) -> None:
     cached = api.cached_tokens_line(acct)
     if cached:  # only with a provider's prompt cache
         out.print(cached, soft_wrap=True)
+    estimated = api.estimated_line(acct)
+    if estimated:  # only after a kill with calls in flight
+        out.print(estimated, soft_wrap=True)
     out.print(f"best skill: {escape(str(result.run_dir / 'best' / 'SKILL.md'))}", soft_wrap=True)
     if result.report_html is not None:
         out.print(f"report: {escape(str(result.report_html))} · report.md", soft_wrap=True)

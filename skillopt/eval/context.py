@@ -20,7 +20,7 @@ from skillopt.errors import BadSkill, InputError
 from skillopt.harness import Harness, build_harness, takes_model
 from skillopt.models.base import Model, Usage
 from skillopt.models.resolve import context_window, resolve_model
-from skillopt.rollouts.budget import Guard
+from skillopt.rollouts.budget import Guard, Priors
 from skillopt.rollouts.engine import Observer, RolloutEngine
 from skillopt.skill.document import SKILL_FILE, Skill, resolve_skill_file
 from skillopt.skill.lint import Problem, is_run_best, lint_loaded, lint_skill
@@ -177,11 +177,13 @@ class Context:
         run_id: str | None = None,
         guard: Guard | None = None,
         offline: bool = False,
+        priors: Priors | None = None,
     ) -> RolloutEngine:
         """An engine over this context; with `run_id`, what it pays is written to the
-        store's spend ledger under that run; with `guard`, each batch it pays for is
-        checked against the budget first; `offline` (a replay), it pays for nothing
-        and a rollout the store does not hold raises `ReplayMiss`."""
+        store's spend ledger under that run (each rollout before it starts, at the
+        estimate `priors` give, or the guard's); with `guard`, each batch it pays for
+        is checked against the budget first; `offline` (a replay), it pays for
+        nothing and a rollout the store does not hold raises `ReplayMiss`."""
         remote = None
         if self.settings.executor == "ray":
             from skillopt.rollouts.ray_executor import RayExecutor
@@ -197,6 +199,7 @@ class Context:
             guard=guard,
             remote=remote,
             offline=offline,
+            priors=priors or (guard.priors if guard is not None else Priors()),
         )
 
 
@@ -243,10 +246,17 @@ def prepare(
 
 @dataclass(frozen=True)
 class JudgeMeter:
-    """A `Meter` writing the judge's calls to `store`'s spend ledger under `ledger`."""
+    """A `Meter` writing the judge's calls to `store`'s spend ledger under `ledger`,
+    each reserved before it is sent (its price unknown until it returns)."""
 
     store: RolloutStore
     ledger: str
+
+    def reserve(self) -> int:
+        return self.store.reserve(self.ledger, "judge", "call", None)
+
+    def settle(self, reservation: int, calls: int, usage: Usage, cost: float | None) -> None:
+        self.store.settle(reservation, calls, usage, cost)
 
     def __call__(self, calls: int, usage: Usage, cost: float | None) -> None:
         self.store.record_call(
@@ -307,20 +317,36 @@ def unpriced_roles(ctx: Context, optimizer: object = None) -> list[str]:
     return out
 
 
-def budget_guard(ctx: Context, ledger: str, skill: Skill, optimizer: object = None) -> Guard | None:
+def run_priors(ctx: Context, skill: Skill, optimizer: object = None) -> Priors:
+    """The dry run's price of one rollout of `skill` and, when `optimizer` is backed by
+    a model (or is one), of one optimizer call: what a budget projects with before
+    the run has paid anything, and what a call in flight is counted at."""
+    from skillopt.optimize.plan import priors
+
+    s = ctx.settings
+    model = optimizer.model if isinstance(optimizer, ModelBacked) else optimizer
+    return priors(skill, ctx.suite, s, ctx.target or s.target or "", model)
+
+
+def budget_guard(
+    ctx: Context,
+    ledger: str,
+    skill: Skill,
+    optimizer: object = None,
+    *,
+    known: Priors | None = None,
+) -> Guard | None:
     """The settings' budget as a `Guard` over what the store's spend ledger holds
     under `ledger` (a run id); None when no budget is set. The price of `optimizer`'s
-    model, when it has one, projects its first calls."""
-    from skillopt.optimize.plan import priors
+    model, when it has one, projects its first calls (`known`: those priors, already
+    made)."""
     from skillopt.rollouts.budget import Budget, Spent
 
     budget = Budget.of(ctx.settings)
     if not budget.is_set:
         return None
-    s = ctx.settings
-    model = optimizer.model if isinstance(optimizer, ModelBacked) else None
     return Guard(
         budget,
         lambda: Spent.from_ledger(ctx.store.spend(ledger)),
-        priors=priors(skill, ctx.suite, s, ctx.target or s.target or "", model),
+        priors=known or run_priors(ctx, skill, optimizer),
     )

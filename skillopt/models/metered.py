@@ -3,12 +3,14 @@
 Invariant: the report is made before `complete` returns or raises, so a ledger fed
 by it (the rollout store's `spend` table) holds every paid call even when the
 process is killed right after: a run's accounting is never lost with a checkpoint.
+A meter that `Reserves` is told of each call *before* it is sent as well, so a call
+in flight when the process is killed is counted too (the provider may bill it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from skillopt.errors import ModelError
 from skillopt.models.base import (
@@ -23,6 +25,16 @@ from skillopt.models.base import (
 
 # (provider requests made, usage, cost in USD or None when unknown)
 Meter = Callable[[int, Usage, "float | None"], None]
+
+
+@runtime_checkable
+class Reserves(Protocol):
+    """A meter that records a call before it is sent (`reserve`, which gives the
+    reservation) and settles it with the call's report instead of being called."""
+
+    def reserve(self) -> int: ...
+
+    def settle(self, reservation: int, calls: int, usage: Usage, cost: float | None) -> None: ...
 
 
 class ModelWrapper:
@@ -53,7 +65,10 @@ class ModelWrapper:
 
 class MeteredModel(ModelWrapper):
     """`model`, with `meter` called once per `complete` (a failed call reports its
-    requests at no cost: providers do not bill refused requests)."""
+    requests at no cost: providers do not bill refused requests). A meter that
+    `Reserves` reserves each call before it is sent and settles it instead; a call
+    that neither returns nor fails as a `ModelError` (the process is interrupted
+    mid-call) stays reserved: counted at its estimate."""
 
     def __init__(self, model: Model, meter: Meter):
         self.model = model
@@ -61,10 +76,20 @@ class MeteredModel(ModelWrapper):
         self._meter = meter
 
     def complete(self, prompt: Prompt, **params: Any) -> Completion:
+        meter = self._meter
+        reservation = meter.reserve() if isinstance(meter, Reserves) else None
         try:
             reply = self.model.complete(prompt, **params)
         except ModelError as exc:
-            self._meter(exc.attempts, Usage(), 0.0)
+            self._report(reservation, exc.attempts, Usage(), 0.0)
             raise
-        self._meter(reply.attempts, reply.usage, reply.cost)
+        self._report(reservation, reply.attempts, reply.usage, reply.cost)
         return reply
+
+    def _report(
+        self, reservation: int | None, calls: int, usage: Usage, cost: float | None
+    ) -> None:
+        if reservation is not None and isinstance(self._meter, Reserves):
+            self._meter.settle(reservation, calls, usage, cost)
+        else:
+            self._meter(calls, usage, cost)

@@ -21,6 +21,10 @@ Invariants (the bounds the tests check):
   optimizer calls).
 - Time: no batch starts after the limit; the batch in flight finishes, so a run
   ends within the limit plus one batch's time.
+- What was sent counts, answered or not: every rollout and call is in the ledger
+  (at its estimate, `Priors`) before it is sent, so a run resumed after a kill
+  counts the ones that were in flight against every limit, and
+  `--max-optimizer-calls` holds across kills.
 - Every role counts: target rollouts (an agent CLI's own reported cost included),
   optimizer calls and judge calls. A price that is unknown is never counted as 0:
   with a USD budget set, an unpriced model is refused up front unless allowed
@@ -209,10 +213,25 @@ class BudgetExceeded(SkilloptError):
 @dataclass(frozen=True)
 class Priors:
     """Prices to project with before the run has paid anything: USD per rollout and
-    per optimizer call (None: unknown, projected as 0)."""
+    per optimizer call (None: unknown, projected as 0). They also price a rollout or
+    call recorded before it is sent (`Ledger.reserve`): one left pending by a killed
+    process counts at that estimate."""
 
     rollout_usd: float | None = None
     call_usd: float | None = None
+
+    def rollout(self, s: Spent) -> float | None:
+        """What one more rollout is estimated to cost: the run's own average price per
+        rollout once it has one, else the dry run's."""
+        if s.target_rollouts and s.target_usd:
+            return s.target_usd / s.target_rollouts
+        return self.rollout_usd
+
+    def call(self, s: Spent) -> float | None:
+        """What one more optimizer call is estimated to cost, likewise."""
+        if s.optimizer_calls and s.optimizer_usd:
+            return s.optimizer_usd / s.optimizer_calls
+        return self.call_usd
 
 
 class Guard:
@@ -276,7 +295,8 @@ class Guard:
                 f"limit {b.optimizer_calls:,}",
             )
         if b.usd is not None:
-            projected = rollouts * self._per_rollout(s) + calls * self._per_call(s)
+            per_rollout = self.priors.rollout(s) or 0.0
+            projected = rollouts * per_rollout + calls * (self.priors.call(s) or 0.0)
             if s.usd >= b.usd or s.usd + projected > b.usd:
                 self._stop(
                     "usd",
@@ -284,16 +304,6 @@ class Guard:
                     f"{display.money(s.usd)} spent, the next batch ≈{display.money(projected)}, "
                     f"budget {usd(b.usd)}",
                 )
-
-    def _per_rollout(self, s: Spent) -> float:
-        if s.target_rollouts and s.target_usd:
-            return s.target_usd / s.target_rollouts
-        return self.priors.rollout_usd or 0.0
-
-    def _per_call(self, s: Spent) -> float:
-        if s.optimizer_calls and s.optimizer_usd:
-            return s.optimizer_usd / s.optimizer_calls
-        return self.priors.call_usd or 0.0
 
     def _stop(self, limit: str, where: str, detail: str) -> None:
         raise BudgetExceeded(

@@ -8,7 +8,9 @@ Invariants:
   *unscored* rollout: stored for inspection, excluded from every mean, and run
   again next time. It is never a score of 0.
 - Each finished rollout is written to the store as soon as it exists, so an
-  interrupted run loses nothing already scored.
+  interrupted run loses nothing already scored. With a run id, a rollout is in the
+  spend ledger before it starts (pending, at its estimate; its row replaces that
+  one when stored): one in flight at a kill counts as spent, a store hit never.
 - Processes sharing a store never pay for one rollout twice: an engine claims a
   rollout (a lease, renewed while it runs) just before running it, and waits for
   the result of one another live process holds, taking it over if that process
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from skillopt.harness.base import Cancellable, Harness, ReleasesWorkspaces
 from skillopt.models.base import Model
 from skillopt.rollouts.batch import Batch, Finished, Job
-from skillopt.rollouts.budget import Guard
+from skillopt.rollouts.budget import Guard, Priors, Spent
 from skillopt.rollouts.job import run_one
 from skillopt.rollouts.lease import POLL_S, Heartbeat
 from skillopt.rollouts.record import Rollout, RolloutCache, canonical_json, fingerprint
@@ -68,7 +70,8 @@ class RolloutEngine:
     is written to the store's spend ledger under that run. With `guard`, a batch
     whose rollouts the store cannot serve is checked against the run's budget
     before any of it starts (`BudgetExceeded`). An `offline` engine (a replay) pays
-    for nothing: a rollout the store does not hold raises `ReplayMiss`."""
+    for nothing: a rollout the store does not hold raises `ReplayMiss`. `priors`
+    price a rollout recorded before it starts until the run has an average."""
 
     def __init__(
         self,
@@ -82,8 +85,10 @@ class RolloutEngine:
         guard: Guard | None = None,
         remote: RayExecutor | None = None,
         offline: bool = False,
+        priors: Priors = Priors(),
     ):
         self.harness = harness
+        self.priors = priors
         # rollouts run as Ray tasks (`executor: ray`); None: in this process's threads
         self.remote = remote
         self.guard = guard  # checks the run's budget before each batch it pays for
@@ -161,7 +166,10 @@ class RolloutEngine:
                 self.guard.before(rollouts=len(pending), where=label)
             if not skill.is_empty:
                 self.store.remember_skill(skill_hash, skill.text)
-            self._run_pending(skill, pending, batch, until)
+            price = None  # what each rollout of the batch counts at until it is stored
+            if self.run_id is not None:
+                price = self.priors.rollout(Spent.from_ledger(self.store.spend(self.run_id)))
+            self._run_pending(skill, pending, batch, until, price)
         ran = [(r, k) for r, (k, _) in zip(batch.results, keys) if r is not None]
         if self.run_id is not None:
             if batch.cached:
@@ -176,7 +184,12 @@ class RolloutEngine:
         self._emit(RolloutEvent(batch.label, served, batch.done, batch.total))
 
     def _run_pending(
-        self, skill: Skill, pending: list[Job], batch: Batch, until: Until | None = None
+        self,
+        skill: Skill,
+        pending: list[Job],
+        batch: Batch,
+        until: Until | None = None,
+        price: float | None = None,
     ) -> None:
         """Claim, run and collect the store's misses; wait for the ones another
         process holds.
@@ -213,18 +226,19 @@ class RolloutEngine:
 
         def work(job: Job) -> None:
             try:
-                finished.put((job.i, self._one(skill, job), None))
+                finished.put((job.i, self._one(skill, job, price), None))
             except BaseException as exc:  # re-raised in the caller's thread
                 finished.put((job.i, None, exc))
 
         def arrived(
-            i: int, fp: dict[str, Any], rollout: Rollout | None, exc: BaseException | None
+            job: Job, reserved: int | None, rollout: Rollout | None, exc: BaseException | None
         ) -> None:
             """A Ray task's result, in the executor's thread: stored here (the driver
             is the store's one writer), then handed to the loop."""
+            i = job.i
             if rollout is not None:
                 try:
-                    self.store.put(rollout, fp, run_id=self.run_id)
+                    self.store.put(rollout, job.fp, run_id=self.run_id, reserved=reserved)
                 except BaseException as failed:
                     rollout, exc = None, failed
             finished.put((i, rollout, exc))
@@ -233,9 +247,10 @@ class RolloutEngine:
             nonlocal in_flight
             in_flight += 1
             if remote is not None:
+                reserved = self._reserve(job, price)  # a task submitted is a task running
 
                 def done(r: Rollout | None, e: BaseException | None, job: Job = job) -> None:
-                    arrived(job.i, job.fp, r, e)
+                    arrived(job, reserved, r, e)
 
                 remote.submit(skill, job.task, job.sample, job.key, done)
             elif pool is None:
@@ -282,7 +297,7 @@ class RolloutEngine:
                             waiting.setdefault(job.key, []).append(job)
                 if ready:
                     job = ready.popleft()
-                    collect(job.i, self._one(skill, job))
+                    collect(job.i, self._one(skill, job, price))
                 elif in_flight:
                     try:  # wake up now and then so Ctrl-C is seen and others are polled
                         i, rollout, exc = finished.get(timeout=POLL_S if waiting else 0.25)
@@ -352,11 +367,18 @@ class RolloutEngine:
             return True
         return False
 
-    def _one(self, skill: Skill, job: Job) -> Rollout:
+    def _reserve(self, job: Job, price: float | None) -> int | None:
+        """The rollout about to start, recorded as spent at `price` (with a run id)."""
+        if self.run_id is None:
+            return None
+        return self.store.reserve(self.run_id, "target", "rollout", price, key=job.key)
+
+    def _one(self, skill: Skill, job: Job, price: float | None) -> Rollout:
+        reserved = self._reserve(job, price)
         rollout = run_one(
             self.harness, self._releases, self.judge, skill, job.task, job.sample, job.key
         )
-        self.store.put(rollout, job.fp, run_id=self.run_id)
+        self.store.put(rollout, job.fp, run_id=self.run_id, reserved=reserved)
         return rollout
 
     def _emit(self, event: RolloutEvent) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from skillopt.models.base import Usage
 
 if TYPE_CHECKING:
-    from skillopt.rollouts.spend import Spend
+    from skillopt.rollouts.spend import Role, Spend
     from skillopt.suite.task import Task
 
 
@@ -100,8 +100,10 @@ class RolloutCache(Protocol):
     (a key another live owner holds is left out), `renew` extends every lease of an
     owner, `release` frees the given keys; `note_uses` records which rollouts a
     run used (for its bundle); `spend` sums what a run paid, from the ledger that
-    `put` (with a run id) and `record_cached` write. None of them raises for one
-    rollout's content (texts are made storable on write)."""
+    `put` (with a run id) and `record_cached` write; `reserve` records a rollout
+    as spent before it starts, at its estimate, and `put(..., reserved=)` settles
+    it. None of them raises for one rollout's content (texts are made storable on
+    write)."""
 
     shared: bool
     lease_ttl: float
@@ -109,8 +111,17 @@ class RolloutCache(Protocol):
     def get_many(self, keys: Iterable[str]) -> Mapping[str, Rollout]: ...
 
     def put(
-        self, rollout: Rollout, fingerprint: dict[str, Any], run_id: str | None = None
+        self,
+        rollout: Rollout,
+        fingerprint: dict[str, Any],
+        run_id: str | None = None,
+        *,
+        reserved: int | None = None,
     ) -> None: ...
+
+    def reserve(
+        self, run_id: str, role: Role, kind: str, cost: float | None, *, key: str | None = None
+    ) -> int: ...
 
     def remember_skill(self, skill_hash: str, text: str) -> None: ...
 

@@ -7,6 +7,9 @@ name `Spend` without loading the store.
 Invariant: a record is a sum over ledger rows and never changes once built;
 `cost` is the sum of known prices (None while no row had one), `cost_complete`
 False as soon as one row with calls had no price (then `cost` is a lower bound).
+A row still pending (recorded before its call was sent, never settled: the
+process was killed while it was in flight) is in every total at its estimate,
+and `estimated` / `estimated_cost` say how much of the totals that is.
 Their dictionary form (`to_dict`) is built here and only here.
 """
 
@@ -26,7 +29,10 @@ class RoleSpend:
     """One role's totals. `cached`: things served from the store instead of paid
     (replies for the optimizer); `rows`: ledger rows summed; `unpriced`: rows with
     calls but no known price; `cached_input_tokens`: the part of `input_tokens`
-    read from a provider's prompt cache."""
+    read from a provider's prompt cache; `estimated`: rows still pending (a call, or
+    for the target a rollout, in flight when its process was killed), counted in
+    `calls` (one each), in the target's `rollouts` and in `cost` at their estimate,
+    `estimated_cost` of `cost`."""
 
     calls: int = 0
     input_tokens: int = 0
@@ -37,6 +43,8 @@ class RoleSpend:
     unpriced: int = 0
     cached: int = 0
     rows: int = 0
+    estimated: int = 0
+    estimated_cost: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

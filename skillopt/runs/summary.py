@@ -341,9 +341,31 @@ def markdown(summary: dict[str, Any]) -> str:
         f"{acct.get('optimizer_input_tokens', 0):,} in{_from_cache(acct, 'optimizer')}, "
         f"{acct.get('optimizer_output_tokens', 0):,} out; cost "
         f"{display.spent(acct.get('optimizer_cost'), acct.get('optimizer_calls', 0))}",
-        "",
     ]
+    estimated = estimated_line(acct)
+    if estimated:
+        lines.append(f"- {estimated[0].upper()}{estimated[1:]}")
+    lines.append("")
     return "\n".join(lines)
+
+
+def estimated_line(acct: dict[str, Any]) -> str | None:
+    """Which part of the totals is an estimate: the rollouts and calls that were in
+    flight when a process of the run was killed (the provider may have billed them),
+    counted at their estimated price; None when nothing is estimated."""
+    rollouts, calls = acct.get("target_estimated", 0), acct.get("optimizer_estimated", 0)
+    if not rollouts and not calls:
+        return None
+    parts = [
+        f"{n:,} {what}{'' if n == 1 else 's'}"
+        for n, what in ((rollouts, "target rollout"), (calls, "optimizer call"))
+        if n
+    ]
+    cost = display.money(acct.get("estimated_cost") or 0.0)
+    return (
+        f"estimated: {' and '.join(parts)} in flight when the run was killed, "
+        f"counted as spent at their estimate ({cost} of the cost)"
+    )
 
 
 def _from_cache(acct: dict[str, Any], role: str) -> str:

@@ -1,10 +1,15 @@
 """The ledger: what each run paid (`spend`), the optimizer replies kept by the key of
 their request (`replies`), and which rollouts and replies each run used (`uses`).
 
-Invariants: `spend` is append-only, one row per paid thing (a rollout, an optimizer
-or judge call, a count served from the store) written in the transaction that
-records it, so a run's totals can be read back after any crash; they are summed
-into typed records (`skillopt.rollouts.spend`) here and only here. The first reply
+Invariants: `spend` has one row per paid thing (a rollout, an optimizer or judge
+call, a count served from the store) written in the transaction that records it,
+so a run's totals can be read back after any crash; they are summed into typed
+records (`skillopt.rollouts.spend`) here and only here. A call or rollout is
+recorded *before* it is sent, as a pending row at its estimate (`reserve`), and
+settled with what it really cost once it returns (`settle`, or the rollout's own
+row replacing it in `RolloutStore.put`): a process killed while it is in flight
+leaves it pending, counted at its estimate in every total and budget, because the
+provider may have billed it. Only a settle changes a row, and only a pending one. The first reply
 stored under a key stays. Texts are made safe before they are written.
 """
 
@@ -132,6 +137,47 @@ class Ledger(Connection):
                 ),
             )
 
+    def reserve(
+        self, run_id: str, role: Role, kind: str, cost: float | None, *, key: str | None = None
+    ) -> int:
+        """Record one call (kind 'call') or rollout ('rollout', with its `key`) about to
+        be sent, as pending at the estimated `cost` (None: unknown); the id to settle
+        it with. A rollout counts as one rollout of one call until settled."""
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO spend (run_id, role, kind, key, rollouts, calls, cost, at, "
+                "pending) VALUES (?, ?, ?, ?, ?, 1, ?, ?, 1)",
+                (run_id, role, kind, key, 1 if kind == "rollout" else None, cost, time.time()),
+            )
+            reservation = cursor.lastrowid
+        assert reservation is not None  # an INSERT always gives one
+        return reservation
+
+    def settle(
+        self,
+        reservation: int,
+        calls: int,
+        usage: Usage,
+        cost: float | None,
+    ) -> None:
+        """A reserved call returned (answered, or failed after `calls` requests): its
+        row now says what it cost."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE spend SET pending = 0, calls = ?, input_tokens = ?, "
+                "output_tokens = ?, cost = ?, cached_input_tokens = ?, at = ? "
+                "WHERE id = ? AND pending = 1",
+                (
+                    calls,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    cost,
+                    usage.cached_input_tokens,
+                    time.time(),
+                    reservation,
+                ),
+            )
+
     def record_cached(self, run_id: str, count: int) -> None:
         """Record `count` rollouts served from the store (paid for by someone else)."""
         if count:
@@ -152,12 +198,15 @@ class Ledger(Connection):
                           SUM(CASE WHEN scored = 0 THEN 1 ELSE 0 END), SUM(calls),
                           SUM(input_tokens), SUM(output_tokens), SUM(cost),
                           SUM(CASE WHEN calls > 0 AND cost IS NULL THEN 1 ELSE 0 END),
-                          SUM(cached_input_tokens)
+                          SUM(cached_input_tokens), SUM(pending),
+                          SUM(CASE WHEN pending = 1 THEN cost ELSE 0 END)
                    FROM spend WHERE run_id = ? GROUP BY role, kind""",
                 (run_id,),
             ).fetchall()
         totals: dict[str, dict[str, Any]] = {role: _zero(role) for role in ROLES}
-        for role, kind, n, rollouts, unscored, calls, tin, tout, cost, unpriced, tcached in rows:
+        for row in rows:
+            role, kind, n, rollouts, unscored, calls, tin, tout, cost, unpriced, tcached = row[:11]
+            pending, pending_cost = row[11:]
             if role not in totals:
                 continue  # this code writes no other role (`Role`)
             t = totals[role]
@@ -170,6 +219,8 @@ class Ledger(Connection):
                 t["cost"] = (t["cost"] or 0.0) + cost
             t["cost_complete"] = t["cost_complete"] and not unpriced
             t["unpriced"] += unpriced
+            t["estimated"] += pending
+            t["estimated_cost"] += pending_cost or 0.0
             if role == "target":
                 if kind == "rollout":
                     t["rollouts"] += n

@@ -103,12 +103,21 @@ class RolloutStore(Claims, Ledger):
             )
             self._skills_seen.add(skill_hash)
 
-    def put(self, rollout: Rollout, fingerprint: dict[str, Any], run_id: str | None = None) -> None:
+    def put(
+        self,
+        rollout: Rollout,
+        fingerprint: dict[str, Any],
+        run_id: str | None = None,
+        *,
+        reserved: int | None = None,
+    ) -> None:
         """Insert or update one rollout and commit it. A scored row is final.
 
         In the same transaction the rollout's claim is released and, with `run_id`,
         its spend row (role 'target', kind 'rollout') is written: paid even when
-        another process's scored row was there first."""
+        another process's scored row was there first. It replaces the pending row
+        `reserved` (`Ledger.reserve`, written before the rollout started), so the
+        rollout is counted once."""
         now = time.time()
         status = "scored" if rollout.scored else "unscored"
         fp, task_id, feedback, answer, error, trajectory = safe_all(
@@ -165,6 +174,8 @@ class RolloutStore(Claims, Ledger):
             )
             if self.shared:
                 db.execute("DELETE FROM claims WHERE key = ?", (rollout.key,))
+            if reserved is not None:
+                db.execute("DELETE FROM spend WHERE id = ? AND pending = 1", (reserved,))
             if run_id is not None:
                 db.execute(
                     SPEND_INSERT,

@@ -123,6 +123,14 @@ def m006_replies(db: sqlite3.Connection) -> None:
         )""")
 
 
+def m007_pending_spend(db: sqlite3.Connection) -> None:
+    """A call or rollout recorded before it is sent (`pending` 1, at its estimate) and
+    settled with what it cost once it returns, so a process killed meanwhile leaves
+    it counted: the provider may have billed it. Rows written before this migration
+    are settled (0)."""
+    db.execute("ALTER TABLE spend ADD COLUMN pending INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_rollouts,
     m002_skills,
@@ -130,6 +138,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m004_spend,
     m005_cached_tokens,
     m006_replies,
+    m007_pending_spend,
 ]
 
 

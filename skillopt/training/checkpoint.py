@@ -116,7 +116,10 @@ class SplitScore(JsonRecord):
 class Accounting(JsonRecord):
     """What the run has spent, from the store's ledger totals and the step records.
     The counters added within version 2 are written only when nonzero: a run without
-    prompt caching writes the accounting an older skillopt reads."""
+    prompt caching writes the accounting an older skillopt reads. `*_estimated`:
+    calls (for the target, rollouts) in flight when a process of the run was
+    killed, counted in the totals at their estimate (`estimated_cost` of the costs),
+    because the provider may have billed them."""
 
     optimizer_calls: int = 0
     optimizer_input_tokens: int = 0
@@ -134,6 +137,9 @@ class Accounting(JsonRecord):
     # input tokens read from the provider's prompt cache, part of `*_input_tokens`
     target_cached_tokens: int = optional(0)
     optimizer_cached_tokens: int = optional(0)
+    target_estimated: int = optional(0)
+    optimizer_estimated: int = optional(0)
+    estimated_cost: float = optional(0.0)
 
     @classmethod
     def from_ledger(cls, spend: Spend, steps: Sequence[StepRecord]) -> Accounting:
@@ -161,8 +167,20 @@ class Accounting(JsonRecord):
             target_cost=target.cost,
             target_cached_tokens=target.cached_input_tokens,
             optimizer_cached_tokens=opt.cached_input_tokens,
+            target_estimated=target.estimated,
+            optimizer_estimated=opt.estimated,
+            estimated_cost=target.estimated_cost + opt.estimated_cost,
         )
 
 
 # written only when nonzero; read as 0 when absent
-ADDED_IN_V2 = frozenset({"target_cached_tokens", "optimizer_cached_tokens", "optimizer_served"})
+ADDED_IN_V2 = frozenset(
+    {
+        "target_cached_tokens",
+        "optimizer_cached_tokens",
+        "optimizer_served",
+        "target_estimated",
+        "optimizer_estimated",
+        "estimated_cost",
+    }
+)

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from skillopt.config import Settings
-from skillopt.eval.context import Context, Warn, budget_guard, prepare, tell, unpriced_roles
+from skillopt.eval.context import (
+    Context,
+    Warn,
+    budget_guard,
+    prepare,
+    run_priors,
+    tell,
+    unpriced_roles,
+)
 from skillopt.harness import Harness
 from skillopt.models.base import Model
 from skillopt.optimize.base import Optimizer
@@ -115,8 +123,11 @@ class RunSession:
         opened: list[RunDir | RolloutEngine] = []
         try:
             tell(warn, [*warnings])
+            # what a call or rollout in flight is counted at (and a budget projects with)
+            priors = run_priors(ctx, skill, optimizer)
             if isinstance(optimizer, OptimizerChoice):
-                optimizer = optimizer.build(settings, SpendLedger(ctx.store, run_id, offline))
+                ledger = SpendLedger(ctx.store, run_id, offline, priors)
+                optimizer = optimizer.build(settings, ledger)
             if isinstance(where, NewRun) or where.state.status != "finished":
                 # a finished run calls no model again
                 tell(warn, refuse_unpriced(Budget.of(settings), unpriced_roles(ctx, optimizer)))
@@ -130,8 +141,8 @@ class RunSession:
                     run.write_config(config)
             opened.append(run)
             initial = Skill.parse(state.initial.text)
-            guard = budget_guard(ctx, run_id, initial, optimizer)
-            engine = ctx.engine(run_id=run_id, guard=guard, offline=offline)
+            guard = budget_guard(ctx, run_id, initial, optimizer, known=priors)
+            engine = ctx.engine(run_id=run_id, guard=guard, offline=offline, priors=priors)
             opened.append(engine)
             trainer = Trainer(
                 suite=suite,

@@ -20,18 +20,30 @@ from skillopt.models.resolve import resolve_model
 from skillopt.models.stored import StoredModel
 from skillopt.optimize.base import Optimizer
 from skillopt.plugins import Entry
+from skillopt.rollouts.budget import Priors, Spent
 from skillopt.store.rollouts import RolloutStore
 
 
 @dataclass(frozen=True)
 class SpendLedger:
-    """Where a run's optimizer calls are written as they return: the store's spend
-    ledger under `run_id`, and the replies it used (for `skillopt bundle`).
+    """Where a run's optimizer calls are written: the store's spend ledger under
+    `run_id`, each call reserved before it is sent (at the estimate `priors` give)
+    and settled when it returns, and the replies it used (for `skillopt bundle`).
     `offline` (a replay): the optimizer's replies come from the store only."""
 
     store: RolloutStore
     run_id: str
     offline: bool = False
+    priors: Priors = Priors()
+
+    def reserve(self) -> int:
+        """One optimizer call about to be sent, recorded as spent at its estimate."""
+        spent = Spent.from_ledger(self.store.spend(self.run_id))
+        return self.store.reserve(self.run_id, "optimizer", "call", self.priors.call(spent))
+
+    def settle(self, reservation: int, calls: int, usage: Usage, cost: float | None) -> None:
+        """The reserved call returned: what it cost."""
+        self.store.settle(reservation, calls, usage, cost)
 
     def __call__(self, calls: int, usage: Usage, cost: float | None) -> None:
         """A `Meter`: one optimizer call, answered or failed."""

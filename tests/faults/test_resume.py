@@ -43,6 +43,11 @@ class Provider:
         self.log: list[str] = []  # category of every request received, in order
         self.answered = Counter()
         self.kill_at = None
+        # (category, n): hold requests of `category` unanswered until n of them are in
+        # flight at once, then kill the child (they are never answered)
+        self.kill_when_held: tuple[str, int] | None = None
+        self._held: list[str] = []
+        self._release = threading.Event()
         self.pid: int | None = None
         self.kills = 0
         self.drafts = 0
@@ -63,6 +68,11 @@ class Provider:
                         outer.kills += 1
                         os.kill(outer.pid, signal.SIGKILL)
                         return  # never answered: the connection just drops
+                    hold = outer.hold(category)
+                if hold:
+                    outer._release.wait()  # set once the child is dead
+                    return
+                with outer._lock:
                     content = outer.answer(category, body["messages"])
                 data = json.dumps({"content": content}).encode()
                 self.send_response(200)
@@ -75,6 +85,23 @@ class Provider:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def hold(self, category: str) -> bool:
+        """Whether to hold this request (under the lock): the n-th held kills the
+        child, which releases every held request unanswered."""
+        if self.kill_when_held is None or self.kill_when_held[0] != category:
+            return False
+        self._held.append(category)
+        if len(self._held) == self.kill_when_held[1]:
+            self.kill_when_held = None
+            self.kills += 1
+            os.kill(self.pid, signal.SIGKILL)
+            self._release.set()
+        return True
+
+    def received(self, *categories: str) -> int:
+        """Requests of these categories the provider received, answered or not."""
+        return sum(1 for c in self.log if c in categories)
 
     @property
     def url(self) -> str:
@@ -165,11 +192,12 @@ def world(isolated):
     provider.close()
 
 
-def train(world, *args: str) -> subprocess.CompletedProcess:
+def train(world, *args: str, jobs: int = 1) -> subprocess.CompletedProcess:
     provider = world["provider"]
-    env = {**os.environ, "PYTHONPATH": str(HERE), "SKILLOPT_TEST_PROVIDER": provider.url}
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "SKILLOPT_TEST_PROVIDER": provider.url}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skillopt", "train", *args, "-j", "1"],
+        [sys.executable, "-m", "skillopt", "train", *args, "-j", str(jobs)],
         cwd=world["root"],
         env=env,
         stdout=subprocess.PIPE,
@@ -181,7 +209,7 @@ def train(world, *args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
-def fresh(world, *extra: str) -> subprocess.CompletedProcess:
+def fresh(world, *extra: str, jobs: int = 1) -> subprocess.CompletedProcess:
     return train(
         world,
         *extra,
@@ -198,6 +226,7 @@ def fresh(world, *extra: str) -> subprocess.CompletedProcess:
         "40",
         "--optimizer-concurrency",
         "1",  # one request at a time, as rollouts (-j 1): a kill never races another answer
+        jobs=jobs,
     )
 
 
@@ -237,6 +266,18 @@ def outcome(world) -> dict:
 
 def calls_recorded(accounting: dict) -> int:
     return accounting["target_calls"] + accounting["optimizer_calls"]
+
+
+TARGET = ("train", "val", "test")
+OPTIMIZER = ("reflect", "slow_update", "notes")
+
+
+def assert_counts_what_was_received(accounting: dict, provider: Provider) -> None:
+    """Every request the provider received is in the accounting, answered or not: a
+    request in flight at a kill may be billed, so it counts (at its estimate) and
+    again when the resumed run asks it anew."""
+    assert accounting["target_calls"] == provider.received(*TARGET)
+    assert accounting["optimizer_calls"] == provider.received(*OPTIMIZER)
 
 
 # extra flags per kill point: the slow update's candidate (guidance that changes
@@ -279,8 +320,10 @@ def test_kill_9_then_resume_gives_the_same_run(world, reference, point):
     assert got["best"] == reference["best"]
     assert got["test"] == reference["test"]
     assert got["best_val"] == reference["best_val"]
-    # every call the provider answered, in both processes, is in the accounting
-    assert calls_recorded(got["accounting"]) == sum(provider.answered.values())
+    # every call the provider received, in both processes, is in the accounting: the
+    # one in flight at the kill twice (counted when sent, and asked again)
+    assert_counts_what_was_received(got["accounting"], provider)
+    assert sum(provider.answered.values()) == len(provider.log) - 1
     # a finished, paid optimizer call is never asked again: epoch 1 left the skill
     # unchanged (no slow update), epoch 2 is the last (no notes)
     assert provider.answered["slow_update"] == 1
@@ -309,5 +352,43 @@ def test_chained_kills_at_every_stage(world, reference):
     assert got["decisions"] == reference["decisions"]
     assert got["best"] == reference["best"]
     assert got["test"] == reference["test"]
-    assert calls_recorded(got["accounting"]) == sum(provider.answered.values())
+    assert_counts_what_was_received(got["accounting"], provider)
     assert provider.answered["slow_update"] == 1
+
+
+def test_rollouts_in_flight_at_a_kill_are_counted(world, reference):
+    """Four rollouts sent at once (-j 4), none answered when the run is killed: the
+    resumed run counts all four as spent, and again when it runs them."""
+    provider = world["provider"]
+    provider.kill_when_held = ("val", 4)  # the baseline's four validation tasks
+    crashed = fresh(world, jobs=4)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    assert provider.received("val") == 4 and not provider.answered
+    resumed = train(world, "--resume", run_dir(world).name, jobs=4)
+    assert resumed.returncode == 0, resumed.stderr
+    got = outcome(world)
+    assert got["decisions"] == reference["decisions"]
+    assert_counts_what_was_received(got["accounting"], provider)
+    assert got["accounting"]["target_estimated"] == 4
+    # the report and the console say which part of the totals is estimated
+    said = "4 target rollouts in flight when the run was killed, counted as spent"
+    assert said in (run_dir(world) / "report.md").read_text()
+    assert said in (run_dir(world) / "report.html").read_text()
+    assert said in " ".join(resumed.stdout.split())
+
+
+def test_max_optimizer_calls_holds_across_a_kill(world, reference):
+    """Killed while its third optimizer call is in flight, a run limited to three
+    never sends a fourth: the resumed run counts the third as made."""
+    assert reference["accounting"]["optimizer_calls"] > 3  # the limit binds
+    provider = world["provider"]
+    provider.kill_at = lambda cat, log: sum(c in OPTIMIZER for c in log) == 3
+    crashed = fresh(world, "--max-optimizer-calls", "3")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    resumed = train(world, "--resume", run_dir(world).name, "--max-optimizer-calls", "3")
+    assert provider.received(*OPTIMIZER) == 3
+    assert resumed.returncode == 3, resumed.stderr
+    assert "--max-optimizer-calls reached" in resumed.stdout + resumed.stderr
+    state = json.loads((run_dir(world) / "state.json").read_text())
+    assert state["accounting"]["optimizer_calls"] == 3
+    assert state["accounting"]["optimizer_estimated"] == 1

@@ -138,6 +138,8 @@ def test_waits_for_a_result_another_owner_is_paying_for(tmp_path, skill, suite, 
         "cost_complete": True,
         "unpriced": 0,
         "rows": 1,
+        "estimated": 0,
+        "estimated_cost": 0.0,
     }
 
 

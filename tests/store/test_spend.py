@@ -42,6 +42,7 @@ def test_blank_database_gets_claims_and_spend(tmp_path):
         "cost",
         "at",
         "cached_input_tokens",
+        "pending",
     }
     assert [r[2] for r in db.execute("PRAGMA index_info(spend_run)")] == ["run_id"]
     assert migrate(db) == []
@@ -112,6 +113,8 @@ def test_rollouts_and_hits_are_counted_per_run(tmp_path, setup):
         "cost_complete": True,
         "unpriced": 0,
         "rows": 1,
+        "estimated": 0,
+        "estimated_cost": 0.0,
     }
 
     rows = store._db.execute("SELECT COUNT(*) FROM spend").fetchone()[0]
@@ -138,6 +141,8 @@ def test_optimizer_calls_are_recorded(tmp_path):
         "unpriced": 1,
         "cached": 0,
         "rows": 2,
+        "estimated": 0,
+        "estimated_cost": 0.0,
     }
     assert spent.judge.cost_complete is True and spent.judge.rows == 1
     assert spent.target.rows == 0 and spent.target.cost is None
@@ -151,6 +156,8 @@ def test_optimizer_calls_are_recorded(tmp_path):
         "unpriced": 0,
         "cached": 0,
         "rows": 0,
+        "estimated": 0,
+        "estimated_cost": 0.0,
     }
 
 

@@ -21,7 +21,7 @@ from skillopt.runs.html.charts import attr
 from skillopt.runs.html.data import NOT_RUN
 from skillopt.runs.html.document import document, page_data, path_code
 from skillopt.runs.html.steps import blame_section, steps_section
-from skillopt.runs.summary import duration, gate_rule
+from skillopt.runs.summary import duration, estimated_line, gate_rule
 
 
 def _fact(label: str, value: str) -> str:
@@ -130,7 +130,9 @@ def _spend_section(d: dict[str, Any]) -> str:
         f"optimizer calls; target cost "
         f"{escape(display.spent(acct.get('target_cost'), acct.get('target_calls', 0)))}, "
         f"optimizer cost "
-        f"{escape(display.spent(acct.get('optimizer_cost'), acct.get('optimizer_calls', 0)))}.</p>"
+        f"{escape(display.spent(acct.get('optimizer_cost'), acct.get('optimizer_calls', 0)))}."
+        + (f" {escape(est[0].upper() + est[1:])}." if (est := estimated_line(acct)) else "")
+        + "</p>"
     )
     table = (
         '<table class="spend"><thead><tr><th>after</th><th class="num">rollouts run</th>'
