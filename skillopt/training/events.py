@@ -73,6 +73,8 @@ class ProposalMade:
     edits: int
     skipped: str | None
     calls: int
+    # known secret values blanked in its edits (or guidance) before any was applied
+    secrets: int = optional(0)
 
 
 @dataclass(frozen=True, kw_only=True)
