@@ -13,7 +13,8 @@ import tarfile
 
 import pytest
 import yaml
-from train.world import PARTIAL, ScriptedOptimizer, train_args
+from helpers import write_skill
+from train.world import HELPFUL, PARTIAL, ScriptedOptimizer, train_args
 from typer.testing import CliRunner
 
 import skillopt
@@ -130,3 +131,33 @@ def test_a_secret_echoed_into_edits_is_stored_nowhere(world, models, tmp_path, m
     assert "## Secret values removed" in report
     assert "- step 1 (step): 3 secret values removed from the edits" in report
 
+
+@pytest.mark.slow
+def test_a_skill_holding_its_authors_key_can_be_edited_where_it_holds_it(
+    world, models, tmp_path, monkeypatch
+):
+    """The key in the initial skill is the author's own text: trained on as it is. An
+    anchor quoting it still matches, so an edit can take the key out; the commit
+    message that lists the edit does not repeat it."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    line = f"- Call the API with {SECRET}."
+    write_skill(
+        world["root"] / "skills",
+        "words",
+        body=f"# Words\n\nRewrite the item you are given.\n\n## Rules\n\n{line}\n",
+    )
+    models["set"](ScriptedOptimizer([reply(edit("replace", f"- {HELPFUL}", anchor=line))]))
+    args = train_args(world, "--epochs", "1", "--run-dir", str(tmp_path / "runs"))
+    done = CliRunner().invoke(app, [*args, "--store", str(tmp_path / "store.sqlite")])
+    assert done.exit_code == 0, done.output
+    run_dir = next((tmp_path / "runs").glob("words-*"))
+    state = json.loads((run_dir / "state.json").read_text())
+    assert [r["decision"] for r in state["steps"]] == ["initial", "accepted"]
+    assert state["steps"][1]["secrets"] == 2  # the rationale and evidence, not the anchor
+    best = (run_dir / "best" / "SKILL.md").read_text()
+    assert HELPFUL in best and SECRET not in best
+    repo = yaml.safe_load((run_dir / "run.yaml").read_text())["audit"]["repo"]
+    messages = subprocess.run(
+        ["git", "-C", repo, "log", "--all", "--format=%B"], capture_output=True, check=True
+    ).stdout.decode()
+    assert "replace '- Call the API with ***.'" in messages and SECRET not in messages
