@@ -131,6 +131,10 @@ def test_a_secret_echoed_into_edits_is_stored_nowhere(world, models, tmp_path, m
     assert "## Secret values removed" in report
     assert "- step 1 (step): 3 secret values removed from the edits" in report
 
+    # the store kept the blanked replies, and they rebuild the same skills
+    replayed = skillopt.replay(run_dir.name, run_dir=tmp_path / "runs")
+    assert replayed.reproduced, replayed.first_difference
+
 
 @pytest.mark.slow
 def test_a_skill_holding_its_authors_key_can_be_edited_where_it_holds_it(
