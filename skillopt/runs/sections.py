@@ -76,11 +76,11 @@ def secrets_section(steps: list[dict[str, Any]]) -> list[str]:
         "",
     ]
     for st in blanked:
-        n = st["secrets"]
-        what = "guidance" if st["kind"] == "slow_update" else "edits"
+        n, slow = st["secrets"], st["kind"] == "slow_update"
+        kind, what = ("slow update", "guidance") if slow else ("step", "edits")
+        plural = "s" if n != 1 else ""
         lines.append(
-            f"- step {st['step']} ({'slow update' if st['kind'] == 'slow_update' else 'step'}): {n} secret value{'s' if n != 1 else ''} "
-            f"removed from the {what}"
+            f"- step {st['step']} ({kind}): {n} secret value{plural} removed from the {what}"
         )
     return lines
 
