@@ -94,7 +94,7 @@ def git_objects(repo: str) -> bytes:
     return objects + refs
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # two seconds: three epochs, a bundle and a replay
 def test_a_secret_echoed_into_edits_is_stored_nowhere(world, models, tmp_path, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
     opt = plan()
@@ -136,7 +136,6 @@ def test_a_secret_echoed_into_edits_is_stored_nowhere(world, models, tmp_path, m
     assert replayed.reproduced, replayed.first_difference
 
 
-@pytest.mark.slow
 def test_a_skill_holding_its_authors_key_can_be_edited_where_it_holds_it(
     world, models, tmp_path, monkeypatch
 ):
