@@ -95,10 +95,16 @@ def _pattern() -> re.Pattern[str] | None:
 
 def scrub(text: str) -> str:
     """`text` with every known secret value replaced by `***`."""
+    return scrub_count(text)[0]
+
+
+def scrub_count(text: str) -> tuple[str, int]:
+    """(`text` with every known secret value replaced by `***`, how many occurrences
+    were replaced): what a caller needs to say that it removed some."""
     if not text:
-        return text
+        return text, 0
     pattern = _pattern()
-    return pattern.sub(MASK, text) if pattern is not None else text
+    return pattern.subn(MASK, text) if pattern is not None else (text, 0)
 
 
 def digest(value: Any) -> str:

@@ -80,6 +80,12 @@ class TrainProgress:
                 self.progress.print(decision_line(ev))
             case Stopped():
                 self.progress.print(stopped_line(ev.step, ev.epoch, ev.reason, ev.budget))
+            case ProposalMade(secrets=int(n)) if n:
+                what = "guidance" if ev.call == "slow_update" else "edits"
+                self.progress.print(
+                    f"step {ev.step:<3} [yellow]removed[/] {n} secret value{'s' if n != 1 else ''} "
+                    f"from the optimizer's {what} (replaced with ***)"
+                )
             case ProposalMade(skipped=str(skipped)) if skipped:
                 what = (
                     "meta notes"

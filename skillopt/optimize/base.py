@@ -11,9 +11,10 @@ optimizer=obj)` or a plugin); the trainer asks for the optional capabilities wit
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from skillopt._util.secrets import scrub, scrub_count
 from skillopt.harness.base import Describes, ShowsTask
 from skillopt.models.base import Usage
 from skillopt.optimize.memory import Memory
@@ -104,6 +105,21 @@ class Proposal:
     raw: str = ""
     error_kind: str | None = None  # the failed call's kind (auth, quota, …), when one failed
     replaced: int = 0  # characters of the replies that could not be stored (U+FFFD now)
+    secrets: int = 0  # known secret values blanked in its edits (`without_secrets`)
+
+    def without_secrets(self, skill: Skill | None = None) -> Proposal:
+        """This proposal with every known secret value blanked in its edits and raw
+        reply, and `secrets` counting the values blanked in the edits (what the step
+        reports: never the values themselves). Anchors are blanked too unless `skill`,
+        the skill the edits apply to, holds a known secret itself (its author's key):
+        there an anchor may quote it to edit that very line."""
+        anchors = skill is None or scrub_count(skill.text)[1] == 0
+        edits, removed = [], 0
+        for edit in self.edits:
+            clean, n = edit.without_secrets(anchor=anchors)
+            edits.append(clean)
+            removed += n
+        return replace(self, edits=edits, raw=scrub(self.raw), secrets=self.secrets + removed)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -117,6 +133,8 @@ class Proposal:
             "error_kind": self.error_kind,
             "replaced": self.replaced,
             **_cached(self.usage),
+            # absent while none, as in the checkpoints of runs from before it existed
+            **({"secrets": self.secrets} if self.secrets else {}),
         }
 
     @classmethod
@@ -134,6 +152,7 @@ class Proposal:
             d.get("raw", ""),
             d.get("error_kind"),
             d.get("replaced", 0),
+            d.get("secrets", 0),
         )
 
 
@@ -148,6 +167,16 @@ class TextResult:
     cost: float | None = None
     error_kind: str | None = None
     replaced: int = 0
+    secrets: int = 0  # known secret values blanked in its text (`without_secrets`)
+
+    def without_secrets(self) -> TextResult:
+        """This result with every known secret value blanked in its text, and
+        `secrets` counting them (guidance becomes part of a skill; notes reach later
+        prompts and the checkpoint)."""
+        if self.text is None:
+            return self
+        text, removed = scrub_count(self.text)
+        return replace(self, text=text, secrets=self.secrets + removed)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -160,6 +189,7 @@ class TextResult:
             "error_kind": self.error_kind,
             "replaced": self.replaced,
             **_cached(self.usage),
+            **({"secrets": self.secrets} if self.secrets else {}),
         }
 
     @classmethod
@@ -176,6 +206,7 @@ class TextResult:
             d.get("cost"),
             d.get("error_kind"),
             d.get("replaced", 0),
+            d.get("secrets", 0),
         )
 
 
@@ -186,7 +217,9 @@ class Optimizer(Protocol):
     Contract: `propose` never raises for a bad reply or a failed call: it returns a
     `Proposal` whose `skipped` says why nothing usable came back (and `error_kind`
     the failed call's kind, so a hopeless one, a bad key, stops the run). It sees
-    training rollouts only and never mutates the skill."""
+    training rollouts only and never mutates the skill. The trainer blanks every known
+    secret value in what it returns (`Proposal.without_secrets`) before any edit is
+    applied, kept or shown."""
 
     name: str
 

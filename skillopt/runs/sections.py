@@ -1,6 +1,7 @@
 """The parts of the reports that list things: report.md's test split, accepted
 and rejected edits and each edit's verdict in the steps that gated their edits apart
-(`training/credit`), and a step's edits and candidates as the run page shows them.
+(`training/credit`), the steps whose edits held secret values (how many, never
+which), and a step's edits and candidates as the run page shows them.
 
 Invariant: a record without verdicts (an old run's, or a step that gated its edits
 together) renders as it always did.
@@ -56,6 +57,31 @@ def verdict_section(steps: list[dict[str, Any]]) -> list[str]:
         lines.append(f"- step {st['step']}:")
         for c in st["credit"]:
             lines.append(f"  - edit {c['edit']} {str(c['verdict']).replace('_', ' ')}: {c['why']}")
+    return lines
+
+
+def secrets_section(steps: list[dict[str, Any]]) -> list[str]:
+    """The steps whose proposed edits (or guidance) held known secret values, blanked
+    before anything was applied: how many, never which."""
+    blanked = [st for st in steps if st.get("secrets")]
+    if not blanked:
+        return []
+    lines = [
+        "",
+        "## Secret values removed",
+        "",
+        "Known secret values (keys and tokens from the environment or the model settings) "
+        "that the optimizer put in its edits, replaced with `***` before any edit was "
+        "applied, committed or stored:",
+        "",
+    ]
+    for st in blanked:
+        n, slow = st["secrets"], st["kind"] == "slow_update"
+        kind, what = ("slow update", "guidance") if slow else ("step", "edits")
+        plural = "s" if n != 1 else ""
+        lines.append(
+            f"- step {st['step']} ({kind}): {n} secret value{plural} removed from the {what}"
+        )
     return lines
 
 

@@ -18,6 +18,7 @@ from skillopt.runs.sections import (
     decomposed,
     edit_lines,
     edits_by_verdict,
+    secrets_section,
     test_section,
     verdict_section,
 )
@@ -191,6 +192,12 @@ def _step(rec: StepRecord) -> dict[str, Any]:
         # each edit's verdict, for a step that gated its edits apart or held some back
         **({"credit": batch.credit} if batch is not None and decomposed(batch) else {}),
         "wall_s": rec.wall_s,
+        # absent while none, as in the summaries of runs from before it was counted
+        **(
+            {"secrets": rec.secrets}
+            if isinstance(rec, (BatchRecord, SlowUpdateRecord)) and rec.secrets
+            else {}
+        ),
     }
 
 
@@ -325,6 +332,7 @@ def markdown(summary: dict[str, Any]) -> str:
         for sk in s["skipped"]:
             where = f"step {sk['step']}, " if sk["step"] is not None else ""
             lines.append(f"- {where}{sk['what']}: {sk['reason']}")
+    lines += secrets_section(s["steps"])
     lines += [
         "",
         "## Cost",

@@ -9,14 +9,17 @@ Invariants:
   block (`<!-- skillopt:protected … -->` … `<!-- /skillopt:protected -->`).
 - Every edit gets exactly one status; the skill is never mutated (a new `Skill`
   is returned).
+- `Edit.without_secrets` blanks every known secret value in an edit; the trainer
+  applies no edit that has not been through it (`training/step`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from skillopt._util.secrets import scrub_count
 from skillopt.skill.anchors import find_anchor, not_found, protected_spans
 from skillopt.skill.document import PROTECTED_CLOSE, PROTECTED_OPEN, Skill
 
@@ -68,6 +71,34 @@ class Edit:
             if k in data and data[k] is not None
         }
         return cls(evidence=tuple(str(e) for e in data.get("evidence") or ()), **known)
+
+    def without_secrets(self, *, anchor: bool = True) -> tuple[Edit, int]:
+        """(this edit with every known secret value blanked in each of its texts, how
+        many values were blanked). An optimizer may echo a key it saw (in a task, an
+        error, its own prompt) into an edit: blanked here, before the edit is applied,
+        it reaches no skill, commit, memory or record. `anchor` False leaves the
+        anchor as it is: it points at text and puts none in, and in a skill that
+        holds its author's key an anchor quoting the key must still match (to take
+        the key out)."""
+        removed = 0
+
+        def blank(text: str | None) -> str | None:
+            nonlocal removed
+            if text is None:
+                return None
+            out, n = scrub_count(text)
+            removed += n
+            return out
+
+        clean = replace(
+            self,
+            anchor=blank(self.anchor) if anchor else self.anchor,
+            section=blank(self.section),
+            content=blank(self.content),
+            rationale=blank(self.rationale) or "",
+            evidence=tuple(blank(e) or "" for e in self.evidence),
+        )
+        return (clean, removed) if removed else (self, 0)
 
     def describe(self, width: int = 60) -> str:
         """One line for logs and commit messages. Anchor and content are quoted as

@@ -12,6 +12,8 @@ Invariants:
   `git diff HEAD skillopt/<run-id>` is exactly the trained change. Outside one, a
   bare repository `<runs>/audit.git` holds the history, each tree holding just the
   skill directory.
+- A commit message holds no known secret value (`text.safe`). The skill is
+  committed as given: the trainer blanks secrets in edits before they make one.
 - Committing a step that is already committed returns the existing commit, so a
   resumed run never records a step twice.
 - `<runs>/audit.git` appears whole or not at all: it is made beside its place and
@@ -28,6 +30,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from skillopt._util.text import safe
 from skillopt.errors import InputError
 from skillopt.runs.rundir import output_dir
 from skillopt.skill.document import SKILL_FILE, Skill
@@ -150,13 +153,16 @@ class Audit:
         )
         trailers = replace(evidence, run=self.run_id).to_trailers()
         lines = [f"{k}: {v}" for k, v in trailers.items()]
-        message = (
+        # the edits it lists are the optimizer's words: a key echoed in an anchor that
+        # matched nothing is still no part of the record
+        message = safe(
             subject.strip()
             + "\n\n"
             + (body.strip() + "\n\n" if body.strip() else "")
             + "\n".join(lines)
             + "\n"
         )
+        assert message is not None  # a subject and trailers are never empty text
         actor = git.Actor("skillopt", "skillopt@localhost")
         commit = git.Commit.create_from_tree(
             self.repo,

@@ -4,6 +4,8 @@ candidate) and the optimizer's notes on the epoch, which a later prompt reads.
 Invariants:
 - A slow update runs only when the epoch changed the skill (otherwise it would
   compare the skill with itself): it is recorded as skipped, with no call.
+- Guidance and notes are passed through `TextResult.without_secrets` as they
+  arrive: no known secret value enters the skill or a later prompt.
 - Notes on an epoch are owed, not taken, at its end: they are asked for just
   before the first optimizer call of a later epoch (`Notes.take_owed`), each
   checkpointed once paid for (never asked twice); notes no call would read (after
@@ -62,7 +64,7 @@ class Notes:
         history = epoch_history(core.state.steps, epoch + 1)
         core.spend(f"notes of epoch {epoch + 1}", calls=1)
         core.stage(Stage(stage="notes", epoch=epoch + 1))
-        result = optimizer.meta_notes(epoch + 1, history, core.context())
+        result = optimizer.meta_notes(epoch + 1, history, core.context()).without_secrets()
         core.stop_if_hopeless([result])
         if result.skipped:
             core.state.skip_notes(SkippedNote(epoch + 1, result.skipped))
@@ -124,15 +126,30 @@ class SlowUpdate:
         after = core.rollouts(current, sample, f"slow update {epoch + 1} · after")
         pending = st.pending
         if pending is not None and pending.step == step and pending.slow_update is not None:
-            result = TextResult.from_dict(pending.slow_update)  # asked before a restart
+            # asked before a restart
+            result = TextResult.from_dict(pending.slow_update).without_secrets()
         else:
             moved = comparison(sample, before, after)
             core.spend(f"slow update {epoch + 1}", calls=1)
-            result = optimizer.slow_update(current, previous, moved, core.memory, core.context())
+            result = optimizer.slow_update(
+                current, previous, moved, core.memory, core.context()
+            ).without_secrets()
             core.stop_if_hopeless([result])
             # checkpointed like proposals: a restart gates this guidance, never a new one
             st.pend(Pending(step, slow_update=result.to_dict()))
             core.checkpoint()
+            if result.secrets:
+                core.emit(
+                    ProposalMade(
+                        step=step,
+                        call="slow_update",
+                        tasks=[],
+                        edits=1,
+                        skipped=None,
+                        calls=result.calls,
+                        secrets=result.secrets,
+                    )
+                )
         if not result.text or _same_text(guidance_of(current), result.text):
             reason = (
                 "the guidance is the one the skill holds already"
@@ -189,6 +206,7 @@ class SlowUpdate:
             skipped=result.skipped,
             calls=result.calls,
             apply=None if report is None else report.to_list(),
+            secrets=result.secrets,
             decision=v.decision,
             reason=v.reason,
             gate=v.gate,

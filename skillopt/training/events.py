@@ -65,14 +65,17 @@ class RolloutDone:
 
 @dataclass(frozen=True, kw_only=True)
 class ProposalMade:
-    """An optimizer call came back (a reflection minibatch, or notes it skipped)."""
+    """An optimizer call came back (a reflection minibatch, notes it skipped, or a
+    slow update whose guidance held secret values)."""
 
     step: int
-    call: str = named("kind")  # failures | notes
+    call: str = named("kind")  # failures | repair | notes | slow_update
     tasks: list[str]
     edits: int
     skipped: str | None
     calls: int
+    # known secret values blanked in its edits (or guidance) before any was applied
+    secrets: int = optional(0)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,9 @@ Invariants:
   reach it.
 - Paid optimizer replies are checkpointed before the step is recorded
   (`Pending`): a step resumed after a crash reuses them and never asks again.
+- Every proposal is passed through `Proposal.without_secrets` as it arrives (asked,
+  or read back from the checkpoint): no known secret value reaches a candidate, a
+  commit, the memory or a record, and the step counts the values blanked.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ class StepRunner:
 
         proposals = self.proposals(step, epoch, incumbent, failures, protect, budget)
         asked = [p.to_dict() for p in proposals]
+        blanked = sum(p.secrets for p in proposals)
         failing = {r.task_id for r in failures}
         edits = self.candidate(incumbent, proposals, budget, failing)
         prior = self.repeat_of(incumbent, edits)
@@ -85,6 +89,7 @@ class StepRunner:
             repair = self.repair(step, epoch, incumbent, failures, protect, budget, prior)
             if repair is not None:
                 asked.append(repair.to_dict())
+                blanked += repair.secrets
                 edits = self.candidate(incumbent, [repair], budget, failing)
                 again = self.repeat_of(incumbent, edits)
             else:
@@ -113,6 +118,7 @@ class StepRunner:
                 proposals=asked,
                 dropped=[{"edit": e.to_dict(), "reason": why} for e, why in edits.merged.dropped],
                 apply=report.to_list(),
+                secrets=blanked,
                 decision=v.decision,
                 reason=v.reason,
                 gate=v.gate,
@@ -193,7 +199,7 @@ class StepRunner:
         core = self.core
         pending = core.state.pending
         if pending is not None and pending.step == step and pending.repair is not None:
-            return Proposal.from_dict(pending.repair)
+            return Proposal.from_dict(pending.repair).without_secrets(incumbent)
         if not failures:
             return None
         before = (
@@ -209,7 +215,7 @@ class StepRunner:
         first = failures[: self.minibatch_size(len(failures))]
         request = self.request(incumbent, first, protect, budget, step, epoch, note=note)
         core.spend(f"step {step} · reflect (repair)", calls=1)
-        proposal = core.optimizer.propose(request)
+        proposal = core.optimizer.propose(request).without_secrets(incumbent)
         core.emit(
             ProposalMade(
                 step=step,
@@ -218,6 +224,7 @@ class StepRunner:
                 edits=len(proposal.edits),
                 skipped=proposal.skipped,
                 calls=proposal.calls,
+                secrets=proposal.secrets,
             )
         )
         core.stop_if_hopeless([proposal])
@@ -243,7 +250,7 @@ class StepRunner:
         if pending is not None and pending.step == step and pending.proposals is not None:
             # resumed inside this step: reuse finished calls (a checkpoint from before
             # successes were folded into the failures calls may hold a "successes" one)
-            return [Proposal.from_dict(p) for p in pending.proposals]
+            return [Proposal.from_dict(p).without_secrets(incumbent) for p in pending.proposals]
         stuck = unproductive(core.state.steps, incumbent)
         shown = tried(core, incumbent, failures, step, stuck)
         requests = [
@@ -266,7 +273,9 @@ class StepRunner:
         core.spend(f"step {step} · reflect", calls=len(requests))
         workers = max(1, min(core.s.optimizer_concurrency, len(requests)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="skillopt-reflect") as pool:
-            proposals = list(pool.map(core.optimizer.propose, requests))
+            proposals = [
+                p.without_secrets(incumbent) for p in pool.map(core.optimizer.propose, requests)
+            ]
         for req, p in zip(requests, proposals):
             core.emit(
                 ProposalMade(
@@ -276,6 +285,7 @@ class StepRunner:
                     edits=len(p.edits),
                     skipped=p.skipped,
                     calls=p.calls,
+                    secrets=p.secrets,
                 )
             )
         core.stop_if_hopeless(proposals)

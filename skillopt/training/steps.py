@@ -107,6 +107,8 @@ class BatchRecord:
     proposals: list[Json]  # Proposal.to_dict() each
     dropped: list[Json]  # {edit, reason}
     apply: list[Json]  # EditResult.to_dict() each
+    # known secret values blanked in the proposed edits before any was applied
+    secrets: int = optional(0)
     decision: Gated
     reason: str
     gate: GateRecord | None = optional()
@@ -131,6 +133,7 @@ class SlowUpdateRecord:
     skipped: str | None
     calls: int
     apply: list[Json] | None = optional()
+    secrets: int = optional(0)  # known secret values blanked in the guidance
     decision: Gated
     reason: str
     gate: GateRecord | None = optional()

@@ -11,6 +11,7 @@ from helpers import write_suite
 from skillopt.errors import ModelError
 from skillopt.models import ScriptedModel
 from skillopt.models.scripted import Call
+from skillopt.optimize.base import TextResult
 from skillopt.optimize.memory import Memory
 from skillopt.optimize.prompting import FIELD_LIMIT, render_trajectories
 from skillopt.optimize.reflect import LLMOptimizer, Proposal, ProposalRequest
@@ -435,3 +436,18 @@ def test_the_failures_prompt_shows_the_solved_sample_in_its_own_section(tasks):
     empty = model.calls[1].messages[-1]["content"]
     assert "# Solved tasks to keep solved\n" in empty
     assert "(no task of this batch was solved)" in empty
+
+
+def test_a_proposal_without_secrets_keeps_its_count_through_the_checkpoint(monkeypatch):
+    key = "ghp_" + "0a1b2c3d4e5f" * 3
+    monkeypatch.setenv("GITHUB_TOKEN", key)
+    raw = json.dumps({"edits": [{"op": "add", "content": f"- token {key}"}]})
+    p = Proposal([Edit("add", content=f"- token {key}")], raw=raw).without_secrets()
+    assert p.secrets == 1 and p.edits[0].content == "- token ***" and key not in p.raw
+    again = Proposal.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert again.secrets == 1 and again.without_secrets().secrets == 1  # nothing left to blank
+    # a proposal with nothing blanked is written as before the count existed
+    assert "secrets" not in Proposal([Edit("add", content="- x")]).without_secrets().to_dict()
+    guidance = TextResult(f"- keep {key} safe").without_secrets()
+    assert (guidance.text, guidance.secrets) == ("- keep *** safe", 1)
+    assert TextResult(None, skipped="no reply").without_secrets().secrets == 0

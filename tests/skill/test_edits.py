@@ -3,6 +3,8 @@ frontmatter and protected blocks left alone, one status per edit, no mutation.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from skillopt.skill.anchors import find_anchor, nearest_line, protected_spans
@@ -815,3 +817,24 @@ class TestEdit:
     )
     def test_lines_count_the_non_blank_lines_an_edit_adds(self, edit, lines):
         assert edit.lines == lines
+
+
+def test_without_secrets_blanks_every_text_of_an_edit_and_counts_the_values(monkeypatch):
+    key = "sk-ant-api03-" + "f00dfeed" * 3
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    edit = Edit(
+        "replace",
+        anchor=f"use {key}",
+        content=f"- Use {key}, never print {key}.",
+        rationale=f"{key} works",
+        evidence=("t1", key),
+    )
+    clean, n = edit.without_secrets()
+    assert n == 5
+    assert key not in json.dumps(clean.to_dict())
+    assert clean.content == "- Use ***, never print ***." and clean.evidence == ("t1", "***")
+    plain = Edit("add", content="- Be brief.")
+    assert plain.without_secrets() == (plain, 0)  # the same edit, nothing counted
+    # an anchor may quote a key the skill itself holds: kept, so it can still match
+    kept, n = edit.without_secrets(anchor=False)
+    assert n == 4 and kept.anchor == edit.anchor
