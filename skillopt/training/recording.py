@@ -153,3 +153,21 @@ def copy_rows(source: Path, run_id: str, dest: Path) -> dict[str, int]:
     finally:
         db.close()
     return counts
+
+
+def lost_calls(store: Path, run_id: str) -> dict[str, int]:
+    """How many of the calls `run_id` used (its `uses`) the recording at `store` no
+    longer holds, by kind (`rollout`, `reply`); none lost: an empty mapping."""
+    db = sqlite3.connect(store)
+    try:
+        rows = db.execute(
+            "SELECT kind, COUNT(*) FROM uses WHERE run_id = ? AND ("
+            "(kind = 'rollout' AND key NOT IN (SELECT key FROM rollouts)) OR "
+            "(kind = 'reply' AND key NOT IN (SELECT key FROM replies))) GROUP BY kind",
+            (run_id,),
+        ).fetchall()
+    except sqlite3.DatabaseError:
+        return {"recording": 1}  # unreadable: nothing of it can be trusted
+    finally:
+        db.close()
+    return {str(kind): int(n) for kind, n in rows}

@@ -7,9 +7,11 @@ replies, or the replay stops with `ReplayMiss`. It then compares the replay's st
 with the recorded ones (kind, decision, candidate skill hash, validation score).
 
 The verdict is one of three: `reproduced` (the same decisions and best skill),
-`differs` (the first step whose decision differs, in words) or `incomplete` (the
-recording lacks a call the replay needed: which step, and which rollout or reply),
-so a recording with a hole never reads as a run that does not reproduce.
+`differs` (the first step whose decision differs, in words, or where the replay
+asked for a call the run never made) or `incomplete` (the replay needed a call the
+recording lacks though the run made it — its `uses` name calls the recording no
+longer holds: which step, and how many rollouts or replies), so a recording with a
+hole never reads as a run that does not reproduce.
 
 Invariants:
 - A replay makes zero model calls (the engine is offline, the optimizer's stored
@@ -33,7 +35,7 @@ from skillopt.errors import InputError
 from skillopt.models.stored import ReplayMiss
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.audit import Audit
-from skillopt.training.recording import Recording, open_recording
+from skillopt.training.recording import Recording, lost_calls, open_recording
 from skillopt.training.steps import (
     BatchRecord,
     InitialRecord,
@@ -119,15 +121,22 @@ def replay_recording(
         )
         state = session.state
         miss: str | None = None
+        lost: dict[str, int] = {}
         try:
             try:
                 session.trainer.run()
             except ReplayMiss as exc:
                 miss = f"step {state.step + 1}: {exc}{_untrusted(suite)}"
+                lost = lost_calls(store or rec.store, rec.run.run_id)
             spend = session.ctx.store.spend(session.run.run_id)
         finally:
             session.close()
     recorded = rec.state
+    if miss and lost:  # the run made calls the recording has lost: it has a hole
+        held = ", ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(lost.items()))
+        miss = f"{miss}; the recording lacks {held} the run used"
+    elif miss:  # everything the run used is there: the replay asked for something new
+        miss = f"{miss}, though the recording holds every call the run made"
     first = miss or _first_difference(recorded.steps, state.steps)
     if first is None and state.incumbent.hash != recorded.incumbent.hash:
         first = (
@@ -137,7 +146,7 @@ def replay_recording(
     return ReplayResult(
         run_id=rec.run.run_id,
         steps=len(recorded.steps),
-        verdict="incomplete" if miss else "differs" if first else "reproduced",
+        verdict="incomplete" if lost else "differs" if first else "reproduced",
         best_hash=state.incumbent.hash,
         recorded_best_hash=recorded.incumbent.hash,
         model_calls=spend.target.rollouts + spend.optimizer.calls,
