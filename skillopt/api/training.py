@@ -124,20 +124,24 @@ def resume(
     )
 
 
-def replay(run: str | Path, *, run_dir: str | Path | None = None) -> ReplayResult:
+def replay(
+    run: str | Path, *, run_dir: str | Path | None = None, trust_code: bool = False
+) -> ReplayResult:
     """Re-run a finished run (its id, directory, or a `bundle` file) from its recorded
     rollouts and optimizer replies only, with zero model calls, and compare: the
-    result says whether it reproduced (same decisions, same best skill hash) or the
-    first step that differs (`skillopt train --replay`)."""
+    verdict says whether it reproduced (same decisions, same best skill hash), the
+    first step that differs, or what the recording lacks (`skillopt train --replay`).
+    Nothing of the suite's code (python scorers, command verifiers) is loaded unless
+    `trust_code`; the user's store and runs are only read."""
     from skillopt.training.replay import replay as run_replay
 
-    return run_replay(run, run_dir=run_dir)
+    return run_replay(run, run_dir=run_dir, trust_code=trust_code)
 
 
 def bundle(run: str | Path, out: str | Path, *, run_dir: str | Path | None = None) -> Path:
     """Pack a finished run into `out` (.tar.gz): its directory, git history, suite and
     exactly the store rows it used, so `replay(out)` works on another machine
-    (`skillopt bundle`)."""
-    from skillopt.training.replay import bundle as pack
+    (`skillopt bundle`). A run whose recording could not replay is refused."""
+    from skillopt.training.bundle import bundle as pack
 
     return pack(run, out, run_dir=run_dir)

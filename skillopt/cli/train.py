@@ -265,11 +265,22 @@ def train_cmd(
             show_default=False,
         ),
     ] = None,
+    trust_code: Annotated[
+        bool,
+        typer.Option(
+            "--trust-code",
+            help="With --replay: load the suite's own code (python scorers, command "
+            "verifiers), which a bundle carries from whoever made it. Without it, "
+            "nothing of it is imported or run.",
+        ),
+    ] = False,
 ) -> None:
     """Train a skill: rollouts, reflection, bounded edits, validation gate, git audit."""
     if replay:
-        replay_run(replay, run_dir)
+        replay_run(replay, run_dir, trust_code)
         return
+    if trust_code:
+        raise InputError("--trust-code only applies to --replay", field="--trust-code")
     options = train_options(ctx.params)
     if dry_run and resume:
         raise InputError(
@@ -305,9 +316,14 @@ def train_cmd(
     render_summary(result)
 
 
-def replay_run(ref: str, run_dir: Path | None) -> None:
-    """`--replay`: exit 0 when the run reproduced, 1 at the first difference."""
-    res = api.replay(ref, run_dir=run_dir)
+REPLAY_DIFFERS = 1  # the run's decisions or best skill differ
+REPLAY_INCOMPLETE = 3  # the recording lacks a call the replay needed
+
+
+def replay_run(ref: str, run_dir: Path | None, trust_code: bool = False) -> None:
+    """`--replay`: exit 0 when the run reproduced, 1 at the first difference, 3 when
+    the recording is incomplete."""
+    res = api.replay(ref, run_dir=run_dir, trust_code=trust_code)
     served = f"{res.served['rollouts']:,} rollouts and {res.served['replies']:,} optimizer replies"
     if res.reproduced:
         out.print(
@@ -317,9 +333,17 @@ def replay_run(ref: str, run_dir: Path | None) -> None:
             soft_wrap=True,
         )
         return
+    if res.verdict == "incomplete":
+        out.print(
+            f"[yellow]incomplete[/] recording of run {escape(res.run_id)}: it lacks a call "
+            f"the replay needed, so nothing is known of the rest: "
+            f"{escape(res.first_difference or '')} ({served} from the recording)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(REPLAY_INCOMPLETE)
     out.print(
         f"[red]differs[/] run {escape(res.run_id)}: {escape(res.first_difference or '')} "
         f"({res.model_calls} model calls; {served} from the recording)",
         soft_wrap=True,
     )
-    raise typer.Exit(1)
+    raise typer.Exit(REPLAY_DIFFERS)

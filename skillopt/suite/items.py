@@ -78,9 +78,11 @@ def build_tasks(
     path: Path,
     default_scorer: Scorer[Any],
     yaml_items: bool = False,
+    run_code: bool = True,
 ) -> list[Task]:
     """One `Task` per (line, item) row, in order; raises on the first bad item. With
-    `yaml_items`, a bad key of an item is placed on its own line of the YAML file."""
+    `yaml_items`, a bad key of an item is placed on its own line of the YAML file;
+    without `run_code`, an item's scorer that runs code is built `Unloaded`."""
     base = path.parent
     tasks: list[Task] = []
     seen: dict[str, int | None] = {}
@@ -165,7 +167,7 @@ def build_tasks(
             key = json.dumps(item_scorer, sort_keys=True, default=str)
             if key not in scorer_cache:
                 try:
-                    scorer_cache[key] = build_scorer(item_scorer, base)
+                    scorer_cache[key] = build_scorer(item_scorer, base, run_code=run_code)
                 except ValueError as exc:
                     if yaml_items:
                         line = line_of_key(

@@ -6,6 +6,9 @@ Invariants:
 - Splits are assigned by the rank of a seeded hash of each item's id (`splits`).
 - Loading is linear in the file's size and never hangs (see `suite.limits` for the
   bounds on YAML aliases and nesting).
+- With `run_code=False` (a replay not told to trust the suite's code), loading
+  imports and runs nothing the suite names: its python and command scorers are
+  built `Unloaded` (same rollout keys, no code).
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ _SUITE_KEYS: dict[tuple[str | int, ...], list[str]] = {
 }
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Read and validate a suite file. Raises `InputError` on the first problem."""
+def load_suite(path: str | Path, *, run_code: bool = True) -> Suite:
+    """Read and validate a suite file. Raises `InputError` on the first problem.
+    Without `run_code`, no scorer's code is imported (see the invariants)."""
     path = Path(path)
     if not path.is_file():
         raise InputError("no such task suite file", path=path)
@@ -79,7 +83,7 @@ def load_suite(path: str | Path) -> Suite:
         )
 
     try:
-        default_scorer = build_scorer(spec.scorer, base)
+        default_scorer = build_scorer(spec.scorer, base, run_code=run_code)
     except ValueError as exc:
         line = line_of_key(path, ("scorer", *scorer_param(exc)), data_line) if data_line else None
         raise InputError(str(exc), path=path, field="scorer", line=line) from None
@@ -91,7 +95,9 @@ def load_suite(path: str | Path) -> Suite:
         pass  # slots from mapping inputs are checked per item below
 
     yaml_items = items_path == path and data_line is not None  # key lines can be found
-    tasks = build_tasks(rows, spec.prompt, spec.split, items_path, path, default_scorer, yaml_items)
+    tasks = build_tasks(
+        rows, spec.prompt, spec.split, items_path, path, default_scorer, yaml_items, run_code
+    )
     if not tasks:
         raise InputError("the suite has no items", path=items_path, field="items")
     return Suite(

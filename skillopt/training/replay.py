@@ -1,46 +1,41 @@
-"""Exact replay of a finished run from its recorded calls, and bundles that carry a
-run to another machine.
+"""Exact replay of a finished run from its recorded calls.
 
 `replay(RUN)` trains again with the run's recorded settings, suite and initial skill
 (read from its audit history), but with nothing that can reach a model: every
-rollout must come from the rollout store and every optimizer reply from the stored
+rollout must come from the recording and every optimizer reply from the stored
 replies, or the replay stops with `ReplayMiss`. It then compares the replay's steps
-with the recorded ones (kind, decision, candidate skill hash, validation score) and
-reports the first that differs, or that the run reproduced, with the same best skill.
+with the recorded ones (kind, decision, candidate skill hash, validation score).
 
-`bundle(RUN, OUT)` packs what a replay needs into one `.tar.gz`: the run directory,
-the run's audit history (a bare repository holding only its refs), the suite it
-was trained on, and exactly the store rows it used (rollouts, skill texts and
-optimizer replies, from the store's `uses` table). `replay(OUT)` works from it
-anywhere, with no key and no model.
+The verdict is one of three: `reproduced` (the same decisions and best skill),
+`differs` (the first step whose decision differs, in words, or where the replay
+asked for a call the run never made) or `incomplete` (the replay needed a call the
+recording lacks though the run made it — its `uses` name calls the recording no
+longer holds: which step, and how many rollouts or replies), so a recording with a
+hole never reads as a run that does not reproduce.
 
-Invariants: a replay makes zero model calls (the engine is offline, the optimizer's
-stored replies are offline); it writes only into a temporary directory, never into
-the user's skill repository, store or runs.
+Invariants:
+- A replay makes zero model calls (the engine is offline, the optimizer's stored
+  replies are offline), and runs none of the suite's code unless told to trust it
+  (`trust_code`): its python and command scorers are built `Unloaded`, which is
+  enough for every rollout served from the recording.
+- It writes only into temporary directories (`training/recording`), never into the
+  user's skill repository, store or runs, and so it counts only its own calls.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-import sqlite3
-import tarfile
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from skillopt.config import Settings
 from skillopt.errors import InputError
 from skillopt.models.stored import ReplayMiss
-from skillopt.runs.read import find_run
-from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.audit import Audit
-from skillopt.store.rollouts import RolloutStore
-from skillopt.training.state import TrainState
+from skillopt.training.recording import Recording, lost_calls, open_recording
 from skillopt.training.steps import (
     BatchRecord,
     InitialRecord,
@@ -48,212 +43,63 @@ from skillopt.training.steps import (
     StepRecord,
     gate_of,
 )
-from skillopt.training.unpack import tree_bytes, unpack
 
 if TYPE_CHECKING:
+    from skillopt.suite.task import Suite
     from skillopt.training.events import TrainObserver
 
-MANIFEST = "bundle.json"
-BUNDLE_VERSION = 1
+Verdict = Literal["reproduced", "differs", "incomplete"]
 # what must agree, step by step, for a replay to reproduce a run
 _COMPARED = ("kind", "decision", "skill_hash", "val")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReplayResult:
     run_id: str
     steps: int  # recorded steps compared
-    reproduced: bool
+    verdict: Verdict
     best_hash: str  # the replay's best skill
     recorded_best_hash: str
     model_calls: int  # target rollouts paid + optimizer calls made (0 for a true replay)
-    served: dict[str, int] = field(default_factory=dict)  # rollouts / replies from the store
-    first_difference: str | None = None  # the first step that differs, in words
+    served: dict[str, int] = field(default_factory=dict)  # rollouts / replies recorded
+    # the first step that differs, or what the recording lacks, in words
+    first_difference: str | None = None
+
+    @property
+    def reproduced(self) -> bool:
+        return self.verdict == "reproduced"
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-# ---------------------------------------------------------------------- bundle
-def bundle(ref: str | Path, out: str | Path, *, run_dir: str | Path | None = None) -> Path:
-    """Pack run `ref` into `out` (a .tar.gz): run dir, audit refs, suite, store rows."""
-    run = find_run(ref, run_dir)
-    config = run.config()
-    state = TrainState.load(run)
-    if state is None or state.status != "finished":
-        raise InputError(
-            "only a finished run can be bundled (resume it first)", path=run.state_path
-        )
-    store_path = _store_path(config)
-    out = Path(out)
-    with tempfile.TemporaryDirectory(prefix="skillopt-bundle-") as tmp:
-        root = Path(tmp) / "bundle"
-        root.mkdir()
-        shutil.copytree(
-            run.path, root / "runs" / run.run_id, ignore=shutil.ignore_patterns("workspaces")
-        )
-        _copy_audit(config, run.run_id, root / "audit.git")
-        suite_name = _copy_suite(Path(config["suite"]), root / "suite")
-        counts = _copy_rows(store_path, run.run_id, root / "store.sqlite")
-        manifest = {
-            "version": BUNDLE_VERSION,
-            "run_id": run.run_id,
-            "suite": suite_name,
-            "skill_path": config["audit"]["skill_path"],
-            "rows": counts,
-            # what it unpacks to: a replay refuses to write more (`training/unpack`)
-            "bytes": tree_bytes(root) + 4096,  # + the manifest itself
-        }
-        (root / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(out, "w:gz") as tar:
-            tar.add(root, arcname="bundle")
-    return out
-
-
-def _store_path(config: Mapping[str, Any]) -> Path:
-    path = Path(config["settings"].get("store") or "runs/rollouts.sqlite")
-    if not path.is_file():
-        raise InputError(
-            "the run's rollout store is not here, so its calls cannot be read back "
-            "(run from the directory the run was trained in, or replay a bundle)",
-            path=path,
-        )
-    return path
-
-
-def _copy_audit(config: Mapping[str, Any], run_id: str, dest: Path) -> None:
-    """A bare repository holding only the run's refs and what they reach."""
-    import git  # here, not with the module: its import runs `git version`
-
-    source = git.Repo(config["audit"]["repo"])
-    target = git.Repo.init(dest, bare=True)
-    refs = [
-        r.path
-        for r in source.references
-        if r.path == f"refs/heads/skillopt/{run_id}"
-        or r.path.startswith(f"refs/skillopt/{run_id}/")
-    ]
-    if refs:
-        target.git.fetch(source.git_dir, *[f"{r}:{r}" for r in refs])
-
-
-def _copy_suite(suite: Path, dest: Path) -> str:
-    """The suite file and the files beside it that it may reference (its .jsonl
-    items); returns the suite's file name."""
-    if not suite.is_file():
-        raise InputError("the run's task suite is gone", path=suite)
-    dest.mkdir(parents=True)
-    for sibling in suite.parent.iterdir():
-        if sibling.is_file() and (
-            sibling == suite or sibling.suffix in (".jsonl", ".json", ".yaml", ".yml")
-        ):
-            shutil.copy2(sibling, dest / sibling.name)
-    return suite.name
-
-
-def _copy_rows(store_path: Path, run_id: str, dest: Path) -> dict[str, int]:
-    """A new store holding exactly the rows `run_id` used."""
-    with RolloutStore(dest):
-        pass  # the schema, migrated
-    db = sqlite3.connect(dest)
-    try:
-        db.execute("ATTACH DATABASE ? AS src", (str(store_path),))
-
-        def copy(table: str, where: str, *args: str) -> None:
-            # by column name: the two stores may have gained columns in another order
-            cols = ", ".join(r[1] for r in db.execute(f"PRAGMA main.table_info({table})"))
-            db.execute(
-                f"INSERT INTO main.{table} ({cols}) SELECT {cols} FROM src.{table} WHERE {where}",
-                args,
-            )
-
-        copy(
-            "rollouts",
-            "key IN (SELECT key FROM src.uses WHERE run_id = ? AND kind = 'rollout')",
-            run_id,
-        )
-        copy(
-            "replies",
-            "key IN (SELECT key FROM src.uses WHERE run_id = ? AND kind = 'reply')",
-            run_id,
-        )
-        copy("skills", "hash IN (SELECT skill_hash FROM main.rollouts)")
-        copy("uses", "run_id = ?", run_id)
-        db.commit()
-        counts = {
-            table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for table in ("rollouts", "replies", "skills")
-        }
-    finally:
-        db.close()
-    return counts
-
-
-# ---------------------------------------------------------------------- replay
-@dataclass
-class _Recording:
-    run: RunDir
-    config: dict[str, Any]
-    state: TrainState
-    store: Path
-    suite: Path
-    audit_repo: Path
-
-
-@contextmanager
-def _recording(ref: str | Path, run_dir: str | Path | None) -> Iterator[_Recording]:
-    path = Path(ref)
-    if path.is_file() and tarfile.is_tarfile(path):
-        with tempfile.TemporaryDirectory(prefix="skillopt-replay-") as tmp:
-            root = unpack(path, Path(tmp))
-            try:
-                manifest = json.loads((root / MANIFEST).read_text())
-            except (OSError, ValueError):
-                raise InputError("not a skillopt bundle (no bundle.json)", path=path) from None
-            if not isinstance(manifest, dict) or not isinstance(manifest.get("suite"), str):
-                raise InputError("its bundle.json names no suite", path=path)
-            run = RunDir(root / "runs" / str(manifest.get("run_id")))
-            yield _Recording(
-                run,
-                run.config(),
-                _finished_state(run),
-                root / "store.sqlite",
-                root / "suite" / manifest["suite"],
-                root / "audit.git",
-            )
-        return
-    run = find_run(ref, run_dir)
-    config = run.config()
-    yield _Recording(
-        run,
-        config,
-        _finished_state(run),
-        _store_path(config),
-        Path(config["suite"]),
-        Path(config["audit"]["repo"]),
-    )
-
-
-def _finished_state(run: RunDir) -> TrainState:
-    state = TrainState.load(run)
-    if state is None or state.status != "finished":
-        raise InputError(
-            "only a finished run can be replayed (resume it first)", path=run.state_path
-        )
-    return state
+        return {**self.__dict__, "reproduced": self.reproduced}
 
 
 def replay(
-    ref: str | Path, *, run_dir: str | Path | None = None, observers: Sequence[TrainObserver] = ()
+    ref: str | Path,
+    *,
+    run_dir: str | Path | None = None,
+    trust_code: bool = False,
+    observers: Sequence[TrainObserver] = (),
 ) -> ReplayResult:
     """Re-run the finished run `ref` (an id, a run directory, or a bundle) from its
-    recorded calls only, and compare its decisions and best skill with the record."""
+    recorded calls only, and compare its decisions and best skill with the record.
+    `trust_code`: load the suite's scorer code (a bundle's code is its sender's)."""
+    with open_recording(ref, run_dir) as rec:
+        return replay_recording(rec, trust_code=trust_code, observers=observers)
+
+
+def replay_recording(
+    rec: Recording,
+    *,
+    trust_code: bool = False,
+    store: Path | None = None,
+    observers: Sequence[TrainObserver] = (),
+) -> ReplayResult:
+    """Replay `rec` (reading and writing `store`, a copy of its rows, when given)."""
     from skillopt.suite.loader import load_suite
     from skillopt.training.session_build import NewRun, RunSession
     from skillopt.training.session_parts import choose_optimizer
 
-    with _recording(ref, run_dir) as rec, tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="skillopt-replay-") as tmp:
         work = Path(tmp)
         skill_path = rec.config["audit"]["skill_path"]
         audit = Audit.open(rec.audit_repo, rec.run.run_id, skill_path)
@@ -261,12 +107,12 @@ def replay(
         if initial is None:
             raise InputError("the run's history has no initial commit", path=rec.audit_repo)
         skill_dir = _materialise(audit, initial.sha, work / "skill" / Path(skill_path).name)
-        settings = _offline_settings(rec.config, rec.store, work / "runs")
-        skill = Skill.load(skill_dir)
+        settings = _offline_settings(rec.config, store or rec.store, work / "runs")
+        suite = load_suite(rec.suite, run_code=trust_code)
         session = RunSession.open(
-            load_suite(rec.suite),
+            suite,
             settings,
-            skill=skill,
+            skill=Skill.load(skill_dir),
             skill_dir=skill_dir,
             where=NewRun(work / "runs", f"{rec.run.run_id}-replay", str(skill_dir), str(rec.suite)),
             optimizer=choose_optimizer(settings.optimizer, settings),
@@ -275,34 +121,56 @@ def replay(
         )
         state = session.state
         miss: str | None = None
+        lost: dict[str, int] = {}
         try:
             try:
                 session.trainer.run()
             except ReplayMiss as exc:
-                miss = f"step {state.step + 1}: {exc}"
+                miss = f"step {state.step + 1}: {exc}{_untrusted(suite)}"
+                lost = lost_calls(store or rec.store, rec.run.run_id)
             spend = session.ctx.store.spend(session.run.run_id)
         finally:
             session.close()
-        recorded = rec.state
-        first = miss or _first_difference(recorded.steps, state.steps)
-        if first is None and state.incumbent.hash != recorded.incumbent.hash:
-            first = (
-                f"the best skill differs: {state.incumbent.hash[:12]} replayed, "
-                f"{recorded.incumbent.hash[:12]} recorded"
-            )
-        return ReplayResult(
-            run_id=rec.run.run_id,
-            steps=len(recorded.steps),
-            reproduced=first is None,
-            best_hash=state.incumbent.hash,
-            recorded_best_hash=recorded.incumbent.hash,
-            model_calls=spend.target.rollouts + spend.optimizer.calls,
-            served={
-                "rollouts": spend.target.cached,
-                "replies": spend.optimizer.cached,
-            },
-            first_difference=first,
+    recorded = rec.state
+    if miss and lost:  # the run made calls the recording has lost: it has a hole
+        held = ", ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(lost.items()))
+        miss = f"{miss}; the recording lacks {held} the run used"
+    elif miss:  # everything the run used is there: the replay asked for something new
+        miss = f"{miss}, though the recording holds every call the run made"
+    first = miss or _first_difference(recorded.steps, state.steps)
+    if first is None and state.incumbent.hash != recorded.incumbent.hash:
+        first = (
+            f"the best skill differs: {state.incumbent.hash[:12]} replayed, "
+            f"{recorded.incumbent.hash[:12]} recorded"
         )
+    return ReplayResult(
+        run_id=rec.run.run_id,
+        steps=len(recorded.steps),
+        verdict="incomplete" if lost else "differs" if first else "reproduced",
+        best_hash=state.incumbent.hash,
+        recorded_best_hash=recorded.incumbent.hash,
+        model_calls=spend.target.rollouts + spend.optimizer.calls,
+        served={"rollouts": spend.target.cached, "replies": spend.optimizer.cached},
+        first_difference=first,
+    )
+
+
+def _untrusted(suite: Suite) -> str:
+    """What to add to a miss when a scorer of the suite was not loaded and its module
+    could not be found without importing it (so its rollout key is one no recording
+    holds): its code, which `--trust-code` would load."""
+    from skillopt.suite.scorers.base import Unloaded
+
+    codes = sorted(
+        {
+            t.scorer.code
+            for t in suite.tasks
+            if isinstance(t.scorer, Unloaded) and t.scorer.spec.get("source") == "not-found"
+        }
+    )
+    if not codes:
+        return ""
+    return f" (the suite's code was not loaded: {'; '.join(codes)}; --trust-code loads it)"
 
 
 def _materialise(audit: Audit, sha: str, dest: Path) -> Path:
@@ -332,6 +200,7 @@ def _offline_settings(config: Mapping[str, Any], store: Path, runs: Path) -> Set
         max_target_rollouts=None,
         max_optimizer_calls=None,
         time_limit=None,
+        executor="local",  # nothing runs: no cluster is reached
     )
     models = {
         name: {**(m or {}), "api_key_env": None}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import write_suite
 
-from skillopt.errors import ModelError, ScorerError
+from skillopt.errors import InputError, ModelError, ScorerError
 from skillopt.models.scripted import ScriptedModel
 from skillopt.plugins.builtins import SCORERS
 from skillopt.suite import load_suite
@@ -25,6 +25,7 @@ from skillopt.suite.scorers import (
     parse_json_answer,
     scorer_class,
 )
+from skillopt.suite.scorers.base import Unloaded
 from skillopt.suite.task import Task
 
 
@@ -1122,3 +1123,32 @@ def test_command_spec_has_env_and_a_new_version():
     assert spec["v"] == 2  # the verifier's environment changed: stored scores are stale
     assert spec["env"] == []
     assert build_scorer(command("true", env=["A"]), Path(".")).spec != spec
+
+
+# ---------------------------------------------------------------------- unloaded
+def test_a_suite_loaded_without_its_code_imports_nothing_and_keys_the_same(tmp_path):
+    """A replay loads a suite with `run_code=False`: its python and command scorers
+    stand in with the same spec (the rollouts' keys) and never import or run."""
+    marker = tmp_path / "imported.txt"
+    (tmp_path / "sidecar.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n"
+        "def score(answer, expected, task):\n    return True\n"
+    )
+    items = [
+        {"id": "a", "input": "x", "expected": "x"},
+        {"id": "b", "input": "y", "scorer": {"type": "command", "run": "touch nowhere"}},
+        {"id": "c", "input": "z", "scorer": {"type": "python", "function": "json:dumps"}},
+    ]
+    path = write_suite(
+        tmp_path / "s.yaml", items, scorer={"type": "python", "function": "sidecar:score"}
+    )
+    cold = load_suite(path, run_code=False)
+    assert not marker.exists()
+    assert all(isinstance(t.scorer, Unloaded) for t in cold.tasks)
+    assert cold.tasks[0].scorer.code == "scorer.function: sidecar:score"
+    assert cold.tasks[1].scorer.code == "scorer.run: touch nowhere"
+    with pytest.raises(InputError, match="--trust-code"):
+        cold.tasks[0].scorer(cold.tasks[0], "x")
+    warm = load_suite(path)
+    assert marker.exists()
+    assert [t.scorer.spec for t in cold.tasks] == [t.scorer.spec for t in warm.tasks]

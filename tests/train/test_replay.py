@@ -119,16 +119,16 @@ def test_replay_reproduces_a_finished_run_with_zero_calls(world, models, tmp_pat
     assert models["optimizer"].call_count == optimizer_calls
 
 
-def test_replay_names_the_first_step_that_differs(world, models, tmp_path):
+def test_replay_names_the_step_whose_recorded_call_is_lost(world, models, tmp_path):
     run = _train(world, models, tmp_path)
-    # a recorded reply that no longer matches what was asked: lose one
+    # a recorded reply lost: the recording is incomplete (not a run that differs)
     db = sqlite3.connect(tmp_path / "store.sqlite")
     key = db.execute("SELECT key FROM replies ORDER BY created_at DESC LIMIT 1").fetchone()[0]
     db.execute("DELETE FROM replies WHERE key = ?", (key,))
     db.commit()
     db.close()
     res = skillopt.replay(run.run_id, run_dir=tmp_path / "runs")
-    assert not res.reproduced
+    assert not res.reproduced and res.verdict == "incomplete"
     assert res.first_difference.startswith("step ")
     assert "no reply" in res.first_difference
     assert res.model_calls == 0

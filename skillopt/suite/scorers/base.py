@@ -6,6 +6,12 @@ feedback text. A scorer judges the *answer*; when it cannot (a judge model is do
 a verifier binary is missing, a user function raises) it raises `ScorerError` and
 the rollout is stored as unscored — never as a score of 0. The feedback is written
 for the optimizer: it says what was expected and how the answer differed.
+
+A scorer that runs the suite's own code (`runs_code`: a python function, a shell
+verifier) can be built `Unloaded` instead (`build_scorer(..., run_code=False)`, what
+a replay does unless told to trust the code): it has the same `spec`, so rollouts
+are found in the store under the same keys, but nothing of the suite's code is
+imported or run, and scoring afresh is refused with an `InputError`.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from skillopt._util.text import clip
+from skillopt.errors import InputError
 from skillopt.suite.task import Task
 
 
@@ -59,6 +66,8 @@ class Scorer(Generic[P]):
     version: ClassVar[int] = 1
     needs_expected: bool = True
     Params: ClassVar[type[ScorerParams]] = ScorerParams
+    # it runs code the suite names (a module, a command), so it can be built `Unloaded`
+    runs_code: ClassVar[bool] = False
 
     def __init__(self, params: P, base_dir: Path):
         self.params = params
@@ -66,7 +75,18 @@ class Scorer(Generic[P]):
 
     @property
     def spec(self) -> dict[str, Any]:
-        return {"type": self.name, "v": self.version, **self.params.model_dump()}
+        return type(self).spec_of(self.params, self.base_dir)
+
+    @classmethod
+    def spec_of(cls, params: ScorerParams, base_dir: Path) -> dict[str, Any]:
+        """The `spec` a scorer of these parameters has, found without building it (and
+        so without running any of the suite's code)."""
+        return {"type": cls.name, "v": cls.version, **params.model_dump()}
+
+    @classmethod
+    def code_of(cls, params: ScorerParams) -> str:
+        """The code a `runs_code` scorer runs, as the suite writes it (for messages)."""
+        return ""
 
     def __call__(self, task: Task, answer: str, ctx: ScoreContext | None = None) -> Score:
         return self.score(task, answer, ctx or ScoreContext())
@@ -93,6 +113,42 @@ class Scorer(Generic[P]):
                 f"passed at {value:.2f} (threshold {self.params.threshold:g}), but {feedback_fail}",
             )
         return Score(value, True, feedback_pass)
+
+
+class Unloaded(Scorer[ScorerParams]):
+    """A `runs_code` scorer standing in without its code: the same `spec` (rollout
+    keys), the same item checks, and a refusal to score. A replay builds these, so
+    that rollouts served from its recording never import or run anything the suite
+    names; one that would have to be scored afresh stops the replay instead."""
+
+    name = "unloaded"
+
+    def __init__(self, real: type[Scorer[Any]], params: ScorerParams, base_dir: Path):
+        super().__init__(params, base_dir)
+        self.real = real
+        self.needs_expected = real.needs_expected
+        self._spec = real.spec_of(params, base_dir)
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self._spec
+
+    @property
+    def code(self) -> str:
+        """What the suite's scorer would run, e.g. `scorer.function: mod:score`."""
+        return f"scorer.{self.real.code_of(self.params)}"
+
+    def check_item(self, expected: Any) -> str | None:
+        if self.needs_expected and expected is None:
+            return f"required by scorer {self.real.name!r}"
+        return None
+
+    def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
+        raise InputError(
+            f"scoring task {task.id} afresh would run the suite's own code ({self.code}), "
+            "which a replay loads only when told to trust it (--trust-code)",
+            path=self.base_dir,
+        )
 
 
 def show(text: Any, limit: int = 200) -> str:

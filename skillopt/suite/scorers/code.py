@@ -37,6 +37,7 @@ class Python(Scorer[PythonParams]):
     name = "python"
     needs_expected = False
     Params = PythonParams
+    runs_code = True
 
     def __init__(self, params: PythonParams, base_dir: Path):
         super().__init__(params, base_dir)
@@ -44,7 +45,22 @@ class Python(Scorer[PythonParams]):
 
     @property
     def spec(self) -> dict[str, Any]:
-        return {**super().spec, "source": self._source_hash}
+        # the digest of the module imported, not read again (`spec_of` reads the file)
+        return {
+            "type": self.name,
+            "v": self.version,
+            **self.params.model_dump(),
+            "source": self._source_hash,
+        }
+
+    @classmethod
+    def spec_of(cls, params: ScorerParams, base_dir: Path) -> dict[str, Any]:
+        assert isinstance(params, PythonParams)  # the registry validated it into these
+        return {**super().spec_of(params, base_dir), "source": source_digest(params, base_dir)}
+
+    @classmethod
+    def code_of(cls, params: ScorerParams) -> str:
+        return f"function: {params.function}" if isinstance(params, PythonParams) else ""
 
     def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         try:
@@ -87,6 +103,50 @@ class Python(Scorer[PythonParams]):
         )
 
 
+def _local_module(module_name: str, base_dir: Path) -> Path | None:
+    """The file of `module_name` beside the suite (a module or a package), if any."""
+    local = base_dir.joinpath(*module_name.split("."))
+    return next((p for p in (local.with_suffix(".py"), local / "__init__.py") if p.is_file()), None)
+
+
+def source_digest(params: PythonParams, base_dir: Path) -> str:
+    """The digest `Python.spec` holds for `params`, found without importing or running
+    anything: the module's file beside the suite, else the installed module's file as
+    the import system would find it (`builtin` for a module without one). A module
+    that cannot be found so gets a digest no recording holds."""
+    module_name = params.function.partition(":")[0]
+    path = _local_module(module_name, base_dir)
+    if path is None:
+        path = _installed_file(module_name)
+    if path is None:
+        return "builtin" if module_name in sys.builtin_module_names else "not-found"
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return "not-found"
+
+
+def _installed_file(module_name: str) -> Path | None:
+    """The file an import of `module_name` would run, found by the path finder part by
+    part (`importlib.util.find_spec` would import the parent packages)."""
+    import importlib.machinery
+
+    loaded = sys.modules.get(module_name)
+    if loaded is not None:
+        file = vars(loaded).get("__file__")
+        return Path(file) if isinstance(file, str) else None
+    search: list[str] | None = None
+    found = None
+    for part in module_name.split("."):
+        found = importlib.machinery.PathFinder.find_spec(part, search)
+        if found is None:
+            return None
+        locations = found.submodule_search_locations
+        search = list(locations) if locations is not None else None
+    origin = found.origin if found is not None else None
+    return Path(origin) if origin and found is not None and found.has_location else None
+
+
 def _import_function(ref: str, base_dir: Path) -> tuple[Callable[..., Any], str]:
     """Resolve `module:function`. A module file next to the suite is loaded from
     that file under a private name, fresh each time: a cached module could be
@@ -98,8 +158,7 @@ def _import_function(ref: str, base_dir: Path) -> tuple[Callable[..., Any], str]
     if ":" not in ref:
         raise ValueError(f"'{ref}' is not of the form module:function")
     module_name, _, attr = ref.partition(":")
-    local = base_dir.joinpath(*module_name.split("."))
-    path = next((p for p in (local.with_suffix(".py"), local / "__init__.py") if p.is_file()), None)
+    path = _local_module(module_name, base_dir)
     try:
         if path is not None:
             source = path.read_bytes()
@@ -163,6 +222,11 @@ class Command(Scorer[CommandParams]):
     version = 2  # 2: the verifier gets a scrubbed environment, not skillopt's own
     needs_expected = False
     Params = CommandParams
+    runs_code = True
+
+    @classmethod
+    def code_of(cls, params: ScorerParams) -> str:
+        return f"run: {params.run}" if isinstance(params, CommandParams) else ""
 
     def score(self, task: Task, answer: str, ctx: ScoreContext) -> Score:
         from skillopt._util.text import safe, tail

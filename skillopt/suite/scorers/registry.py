@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from skillopt._util.text import did_you_mean
 from skillopt.errors import InputError, first_error
 from skillopt.plugins.catalog import BUILTIN, PluginError
-from skillopt.suite.scorers.base import Scorer
+from skillopt.suite.scorers.base import Scorer, Unloaded
 
 
 def scorer_class(kind: str) -> type[Scorer[Any]]:
@@ -80,9 +80,10 @@ def _bad_params(exc: ValidationError, kind: str, cls: type[Scorer[Any]]) -> BadS
     return BadScorerSpec(f"scorer {kind!r} parameter {(param or kind)!r}: {msg}", param or None)
 
 
-def build_scorer(spec: Any, base_dir: Path) -> Scorer[Any]:
+def build_scorer(spec: Any, base_dir: Path, *, run_code: bool = True) -> Scorer[Any]:
     """Build a scorer from a spec (`"exact"` or `{type: regex, pattern: …}`).
-    Raises `ValueError` with a one-line reason; the loader adds file and item."""
+    Raises `ValueError` with a one-line reason; the loader adds file and item.
+    Without `run_code`, a scorer that runs the suite's code is built `Unloaded`."""
     if isinstance(spec, str):
         kind, params = spec, {}
     elif isinstance(spec, dict):
@@ -97,6 +98,8 @@ def build_scorer(spec: Any, base_dir: Path) -> Scorer[Any]:
         parsed = cls.Params(**params)
     except ValidationError as exc:
         raise _bad_params(exc, kind, cls) from None
+    if cls.runs_code and not run_code:
+        return Unloaded(cls, parsed, base_dir)
     try:
         return cls(parsed, base_dir)
     except re.error as exc:
