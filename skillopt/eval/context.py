@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from skillopt.config import Settings, resolve_settings
 from skillopt.errors import BadSkill, InputError
 from skillopt.harness import Harness, build_harness, takes_model
+from skillopt.harness.base import Recalls
 from skillopt.models.base import Model, Usage
 from skillopt.models.resolve import context_window, resolve_model
 from skillopt.rollouts.budget import Guard, Priors
@@ -214,6 +215,7 @@ def prepare(
     judge: Model | None = None,
     keep_dir: Path | None = None,
     check: bool = True,
+    recorded_harness: Mapping[str, Any] | None = None,
     ledger: str | None = None,
 ) -> Context:
     """Resolve the models, build the harness (unless given) and check it can run
@@ -221,7 +223,9 @@ def prepare(
     false: a replay runs nothing), open the store
     (unless given). `keep_dir` is where the harness keeps workspaces (a training
     run keeps them in its own directory). With `ledger` (a run id), the judge's
-    calls go to the store's spend ledger under it as they happen."""
+    calls go to the store's spend ledger under it as they happen. `recorded_harness`
+    (a replay's, with `check` false): the harness fingerprint the replayed rollouts
+    were recorded with, for what the harness learns only by running its program."""
     if harness is None:
         if target is None:
             target = resolve_target(settings)
@@ -233,6 +237,8 @@ def prepare(
             from skillopt.rollouts.ray_executor import connect
 
             connect(settings.ray)
+    elif recorded_harness is not None and isinstance(harness, Recalls):
+        harness.recall(recorded_harness)
     if judge is None:
         judge = resolve_judge(suite, settings)
     if store is None:

@@ -16,9 +16,10 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from skillopt._util.text import tail
 from skillopt.config import SELF_RUN_PROVIDERS, Settings
@@ -114,6 +115,12 @@ class AgentHarness:
             self.check_shadowing(skills)
         self._resolved = self.resolve_binary()
         self.cli_version = self.probe_version(self._resolved)
+
+    def recall(self, recorded: Mapping[str, Any]) -> None:
+        """A replay runs no program: the CLI's version is the one recorded."""
+        version = recorded.get("cli")
+        if recorded.get("harness") == self.name and isinstance(version, str):
+            self.cli_version = version
 
     def check_shadowing(self, skills: Sequence[Skill]) -> None:
         """Refuse to run when the agent would also find a skill of the same name in the

@@ -10,7 +10,7 @@ and only from `check()`, before any task runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -125,6 +125,18 @@ class ShowsTask(Protocol):
 
     def task_as_seen(self, task: str) -> str:
         """The task's prompt as the target reads it after the skill."""
+        ...
+
+
+@runtime_checkable
+class Recalls(Protocol):
+    """A harness whose fingerprint holds what only running its program tells (an
+    agent CLI's `--version`): a replay, which runs nothing, takes that from the
+    fingerprint its rollouts were recorded with instead."""
+
+    def recall(self, recorded: Mapping[str, Any]) -> None:
+        """Take what `check` would have learned from `recorded` (a rollout's harness
+        fingerprint); anything recorded for another harness is ignored."""
         ...
 
 

@@ -155,6 +155,28 @@ def copy_rows(source: Path, run_id: str, dest: Path) -> dict[str, int]:
     return counts
 
 
+def recorded_harness(store: Path) -> dict[str, Any] | None:
+    """The harness fingerprint the recording's rollouts were made with, when they
+    agree on one (None: no rollout, or several harnesses)."""
+    db = sqlite3.connect(store)
+    try:
+        found = {
+            str(row[0])
+            for row in db.execute(
+                "SELECT DISTINCT json_extract(fingerprint, '$.harness') FROM rollouts"
+            )
+            if row[0] is not None
+        }
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        db.close()
+    if len(found) != 1:
+        return None
+    value = json.loads(found.pop())
+    return value if isinstance(value, dict) else None
+
+
 def lost_calls(store: Path, run_id: str) -> dict[str, int]:
     """How many of the calls `run_id` used (its `uses`) the recording at `store` no
     longer holds, by kind (`rollout`, `reply`); none lost: an empty mapping."""

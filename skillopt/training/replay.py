@@ -35,7 +35,12 @@ from skillopt.errors import InputError
 from skillopt.models.stored import ReplayMiss
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.audit import Audit
-from skillopt.training.recording import Recording, lost_calls, open_recording
+from skillopt.training.recording import (
+    Recording,
+    lost_calls,
+    open_recording,
+    recorded_harness,
+)
 from skillopt.training.steps import (
     BatchRecord,
     InitialRecord,
@@ -118,6 +123,7 @@ def replay_recording(
             optimizer=choose_optimizer(settings.optimizer, settings),
             observers=observers,
             offline=True,
+            recorded_harness=recorded_harness(store or rec.store),
         )
         state = session.state
         miss: str | None = None

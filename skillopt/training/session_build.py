@@ -14,7 +14,7 @@ optimizer's stored replies are offline from construction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,13 +100,15 @@ class RunSession:
         gate: Gate | None = None,
         observers: Sequence[TrainObserver] = (),
         offline: bool = False,
+        recorded_harness: Mapping[str, Any] | None = None,
         warnings: Sequence[object] = (),
         warn: Warn | None = None,
     ) -> RunSession:
         """Build the session of the run `where` names, training `skill` (the run's
         initial skill, in `skill_dir`). `optimizer` is an object passed in code, or
         the settings' choice, built here with the run's ledger. `warnings` are told
-        to `warn` once the context is ready; `offline`: a replay."""
+        to `warn` once the context is ready; `offline`: a replay, whose harness takes
+        what only running its program would tell from `recorded_harness`."""
         run_id = where.run_id if isinstance(where, NewRun) else where.run.run_id
         run_path = where.runs_dir / run_id if isinstance(where, NewRun) else where.run.path
         ctx = prepare(
@@ -118,6 +120,7 @@ class RunSession:
             judge=judge,
             keep_dir=run_path / "workspaces",  # failed tasks' workspaces stay with the run
             check=not offline,  # a replay runs nothing
+            recorded_harness=recorded_harness,
             ledger=run_id,
         )
         opened: list[RunDir | RolloutEngine] = []

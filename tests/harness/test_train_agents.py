@@ -130,3 +130,22 @@ def test_without_isolation_a_personal_copy_of_the_skill_stops_training_before_an
     assert not (world["root"] / "runs").exists() or not any(
         (p / "run.yaml").exists() for p in (world["root"] / "runs").iterdir()
     )
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_an_agent_run_replays_with_no_agent_installed(world, models, agents, harness):
+    """The CLI's version is in every rollout's fingerprint, and a replay runs no
+    program to ask it: it is taken from the recording, so the run reproduces, from
+    its id and from a bundle, with the stand-in CLIs gone."""
+    models["set"](ScriptedOptimizer([edits_reply(HELPFUL)]))
+    result = api.train(
+        world["skill"], world["suite"], **flags(epochs=1, harness=harness, target=None)
+    )
+    run_id = result.run_dir.name
+    packed = api.bundle(run_id, world["root"] / "run.tar.gz")
+    for name in ("claude", "codex"):  # nothing may run them now
+        (agents.bin / name).unlink()
+    for ref in (run_id, str(packed)):
+        replayed = api.replay(ref)
+        assert replayed.verdict == "reproduced", replayed.first_difference
+        assert replayed.model_calls == 0 and replayed.served["rollouts"] > 0
