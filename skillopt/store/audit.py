@@ -23,10 +23,11 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from skillopt.errors import InputError
 from skillopt.runs.rundir import output_dir
@@ -36,6 +37,30 @@ from skillopt.store.trailers import StepTrailers, parse_trailers
 if TYPE_CHECKING:  # gitpython's import runs `git version`: each use imports it
     import git
     from gitdb import LooseObjectDB
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _reads(method: Callable[Concatenate[Audit, P], R]) -> Callable[Concatenate[Audit, P], R]:
+    """A method that reads the repository's objects: an object missing or corrupt
+    (a repository pruned, copied in part, or damaged by hand) is one `InputError`
+    naming the repository, not gitpython's error from deep inside it."""
+
+    def reading(self: Audit, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        import git
+        from gitdb.exc import ODBError
+
+        try:
+            return method(self, *args, **kwargs)
+        except (git.GitError, ODBError, ValueError) as exc:
+            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise InputError(
+                f"the run's audit repository is damaged: {reason}", path=self.location
+            ) from None
+
+    return reading
+
 
 _DIR_MODE = 0o040000
 _FILE_MODE = 0o100644
@@ -120,6 +145,7 @@ class Audit:
         return os.fspath(self.repo.working_tree_dir or self.repo.git_dir)
 
     # -- writing -----------------------------------------------------------------------
+    @_reads
     def commit(
         self,
         skill: Skill,
@@ -275,6 +301,7 @@ class Audit:
             evidence,
         )
 
+    @_reads
     def accepted(self) -> list[AuditCommit]:
         """The branch's first-parent history of this run, oldest first."""
         tip = self.tip()
@@ -287,6 +314,7 @@ class Audit:
                 out.append(rec)
         return out[::-1]
 
+    @_reads
     def rejected(self) -> list[AuditCommit]:
         prefix = f"refs/skillopt/{self.run_id}/rejected/"
         out = []
@@ -304,6 +332,7 @@ class Audit:
             key=lambda c: (c.step, c.evidence.trial or 1, c.decision),
         )
 
+    @_reads
     def find_step(self, step: int, trial: int | None = None) -> AuditCommit | None:
         """The commit of `step` (its `trial`-th gated candidate; None: the first), if
         it was made."""
@@ -318,11 +347,28 @@ class Audit:
         same = rec is not None and rec.step == step and (rec.evidence.trial or 1) == (trial or 1)
         return rec if same else None
 
+    @_reads
+    def copy_run(self, dest: Path) -> None:
+        """A bare repository at `dest` holding only this run's refs and what they
+        reach (a bundle's audit)."""
+        import git
+
+        target = git.Repo.init(dest, bare=True)
+        refs = [
+            r.path
+            for r in self.repo.references
+            if r.path == self.branch_ref or r.path.startswith(f"refs/skillopt/{self.run_id}/")
+        ]
+        if refs:
+            target.git.fetch(self.repo.git_dir, *[f"{r}:{r}" for r in refs])
+
+    @_reads
     def skill_text(self, sha: str) -> str:
         blob = self.repo.commit(sha).tree / f"{self.skill_path}/{SKILL_FILE}"
         data: bytes = blob.data_stream.read()
         return data.decode("utf-8")
 
+    @_reads
     def diff(self, old: str | None, new: str) -> str:
         """Unified diff of the skill directory between two commits (old None: from
         nothing)."""

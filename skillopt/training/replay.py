@@ -124,18 +124,8 @@ def _store_path(config: Mapping[str, Any]) -> Path:
 
 def _copy_audit(config: Mapping[str, Any], run_id: str, dest: Path) -> None:
     """A bare repository holding only the run's refs and what they reach."""
-    import git  # here, not with the module: its import runs `git version`
-
-    source = git.Repo(config["audit"]["repo"])
-    target = git.Repo.init(dest, bare=True)
-    refs = [
-        r.path
-        for r in source.references
-        if r.path == f"refs/heads/skillopt/{run_id}"
-        or r.path.startswith(f"refs/skillopt/{run_id}/")
-    ]
-    if refs:
-        target.git.fetch(source.git_dir, *[f"{r}:{r}" for r in refs])
+    audit = config["audit"]
+    Audit.open(audit["repo"], run_id, audit["skill_path"]).copy_run(dest)
 
 
 def _copy_suite(suite: Path, dest: Path) -> str:
