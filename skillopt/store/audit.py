@@ -25,7 +25,6 @@ import shutil
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
@@ -33,10 +32,10 @@ from skillopt.errors import InputError
 from skillopt.runs.rundir import output_dir
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.trailers import StepTrailers, parse_trailers
+from skillopt.store.trees import TreeWriter
 
 if TYPE_CHECKING:  # gitpython's import runs `git version`: each use imports it
     import git
-    from gitdb import LooseObjectDB
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -60,11 +59,6 @@ def _reads(method: Callable[Concatenate[Audit, P], R]) -> Callable[Concatenate[A
             ) from None
 
     return reading
-
-
-_DIR_MODE = 0o040000
-_FILE_MODE = 0o100644
-_EXEC_MODE = 0o100755
 
 
 @dataclass(frozen=True)
@@ -110,7 +104,7 @@ class Audit:
         self.skill_path = skill_path.strip("/")
         self.branch = f"skillopt/{run_id}"
         self.branch_ref = f"refs/heads/{self.branch}"
-        self._loose: LooseObjectDB | None = None
+        self._trees = TreeWriter(repo)
 
     # -- opening -----------------------------------------------------------------------
     @classmethod
@@ -171,8 +165,8 @@ class Audit:
             base = self._user_head()
             parents = [base] if base is not None else []
         base_tree = parents[0].tree.binsha if parents else None
-        tree_sha = self._replace_path(
-            base_tree, self.skill_path.split("/"), self._skill_tree(skill)
+        tree_sha = self._trees.replace_path(
+            base_tree, self.skill_path.split("/"), self._trees.skill_tree(skill)
         )
         trailers = replace(evidence, run=self.run_id).to_trailers()
         lines = [f"{k}: {v}" for k, v in trailers.items()]
@@ -207,69 +201,6 @@ class Audit:
             return self.repo.head.commit
         except ValueError:  # a repository without commits yet
             return None
-
-    def _store(self, kind: bytes, data: bytes) -> bytes:
-        """Write a loose object in-process (gitpython's default store shells out to
-        `git hash-object` for every object)."""
-        from gitdb import LooseObjectDB
-        from gitdb.base import IStream
-
-        if self._loose is None:
-            # common_dir: a linked worktree keeps its objects in the main .git
-            self._loose = LooseObjectDB(str(Path(self.repo.common_dir) / "objects"))
-        stored: bytes = self._loose.store(IStream(kind, len(data), BytesIO(data))).binsha
-        return stored
-
-    def _tree(self, entries: list[tuple[int, str, bytes]]) -> bytes:
-        def order(
-            e: tuple[int, str, bytes],
-        ) -> bytes:  # git sorts directories as if their name ended in "/"
-            return e[1].encode() + (b"/" if e[0] == _DIR_MODE else b"")
-
-        data = b"".join(
-            b"%o %s\0" % (mode, name.encode()) + sha
-            for mode, name, sha in sorted(entries, key=order)
-        )
-        return self._store(b"tree", data)
-
-    def _skill_tree(self, skill: Skill) -> bytes:
-        files: dict[str, tuple[bytes, int]] = {SKILL_FILE: (skill.text.encode("utf-8"), _FILE_MODE)}
-        if skill.root is not None:
-            for rel, _ in skill.support:
-                path = skill.root / rel
-                mode = _EXEC_MODE if path.stat().st_mode & 0o111 else _FILE_MODE
-                files[rel] = (path.read_bytes(), mode)
-        return self._build(files)
-
-    def _build(self, files: dict[str, tuple[bytes, int]]) -> bytes:
-        here: list[tuple[int, str, bytes]] = []
-        subdirs: dict[str, dict[str, tuple[bytes, int]]] = {}
-        for rel, (data, mode) in files.items():
-            head, _, rest = rel.partition("/")
-            if rest:
-                subdirs.setdefault(head, {})[rest] = (data, mode)
-            else:
-                here.append((mode, head, self._store(b"blob", data)))
-        for name, sub in subdirs.items():
-            here.append((_DIR_MODE, name, self._build(sub)))
-        return self._tree(here)
-
-    def _replace_path(self, tree_sha: bytes | None, parts: list[str], new: bytes) -> bytes:
-        """`tree_sha` with the entry at `parts` replaced by the tree `new`."""
-        import git
-
-        if not parts:
-            return new
-        entries: list[tuple[int, str, bytes]] = []
-        child: bytes | None = None
-        if tree_sha is not None:
-            for obj in git.Tree(self.repo, tree_sha, 0o040000, ""):
-                if obj.name == parts[0]:
-                    child = obj.binsha if obj.type == "tree" else None
-                    continue
-                entries.append((obj.mode, obj.name, obj.binsha))
-        entries.append((_DIR_MODE, parts[0], self._replace_path(child, parts[1:], new)))
-        return self._tree(entries)
 
     # -- reading -----------------------------------------------------------------------
     def _resolve(self, ref: str) -> git.Commit | None:
@@ -364,9 +295,35 @@ class Audit:
 
     @_reads
     def skill_text(self, sha: str) -> str:
-        blob = self.repo.commit(sha).tree / f"{self.skill_path}/{SKILL_FILE}"
-        data: bytes = blob.data_stream.read()
-        return data.decode("utf-8")
+        data = self.skill_files(sha).get(SKILL_FILE)
+        if data is None:
+            raise self._no_skill(sha)
+        return data.decode("utf-8", "replace")
+
+    @_reads
+    def skill_files(self, sha: str) -> dict[str, bytes]:
+        """The skill directory as committed at `sha`: each file's path inside it and
+        its content."""
+        import git
+
+        try:
+            tree = self.repo.commit(sha).tree / self.skill_path
+        except KeyError:
+            raise self._no_skill(sha) from None
+        if not isinstance(tree, git.Tree):
+            raise self._no_skill(sha)
+        return {
+            Path(b.path).relative_to(self.skill_path).as_posix(): b.data_stream.read()
+            for b in tree.traverse()
+            if isinstance(b, git.Blob)
+        }
+
+    def _no_skill(self, sha: str) -> InputError:
+        return InputError(
+            f"commit {sha[:12]} holds no skill directory {self.skill_path}/ (the run's "
+            "audit.skill_path in run.yaml)",
+            path=self.location,
+        )
 
     @_reads
     def diff(self, old: str | None, new: str) -> str:
