@@ -149,8 +149,8 @@ def _info(run: RunDir, config: dict[str, Any], state: TrainState) -> RunInfo:
         reason=reason,
         skill=Skill.parse(state.initial.text, root=Path(s["skill"] or run.path)).name,
         suite=Path(s["suite"]).name if s.get("suite") else None,
-        target=s.get("target"),
-        optimizer=s.get("optimizer"),
+        target=_name(s, "target"),
+        optimizer=_name(s, "optimizer"),
         started_at=s.get("started_at"),
         stopped_by=stopped_by,
         val_initial=s["initial_val"],
@@ -170,3 +170,12 @@ def _info(run: RunDir, config: dict[str, Any], state: TrainState) -> RunInfo:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _name(summary: dict[str, Any], key: str) -> str | None:
+    """A model's name as the run recorded it; a run.yaml edited out of shape (a
+    number there) makes the run unreadable, not the listing."""
+    value = summary.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"settings.{key}: expected a name, got {type(value).__name__}")
+    return value

@@ -73,13 +73,16 @@ class RunConfig:
             return value
 
         audit = field(data, "audit", dict)
+        settings = field(data, "settings", dict)
+        if not isinstance(settings.get("store"), str | None):  # read before Settings are
+            raise InputError("expected a file name", path=path, field="settings.store")
         objects = data.get("objects") or {}
         if not isinstance(objects, dict) or not all(isinstance(v, str) for v in objects.values()):
             raise InputError("expected a mapping of role: name", path=path, field="objects")
         return cls(
             skill=field(data, "skill", str),
             suite=field(data, "suite", str),
-            settings=field(data, "settings", dict),
+            settings=settings,
             audit=AuditPlace(
                 repo=field(audit, "repo", str, "audit.repo"),
                 branch=str(audit.get("branch") or ""),

@@ -3,8 +3,8 @@ directory or audit is in: a real finished run is corrupted in many ways (each fi
 truncated, replaced by wrong types, deleted, or made a directory; the audit branch
 and refs deleted; a git object removed), and every command that takes a run is run
 on it through the real command line. Each must succeed or refuse in one line
-(exit 0 or 2), never exit 1 with `internal error` or a traceback (a replay may
-also say the run `differs`, exit 1: its recorded settings were changed)."""
+(exit 0 or 2), never exit 1 with `internal error` or a traceback (exit 1 only
+for a command's own verdict: a replay that differs, an overwrite adopt refuses)."""
 
 from __future__ import annotations
 
@@ -190,7 +190,7 @@ def _sweep(world, models, pick: Callable[[list[str]], list[str]], cuts) -> list[
     audit = Path(yaml.safe_load((run / "run.yaml").read_text())["audit"]["repo"])
     keep = world["root"].parent / "pristine"
     shutil.copytree(world["root"], keep, symlinks=True)
-    files = sorted(p.name for p in run.iterdir() if p.is_file())
+    files = sorted(p.relative_to(run).as_posix() for p in run.rglob("*") if p.is_file())
     cases = corruptions(run, files, cuts)
     chosen = pick(sorted(cases))
     assert chosen and set(chosen) <= set(cases), sorted(set(chosen) - set(cases))
@@ -201,13 +201,20 @@ def _sweep(world, models, pick: Callable[[list[str]], list[str]], cuts) -> list[
         for command in COMMANDS:
             res = runner.invoke(app, [run_id if a == "RUN" else a for a in command])
             text = res.output
-            # a replay's verdict on a run whose recorded settings were changed
-            differs = command[1:2] == ["--replay"] and text.startswith("differs")
-            ok = res.exit_code in (0, 2) or (res.exit_code == 1 and differs)
+            ok = res.exit_code in (0, 2) or (res.exit_code == 1 and _verdict(command, text))
             if not ok or "internal error" in text or "Traceback" in text:
                 lines = [ln for ln in text.splitlines() if "error" in ln] or [repr(res.exception)]
                 failures.append(f"{name} | {' '.join(command)} -> {res.exit_code}: {lines[0]}")
     return failures
+
+
+def _verdict(command: list[str], text: str) -> bool:
+    """Whether exit 1 is the command's own verdict, not a crash: a replay that
+    `differs` (its recorded settings were changed), an overwrite `adopt` refuses
+    (the recorded skill directory is another one)."""
+    if command[:2] == ["train", "--replay"]:
+        return text.startswith("differs")
+    return command[0] == "adopt" and "not overwritten" in text
 
 
 # one of each kind of corruption, for the quick loop (the sweep below has them all)
@@ -217,8 +224,11 @@ QUICK = (
     "run.yaml: audit = None",
     "run.yaml: audit.repo = 5",
     "run.yaml: settings.store = []",
+    "run.yaml: settings.store = 5",
+    "run.yaml: skill = 'text'",
     "run.yaml: settings.batch_size = 'text'",
     "run.yaml: settings.models = 5",
+    "run.yaml: settings.optimizer = 5",
     "run.yaml: audit.skill_path = 'text'",
     "run.yaml cut at 50%",
     "run.yaml not text",
@@ -228,6 +238,8 @@ QUICK = (
     "state.json a directory",
     "events.jsonl cut at 50%",
     "report.html a directory",
+    "best/SKILL.md not text",
+    "best/SKILL.md a directory",
     "audit branch deleted",
     "git commit object missing",
     "git blob object missing",
