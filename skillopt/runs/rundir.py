@@ -3,7 +3,10 @@
 Invariants: `state.json` is replaced atomically (temp file + `os.replace`), so a
 crash leaves the previous checkpoint intact; what it holds, and its version, belong
 to `skillopt.training.state`. `events.jsonl` is append-only, one JSON object per
-line; `run.yaml` never holds a secret.
+line; `run.yaml` never holds a secret. Every file of a run is read here, and one
+that cannot be read or is out of shape (cut short, not text, a directory, a field
+of the wrong type) is one `InputError` naming the file and the field: `run.yaml`
+is read once into a checked `RunConfig`, whatever command reads it.
 """
 
 from __future__ import annotations

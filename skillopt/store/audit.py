@@ -14,6 +14,9 @@ Invariants:
   skill directory.
 - Committing a step that is already committed returns the existing commit, so a
   resumed run never records a step twice.
+- A repository with objects missing or corrupt (pruned, copied in part, damaged
+  by hand) is one `InputError` naming it from every method that reads objects,
+  never gitpython's error.
 - `<runs>/audit.git` appears whole or not at all: it is made beside its place and
   renamed into it, so processes starting together never see a half-made one.
 """

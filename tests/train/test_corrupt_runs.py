@@ -4,7 +4,8 @@ truncated, replaced by wrong types, deleted, or made a directory; the audit bran
 and refs deleted; a git object removed), and every command that takes a run is run
 on it through the real command line. Each must succeed or refuse in one line
 (exit 0 or 2), never exit 1 with `internal error` or a traceback (exit 1 only
-for a command's own verdict: a replay that differs, an overwrite adopt refuses)."""
+for a command's own verdict: a replay that differs, an overwrite adopt refuses, a
+skill export refuses for its lint errors)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ COMMANDS = (
 
 # wrong values for a YAML or JSON file, or for one of its keys
 WRONG = ([], "text", 5, None, {"nested": [1, 2]}, True)
+NESTED_WRONG = ([], "text", 5, None)  # for each key of a key: fewer, there are many
 
 
 def _finished_run(world, models) -> tuple[Path, str]:
@@ -100,7 +102,7 @@ def corruptions(run: Path, files: list[str], cuts: tuple[float, ...]) -> dict[st
             dump = yaml.safe_dump if name.endswith(".yaml") else json.dumps
             for wrong in WRONG:
 
-                def whole(r: Path, a: Path, name: str = name, text: str = dump(wrong)) -> None:  # noqa
+                def whole(r: Path, a: Path, name: str = name, text: str = dump(wrong)) -> None:
                     (r / name).write_text(text)
 
                 put(f"{name} holds {wrong!r}", whole)
@@ -120,6 +122,8 @@ def corruptions(run: Path, files: list[str], cuts: tuple[float, ...]) -> dict[st
                         (r / name).write_text(dump(changed))
 
                     put(f"{name}: {key} = {wrong!r}", field)
+                    if wrong not in NESTED_WRONG:
+                        continue
                     for sub in doc[key] if isinstance(doc[key], dict) else ():
 
                         def nested(
@@ -211,9 +215,12 @@ def _sweep(world, models, pick: Callable[[list[str]], list[str]], cuts) -> list[
 def _verdict(command: list[str], text: str) -> bool:
     """Whether exit 1 is the command's own verdict, not a crash: a replay that
     `differs` (its recorded settings were changed), an overwrite `adopt` refuses
-    (the recorded skill directory is another one)."""
+    (the recorded skill directory is another one), a skill `export` refuses for
+    its lint errors (the best skill was cut short)."""
     if command[:2] == ["train", "--replay"]:
         return text.startswith("differs")
+    if command[0] == "export":
+        return "error: frontmatter" in text
     return command[0] == "adopt" and "not overwritten" in text
 
 
@@ -239,6 +246,7 @@ QUICK = (
     "events.jsonl cut at 50%",
     "report.html a directory",
     "best/SKILL.md not text",
+    "best/SKILL.md cut at 50%",
     "best/SKILL.md a directory",
     "audit branch deleted",
     "git commit object missing",
@@ -253,7 +261,7 @@ def test_commands_on_a_corrupted_run_succeed_or_refuse_in_one_line(world, models
 
 @pytest.mark.slow
 def test_every_command_on_every_corruption_of_a_run_succeeds_or_refuses(world, models):
-    failures = _sweep(world, models, lambda names: names, (0.0, 0.3, 0.7, 0.99))
+    failures = _sweep(world, models, lambda names: names, (0.0, 0.5, 0.99))
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures)
 
 
