@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from skillopt.plugins import Listing as Listing
     from skillopt.rollouts.cluster import NodeReport as NodeReport
     from skillopt.rollouts.engine import RolloutEvent as RolloutEvent
+    from skillopt.runs.listing import RunInfo as RunInfo
     from skillopt.runs.prune import Pruned as Pruned
-    from skillopt.runs.read import RunInfo as RunInfo
     from skillopt.runs.read import RunStep as RunStep
     from skillopt.ship.adopt import AdoptResult as AdoptResult
     from skillopt.ship.export import ExportResult as ExportResult

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from skillopt.runs.listing import RunInfo
     from skillopt.runs.prune import Pruned
-    from skillopt.runs.read import RunInfo, RunStep
+    from skillopt.runs.read import RunStep
     from skillopt.store.audit import AuditCommit
 
 
@@ -30,9 +31,9 @@ def list_runs(*, run_dir: str | Path | None = None) -> list[RunInfo]:
     """Every run under the runs directory, newest first (`skillopt runs`): its skill,
     suite, models, status (finished, stopped, interrupted or unreadable), scores,
     rollouts and cost. A run that cannot be read is listed as `unreadable`."""
-    from skillopt.runs import read as runs
+    from skillopt.runs import listing
 
-    return runs.list_runs(run_dir)
+    return listing.list_runs(run_dir)
 
 
 def run_config(run: str | Path, *, run_dir: str | Path | None = None) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from skillopt.config import RaySettings
 from skillopt.errors import InputError
 from skillopt.harness.base import Harness
 from skillopt.models.base import Model
+from skillopt.rollouts.ray_settings import check_address, check_runtime_env
 from skillopt.rollouts.ray_worker import ShippedSkill, worker_rollout
 from skillopt.rollouts.record import Rollout
 from skillopt.skill.document import Skill
@@ -86,12 +87,14 @@ def connect(settings: RaySettings) -> Any:
             "runtime_env: use a new process for another",
             field=field,
         )
+    check_address(settings.address)
     loaded = sys.modules.get("ray")
     if settings.address == "local" and not os.environ.get("RAY_ADDRESS"):
         if loaded is None or not loaded.is_initialized():
             _private_token(refresh=loaded is not None)
     ray = _ray()
     if not ray.is_initialized():
+        check_runtime_env(settings.runtime_env)
         address = None if settings.address == "local" else settings.address
         _probe(settings.address)
         _errors_to_log()
@@ -115,6 +118,9 @@ def connect(settings: RaySettings) -> Any:
                     raise _unreachable(settings.address, str(exc)) from None
                 log.info("Ray Client could not start a session, trying again: %s", exc)
                 time.sleep(0.5 * (attempt + 1))
+            except (ValueError, RuntimeError) as exc:
+                # what Ray still refuses of an address of the right shape
+                raise _unreachable(settings.address, " ".join(str(exc).split())) from None
         _connected = wanted
     return ray
 

@@ -3,7 +3,10 @@
 Invariants: `state.json` is replaced atomically (temp file + `os.replace`), so a
 crash leaves the previous checkpoint intact; what it holds, and its version, belong
 to `skillopt.training.state`. `events.jsonl` is append-only, one JSON object per
-line; `run.yaml` never holds a secret.
+line; `run.yaml` never holds a secret. Every file of a run is read here, and one
+that cannot be read or is out of shape (cut short, not text, a directory, a field
+of the wrong type) is one `InputError` naming the file and the field: `run.yaml`
+is read once into a checked `RunConfig`, whatever command reads it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -22,6 +26,78 @@ import yaml
 from skillopt._util import secrets
 from skillopt._util.text import safe
 from skillopt.errors import InputError
+
+
+@dataclass(frozen=True)
+class AuditPlace:
+    """Where a run's audit is: the repository, the run's branch, and the skill
+    directory's path inside each commit's tree."""
+
+    repo: str
+    branch: str
+    skill_path: str
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """`run.yaml`: the run's skill and suite (paths as given), its settings as
+    resolved (a mapping; `skillopt.config` validates them where they are used), where
+    its audit is, and the roles given as objects in code (`objects`: role → what
+    it was). `data` is the file's mapping as written."""
+
+    skill: str
+    suite: str
+    settings: dict[str, Any]
+    audit: AuditPlace
+    objects: dict[str, str]
+    data: dict[str, Any]
+
+    @classmethod
+    def read(cls, path: Path) -> RunConfig:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise InputError(
+                f"cannot read the run's settings: {_one_line(exc)}", path=path
+            ) from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise InputError("run.yaml does not hold a mapping", path=path)
+
+        def field(where: dict[str, Any], key: str, kind: type, name: str = "") -> Any:
+            value = where.get(key)
+            if not isinstance(value, kind) or (kind is str and not value):
+                what = "a mapping" if kind is dict else "a non-empty string"
+                got = "missing" if key not in where else f"got {type(value).__name__}"
+                raise InputError(
+                    f"expected {what}, {got}; the run cannot be read", path=path, field=name or key
+                )
+            return value
+
+        audit = field(data, "audit", dict)
+        settings = field(data, "settings", dict)
+        if not isinstance(settings.get("store"), str | None):  # read before Settings are
+            raise InputError("expected a file name", path=path, field="settings.store")
+        objects = data.get("objects") or {}
+        if not isinstance(objects, dict) or not all(isinstance(v, str) for v in objects.values()):
+            raise InputError("expected a mapping of role: name", path=path, field="objects")
+        return cls(
+            skill=field(data, "skill", str),
+            suite=field(data, "suite", str),
+            settings=settings,
+            audit=AuditPlace(
+                repo=field(audit, "repo", str, "audit.repo"),
+                branch=str(audit.get("branch") or ""),
+                skill_path=field(audit, "skill_path", str, "audit.skill_path"),
+            ),
+            objects={str(k): v for k, v in objects.items()},
+            data=data,
+        )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def new_run_id(skill_name: str) -> str:
@@ -33,6 +109,8 @@ def write_atomic(path: Path, text: str) -> None:
     reached a run file must neither crash the write nor carry a secret."""
     text = safe(text) or ""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():  # os.replace cannot put a file there
+        raise InputError("a directory is in the way of the file to write; remove it", path=path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -91,7 +169,14 @@ class RunDir:
         )
 
     def config(self) -> dict[str, Any]:
-        return yaml.safe_load((self.path / "run.yaml").read_text(encoding="utf-8")) or {}
+        """`run.yaml` as written, once `record` has checked it: every field its
+        readers use is there with its type."""
+        return self.record().data
+
+    def record(self) -> RunConfig:
+        """`run.yaml` as a checked record; one `InputError` naming the file (and
+        the field) when it cannot be read or is out of shape."""
+        return RunConfig.read(self.path / "run.yaml")
 
     # -- state -----------------------------------------------------------------------
     @property
@@ -118,6 +203,10 @@ class RunDir:
             return json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise InputError(f"the checkpoint is corrupt: {exc.msg}", path=path) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(
+                f"the checkpoint cannot be read: {_one_line(exc)}", path=path
+            ) from None
 
     # -- events ----------------------------------------------------------------------
     def event(self, kind: str, /, **data: Any) -> None:
@@ -142,14 +231,33 @@ class RunDir:
                 self._events_fh = None
 
     def events(self) -> list[dict[str, Any]]:
+        """The event log, one object per line. A last line without its newline is a
+        write a crash cut short, and is left out; any other line that is not a JSON
+        object is an `InputError` naming the file and the line."""
         path = self.path / "events.jsonl"
-        if not path.is_file():
+        if not path.exists():
             return []
-        return [
-            json.loads(line)
-            for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()
-        ]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"the event log cannot be read: {_one_line(exc)}", path=path) from None
+        lines = text.split("\n")
+        out = []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+            if not isinstance(event, dict):
+                if number == len(lines):  # no newline after it: cut short by a crash
+                    break
+                raise InputError(
+                    "not a JSON object: the event log is corrupt", path=path, line=number
+                )
+            out.append(event)
+        return out
 
     # -- outputs ---------------------------------------------------------------------
     def write_text(self, name: str, text: str) -> Path:

@@ -38,10 +38,10 @@ def adopt(run: RunDir, *, force: bool = False) -> AdoptResult:
             f"with `skillopt train --resume {run.run_id}`",
             path=run.path,
         )
-    best = (best_dir / SKILL_FILE).read_text(encoding="utf-8")
+    best = _read(best_dir / SKILL_FILE)
     skill_dir = Path(config["skill"])
     target = skill_dir / SKILL_FILE
-    current = target.read_text(encoding="utf-8") if target.is_file() else ""
+    current = _read(target) if target.is_file() else ""
     if current == best:
         return AdoptResult(run.run_id, skill_dir, "unchanged", "")
     diff = text_diff(current, best, str(target))
@@ -55,3 +55,13 @@ def adopt(run: RunDir, *, force: bool = False) -> AdoptResult:
     skill_dir.mkdir(parents=True, exist_ok=True)
     target.write_text(best, encoding="utf-8")
     return AdoptResult(run.run_id, skill_dir, "updated", diff)
+
+
+def _read(path: Path) -> str:
+    """A SKILL.md's text; an `InputError` naming it when it is not UTF-8 text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None

@@ -16,6 +16,9 @@ Invariants:
   committed as given: the trainer blanks secrets in edits before they make one.
 - Committing a step that is already committed returns the existing commit, so a
   resumed run never records a step twice.
+- A repository with objects missing or corrupt (pruned, copied in part, damaged
+  by hand) is one `InputError` naming it from every method that reads objects,
+  never gitpython's error.
 - `<runs>/audit.git` appears whole or not at all: it is made beside its place and
   renamed into it, so processes starting together never see a half-made one.
 """
@@ -25,24 +28,43 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from io import BytesIO
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from skillopt._util.text import safe
 from skillopt.errors import InputError
 from skillopt.runs.rundir import output_dir
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.trailers import StepTrailers, parse_trailers
+from skillopt.store.trees import TreeWriter
 
 if TYPE_CHECKING:  # gitpython's import runs `git version`: each use imports it
     import git
-    from gitdb import LooseObjectDB
 
-_DIR_MODE = 0o040000
-_FILE_MODE = 0o100644
-_EXEC_MODE = 0o100755
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _reads(method: Callable[Concatenate[Audit, P], R]) -> Callable[Concatenate[Audit, P], R]:
+    """A method that reads the repository's objects: an object missing or corrupt
+    (a repository pruned, copied in part, or damaged by hand) is one `InputError`
+    naming the repository, not gitpython's error from deep inside it."""
+
+    def reading(self: Audit, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        import git
+        from gitdb.exc import ODBError
+
+        try:
+            return method(self, *args, **kwargs)
+        except (git.GitError, ODBError, ValueError) as exc:
+            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise InputError(
+                f"the run's audit repository is damaged: {reason}", path=self.location
+            ) from None
+
+    return reading
 
 
 @dataclass(frozen=True)
@@ -88,7 +110,7 @@ class Audit:
         self.skill_path = skill_path.strip("/")
         self.branch = f"skillopt/{run_id}"
         self.branch_ref = f"refs/heads/{self.branch}"
-        self._loose: LooseObjectDB | None = None
+        self._trees = TreeWriter(repo)
 
     # -- opening -----------------------------------------------------------------------
     @classmethod
@@ -123,6 +145,7 @@ class Audit:
         return os.fspath(self.repo.working_tree_dir or self.repo.git_dir)
 
     # -- writing -----------------------------------------------------------------------
+    @_reads
     def commit(
         self,
         skill: Skill,
@@ -148,8 +171,8 @@ class Audit:
             base = self._user_head()
             parents = [base] if base is not None else []
         base_tree = parents[0].tree.binsha if parents else None
-        tree_sha = self._replace_path(
-            base_tree, self.skill_path.split("/"), self._skill_tree(skill)
+        tree_sha = self._trees.replace_path(
+            base_tree, self.skill_path.split("/"), self._trees.skill_tree(skill)
         )
         trailers = replace(evidence, run=self.run_id).to_trailers()
         lines = [f"{k}: {v}" for k, v in trailers.items()]
@@ -188,69 +211,6 @@ class Audit:
         except ValueError:  # a repository without commits yet
             return None
 
-    def _store(self, kind: bytes, data: bytes) -> bytes:
-        """Write a loose object in-process (gitpython's default store shells out to
-        `git hash-object` for every object)."""
-        from gitdb import LooseObjectDB
-        from gitdb.base import IStream
-
-        if self._loose is None:
-            # common_dir: a linked worktree keeps its objects in the main .git
-            self._loose = LooseObjectDB(str(Path(self.repo.common_dir) / "objects"))
-        stored: bytes = self._loose.store(IStream(kind, len(data), BytesIO(data))).binsha
-        return stored
-
-    def _tree(self, entries: list[tuple[int, str, bytes]]) -> bytes:
-        def order(
-            e: tuple[int, str, bytes],
-        ) -> bytes:  # git sorts directories as if their name ended in "/"
-            return e[1].encode() + (b"/" if e[0] == _DIR_MODE else b"")
-
-        data = b"".join(
-            b"%o %s\0" % (mode, name.encode()) + sha
-            for mode, name, sha in sorted(entries, key=order)
-        )
-        return self._store(b"tree", data)
-
-    def _skill_tree(self, skill: Skill) -> bytes:
-        files: dict[str, tuple[bytes, int]] = {SKILL_FILE: (skill.text.encode("utf-8"), _FILE_MODE)}
-        if skill.root is not None:
-            for rel, _ in skill.support:
-                path = skill.root / rel
-                mode = _EXEC_MODE if path.stat().st_mode & 0o111 else _FILE_MODE
-                files[rel] = (path.read_bytes(), mode)
-        return self._build(files)
-
-    def _build(self, files: dict[str, tuple[bytes, int]]) -> bytes:
-        here: list[tuple[int, str, bytes]] = []
-        subdirs: dict[str, dict[str, tuple[bytes, int]]] = {}
-        for rel, (data, mode) in files.items():
-            head, _, rest = rel.partition("/")
-            if rest:
-                subdirs.setdefault(head, {})[rest] = (data, mode)
-            else:
-                here.append((mode, head, self._store(b"blob", data)))
-        for name, sub in subdirs.items():
-            here.append((_DIR_MODE, name, self._build(sub)))
-        return self._tree(here)
-
-    def _replace_path(self, tree_sha: bytes | None, parts: list[str], new: bytes) -> bytes:
-        """`tree_sha` with the entry at `parts` replaced by the tree `new`."""
-        import git
-
-        if not parts:
-            return new
-        entries: list[tuple[int, str, bytes]] = []
-        child: bytes | None = None
-        if tree_sha is not None:
-            for obj in git.Tree(self.repo, tree_sha, 0o040000, ""):
-                if obj.name == parts[0]:
-                    child = obj.binsha if obj.type == "tree" else None
-                    continue
-                entries.append((obj.mode, obj.name, obj.binsha))
-        entries.append((_DIR_MODE, parts[0], self._replace_path(child, parts[1:], new)))
-        return self._tree(entries)
-
     # -- reading -----------------------------------------------------------------------
     def _resolve(self, ref: str) -> git.Commit | None:
         """The commit a ref points at, read without a subprocess; None if unset."""
@@ -281,6 +241,7 @@ class Audit:
             evidence,
         )
 
+    @_reads
     def accepted(self) -> list[AuditCommit]:
         """The branch's first-parent history of this run, oldest first."""
         tip = self.tip()
@@ -293,6 +254,7 @@ class Audit:
                 out.append(rec)
         return out[::-1]
 
+    @_reads
     def rejected(self) -> list[AuditCommit]:
         prefix = f"refs/skillopt/{self.run_id}/rejected/"
         out = []
@@ -310,6 +272,7 @@ class Audit:
             key=lambda c: (c.step, c.evidence.trial or 1, c.decision),
         )
 
+    @_reads
     def find_step(self, step: int, trial: int | None = None) -> AuditCommit | None:
         """The commit of `step` (its `trial`-th gated candidate; None: the first), if
         it was made."""
@@ -324,11 +287,60 @@ class Audit:
         same = rec is not None and rec.step == step and (rec.evidence.trial or 1) == (trial or 1)
         return rec if same else None
 
-    def skill_text(self, sha: str) -> str:
-        blob = self.repo.commit(sha).tree / f"{self.skill_path}/{SKILL_FILE}"
-        data: bytes = blob.data_stream.read()
-        return data.decode("utf-8")
+    @_reads
+    def copy_run(self, dest: Path) -> None:
+        """A bare repository at `dest` holding only this run's refs and what they
+        reach (a bundle's audit); a run whose branch is gone is an `InputError`: its
+        initial skill and history could not be packed."""
+        import git
 
+        refs = [
+            r.path
+            for r in self.repo.references
+            if r.path == self.branch_ref or r.path.startswith(f"refs/skillopt/{self.run_id}/")
+        ]
+        if self.branch_ref not in refs:
+            raise InputError(
+                f"the run's audit branch skillopt/{self.run_id} is gone, so its initial "
+                "skill and history cannot be packed",
+                path=self.location,
+            )
+        target = git.Repo.init(dest, bare=True)
+        target.git.fetch(self.repo.git_dir, *[f"{r}:{r}" for r in refs])
+
+    @_reads
+    def skill_text(self, sha: str) -> str:
+        data = self.skill_files(sha).get(SKILL_FILE)
+        if data is None:
+            raise self._no_skill(sha)
+        return data.decode("utf-8", "replace")
+
+    @_reads
+    def skill_files(self, sha: str) -> dict[str, bytes]:
+        """The skill directory as committed at `sha`: each file's path inside it and
+        its content."""
+        import git
+
+        try:
+            tree = self.repo.commit(sha).tree / self.skill_path
+        except KeyError:
+            raise self._no_skill(sha) from None
+        if not isinstance(tree, git.Tree):
+            raise self._no_skill(sha)
+        return {
+            Path(b.path).relative_to(self.skill_path).as_posix(): b.data_stream.read()
+            for b in tree.traverse()
+            if isinstance(b, git.Blob)
+        }
+
+    def _no_skill(self, sha: str) -> InputError:
+        return InputError(
+            f"commit {sha[:12]} holds no skill directory {self.skill_path}/ (the run's "
+            "audit.skill_path in run.yaml)",
+            path=self.location,
+        )
+
+    @_reads
     def diff(self, old: str | None, new: str) -> str:
         """Unified diff of the skill directory between two commits (old None: from
         nothing)."""

@@ -31,10 +31,19 @@ class RunRefs:
 
 def run_refs(repo_path: str | Path) -> list[RunRefs]:
     """Every run's refs in the repository at `repo_path`, newest run first."""
+    import git
+
     repo = _repo(repo_path)
-    listed = repo.git.for_each_ref(
-        "--format=%(refname) %(committerdate:unix)", "refs/heads/skillopt/", "refs/skillopt/"
-    )
+    try:
+        listed = repo.git.for_each_ref(
+            "--format=%(refname) %(committerdate:unix)", "refs/heads/skillopt/", "refs/skillopt/"
+        )
+    except git.GitCommandError as exc:  # a ref whose commit is gone: git reads no date
+        why = " ".join(str(exc.stderr).split()) or str(exc.status)
+        raise InputError(
+            f"the repository is damaged, its refs cannot be read ({why}); `git fsck` says more",
+            path=repo_path,
+        ) from None
     runs: dict[str, tuple[list[str], float]] = {}
     for line in listed.splitlines():
         ref, _, when = line.rpartition(" ")

@@ -31,6 +31,7 @@ from typing import Any
 
 from skillopt.errors import InputError
 from skillopt.runs.read import find_run
+from skillopt.store.audit import Audit
 from skillopt.training.recording import copy_rows, finished_state, recording_in, store_path
 from skillopt.training.unpack import MANIFEST, tree_bytes
 
@@ -94,27 +95,8 @@ def bundle(ref: str | Path, out: str | Path, *, run_dir: str | Path | None = Non
 
 def _copy_audit(config: Mapping[str, Any], run_id: str, dest: Path) -> None:
     """A bare repository holding only the run's refs and what they reach."""
-    import git  # here, not with the module: its import runs `git version`
-
-    where = config["audit"]["repo"]
-    try:
-        source = git.Repo(where)
-    except (git.exc.NoSuchPathError, git.exc.InvalidGitRepositoryError):
-        raise InputError("the run's audit repository is gone", path=where) from None
-    branch = f"refs/heads/skillopt/{run_id}"
-    refs = [
-        r.path
-        for r in source.references
-        if r.path == branch or r.path.startswith(f"refs/skillopt/{run_id}/")
-    ]
-    if branch not in refs:
-        raise InputError(
-            f"the run's audit branch skillopt/{run_id} is gone, so its initial skill "
-            "and history cannot be packed",
-            path=where,
-        )
-    target = git.Repo.init(dest, bare=True)
-    target.git.fetch(source.git_dir, *[f"{r}:{r}" for r in refs])
+    audit = config["audit"]
+    Audit.open(audit["repo"], run_id, audit["skill_path"]).copy_run(dest)
 
 
 def _copy_suite(suite: Path, dest: Path) -> tuple[str, list[str]]:

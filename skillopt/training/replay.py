@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ValidationError
+
 from skillopt.config import Settings
-from skillopt.errors import InputError
+from skillopt.errors import InputError, first_error
 from skillopt.models.stored import ReplayMiss
 from skillopt.skill.document import SKILL_FILE, Skill
 from skillopt.store.audit import Audit
@@ -112,7 +114,9 @@ def replay_recording(
         if initial is None:
             raise InputError("the run's history has no initial commit", path=rec.audit_repo)
         skill_dir = _materialise(audit, initial.sha, work / "skill" / Path(skill_path).name)
-        settings = _offline_settings(rec.config, store or rec.store, work / "runs")
+        settings = _offline_settings(
+            rec.config, store or rec.store, work / "runs", rec.run.path / "run.yaml"
+        )
         suite = load_suite(rec.suite, run_code=trust_code)
         session = RunSession.open(
             suite,
@@ -181,23 +185,20 @@ def _untrusted(suite: Suite) -> str:
 
 def _materialise(audit: Audit, sha: str, dest: Path) -> Path:
     """The skill directory as committed at `sha`, written to `dest`."""
-    import git  # here, not with the module: its import runs `git version`
-
-    tree = audit.repo.commit(sha).tree / audit.skill_path
-    assert isinstance(tree, git.Tree)  # the skill's path in its commit is a directory
-    for blob in tree.traverse():
-        if isinstance(blob, git.Blob):
-            out = dest / Path(blob.path).relative_to(audit.skill_path)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(blob.data_stream.read())
+    for rel, data in audit.skill_files(sha).items():
+        out = dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
     if not (dest / SKILL_FILE).is_file():
         raise InputError("the run's initial commit holds no SKILL.md", path=audit.location)
     return dest
 
 
-def _offline_settings(config: Mapping[str, Any], store: Path, runs: Path) -> Settings:
+def _offline_settings(config: Mapping[str, Any], store: Path, runs: Path, where: Path) -> Settings:
     """The run's settings, reading the recorded store and writing under `runs`: no key
-    is needed (none is used) and no budget applies (nothing is paid)."""
+    is needed (none is used) and no budget applies (nothing is paid). Recorded
+    settings out of shape are an `InputError` naming `where` (run.yaml) and the
+    setting."""
     recorded = dict(config["settings"])
     recorded.update(
         store=str(store),
@@ -208,12 +209,17 @@ def _offline_settings(config: Mapping[str, Any], store: Path, runs: Path) -> Set
         time_limit=None,
         executor="local",  # nothing runs: no cluster is reached
     )
-    models = {
-        name: {**(m or {}), "api_key_env": None}
-        for name, m in (recorded.get("models") or {}).items()
-    }
-    recorded["models"] = models
-    return Settings(**recorded)
+    models = recorded.get("models") or {}
+    if isinstance(models, dict):  # else out of shape: Settings names it
+        recorded["models"] = {
+            name: {**(m or {}), "api_key_env": None} if isinstance(m, dict | None) else m
+            for name, m in models.items()
+        }
+    try:
+        return Settings(**recorded)
+    except ValidationError as exc:
+        field, msg = first_error(exc)
+        raise InputError(msg, path=where, field=f"settings.{field}") from None
 
 
 def _first_difference(recorded: Sequence[StepRecord], replayed: Sequence[StepRecord]) -> str | None:

@@ -253,7 +253,9 @@ def resume(
     from skillopt.suite.loader import load_suite
 
     suite_obj = load_suite(config["suite"])
-    settings, changed = _resumed_settings(config, concurrency, executor, budget)
+    settings, changed = _resumed_settings(
+        config, concurrency, executor, budget, run.path / "run.yaml"
+    )
     _check_splits(suite_obj)
     if state.status != "finished":  # a finished run calls no model again
         credentials.require(
@@ -284,9 +286,11 @@ def _resumed_settings(
     concurrency: int | None,
     executor: str | None,
     budget: Mapping[str, Any] | None,
+    where: Path,
 ) -> tuple[Settings, bool]:
     """The run's recorded settings with what `resume` may change, and whether the
-    budget changed (run.yaml then records the new one)."""
+    budget changed (run.yaml then records the new one). Recorded settings out of
+    shape are an `InputError` naming `where` (run.yaml) and the setting."""
     recorded = dict(config["settings"])
     if concurrency:
         recorded["concurrency"] = concurrency
@@ -301,7 +305,9 @@ def _resumed_settings(
         return Settings(**recorded), bool(changed)
     except ValidationError as exc:
         field, msg = first_error(exc)
-        raise InputError(msg, field=field) from None
+        if field.split(".")[0] in changed:  # a flag given now, not the recorded run
+            raise InputError(msg, field=field) from None
+        raise InputError(msg, path=where, field=f"settings.{field}") from None
 
 
 def _train(session: RunSession) -> TrainResult:

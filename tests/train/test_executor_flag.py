@@ -282,3 +282,51 @@ def test_eval_executor_ray_flag_equals_the_local_executor(
     assert len(made) == 1
     assert rows(root / "ray.sqlite") == rows(root / "local.sqlite")
     assert len(rows(root / "ray.sqlite")) == 16
+
+
+@pytest.mark.parametrize(
+    ("ray_settings", "field", "says"),
+    [
+        ({"address": "garbage::://"}, "ray.address", "'garbage::://' is not a Ray cluster address"),
+        (
+            {"address": "http://127.0.0.1:1"},
+            "ray.address",
+            "'http://127.0.0.1:1' is not a Ray cluster address (Ray connects to a cluster, "
+            "not over http://)",
+        ),
+        (
+            {"address": "127.0.0.1:1", "runtime_env": {"pip": 5}},
+            "ray.runtime_env",
+            "Ray refuses it: runtime_env['pip'] must be of type str or List[str]",
+        ),
+    ],
+)
+def test_ray_settings_ray_cannot_use_are_one_line_naming_the_setting(
+    ray_settings, field, says, isolated
+):
+    """Ray itself raised RuntimeError, ValueError, or a TypeError after 22 s for these:
+    now one line naming the setting, exit 2, before Ray is asked to connect."""
+    require_ray()
+    (isolated / "skillopt.yaml").write_text(yaml.safe_dump({"ray": ray_settings}))
+    skill, suite = words(isolated, ["train", "val", "test"])
+    started = time.monotonic()
+    res = runner.invoke(
+        app,
+        ["eval", str(skill), "--tasks", str(suite), "--target", "scripted/echo"]
+        + ["--executor", "ray"],
+    )
+    assert res.exit_code == 2, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {field}: {says}"), res.output
+    assert "internal error" not in res.output
+    assert time.monotonic() - started < 15
+    assert not (isolated / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "address", ["auto", "local", "127.0.0.1:6379", "ray://head:10001", "ray://h", "[::1]:6379"]
+)
+def test_every_address_shape_ray_connects_to_passes_the_check(address):
+    from skillopt.rollouts.ray_settings import check_address
+
+    check_address(address)  # raises on a shape Ray does not take

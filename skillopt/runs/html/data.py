@@ -102,7 +102,7 @@ def collect(run: RunDir, audit: Audit, *, ledger: list[LedgerRow] | None = None)
 def _events(run: RunDir, notes: list[str]) -> list[dict[str, Any]]:
     try:
         return run.events()
-    except (OSError, ValueError) as exc:
+    except InputError as exc:
         notes.append(f"events.jsonl could not be read ({exc}): no per-task grid")
         return []
 
