@@ -78,6 +78,9 @@ def connect(settings: RaySettings) -> Any:
     would keep trying for minutes. A process whose own code connected Ray keeps that
     connection."""
     global _connected
+    # the settings' own shape first: a bad one is named as such, connected or not
+    check_address(settings.address)
+    check_runtime_env(settings.runtime_env)
     wanted = (settings.address, json.dumps(settings.runtime_env, sort_keys=True, default=str))
     if _connected is not None and _connected != wanted and _ray().is_initialized():
         field = "ray.address" if _connected[0] != wanted[0] else "ray.runtime_env"
@@ -87,14 +90,12 @@ def connect(settings: RaySettings) -> Any:
             "runtime_env: use a new process for another",
             field=field,
         )
-    check_address(settings.address)
     loaded = sys.modules.get("ray")
     if settings.address == "local" and not os.environ.get("RAY_ADDRESS"):
         if loaded is None or not loaded.is_initialized():
             _private_token(refresh=loaded is not None)
     ray = _ray()
     if not ray.is_initialized():
-        check_runtime_env(settings.runtime_env)
         address = None if settings.address == "local" else settings.address
         _probe(settings.address)
         _errors_to_log()
