@@ -89,21 +89,30 @@ class Entry:
 
     def build(self, contract: type[Any], needs: str, *args: Any) -> Any:
         """What this component's factory builds from `args`, checked against
-        `contract` (`check_built`). A plugin's factory that raises anything but an
-        `InputError` is a `PluginError` naming it; a built-in's error is its own."""
-        factory = self.load()
+        `contract` (`check_built`); a failure as `call` says."""
+        return self.check_built(self.call(self.load(), *args), contract, needs)
+
+    def call(
+        self,
+        code: Callable[..., Any],
+        *args: Any,
+        passes: tuple[type[BaseException], ...] = (InputError,),
+    ) -> Any:
+        """`code(*args)`, where `code` is this component's own (its factory, its
+        class). A plugin's code that raises anything but `passes` (by default an
+        `InputError`: the plugin's own word on bad settings, already a clear
+        message) is a `PluginError` naming it; a built-in's error is its own."""
         if self.origin == BUILTIN:
-            return self.check_built(factory(*args), contract, needs)
+            return code(*args)
         try:
-            built = factory(*args)
-        except InputError:
-            raise  # the plugin's own word on bad settings, already a clear message
+            return code(*args)
+        except passes:
+            raise
         except (Exception, SystemExit) as exc:
             raise PluginError(
                 f"the {self._label} {self.name!r} from {self.origin} failed to build: "
                 f"{_described(exc)}"
             ) from None
-        return self.check_built(built, contract, needs)
 
     @property
     def _label(self) -> str:

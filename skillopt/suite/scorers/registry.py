@@ -16,13 +16,18 @@ from pydantic import ValidationError
 
 from skillopt._util.text import did_you_mean
 from skillopt.errors import InputError, first_error
-from skillopt.plugins.catalog import BUILTIN, PluginError
+from skillopt.plugins.catalog import Entry, PluginError
 from skillopt.suite.scorers.base import Scorer, Unloaded
 
 
 def scorer_class(kind: str) -> type[Scorer[Any]]:
     """The scorer class registered as `kind`. Raises `ValueError` for an unknown
     name, `PluginError` for one that cannot be loaded or is misdeclared."""
+    return _registered(kind)[1]
+
+
+def _registered(kind: str) -> tuple[Entry, type[Scorer[Any]]]:
+    """The registry's entry for the scorer `kind`, and its checked class."""
     from skillopt.plugins import registry
 
     reg = registry()
@@ -43,7 +48,7 @@ def scorer_class(kind: str) -> type[Scorer[Any]]:
         raise PluginError(
             f"the scorer {kind!r} from {entry.origin} declares name {cls.name!r}; they must match"
         )
-    return cls
+    return entry, cls
 
 
 class BadScorerSpec(ValueError):
@@ -93,7 +98,7 @@ def build_scorer(spec: Any, base_dir: Path, *, run_code: bool = True) -> Scorer[
             raise ValueError("scorer mapping needs a 'type'")
     else:
         raise ValueError(f"scorer must be a name or a mapping, got {type(spec).__name__}")
-    cls = scorer_class(kind)
+    entry, cls = _registered(kind)
     try:
         parsed = cls.Params(**params)
     except ValidationError as exc:
@@ -101,22 +106,10 @@ def build_scorer(spec: Any, base_dir: Path, *, run_code: bool = True) -> Scorer[
     if cls.runs_code and not run_code:
         return Unloaded(cls, parsed, base_dir)
     try:
-        return cls(parsed, base_dir)
+        # a scorer's own complaint (ValueError, a bad pattern) is placed in the suite
+        scorer: Scorer[Any] = entry.call(
+            cls, parsed, base_dir, passes=(ValueError, re.error, InputError)
+        )
     except re.error as exc:
         raise ValueError(f"scorer {kind!r}: invalid pattern: {exc}") from None
-    except (ValueError, InputError):
-        raise
-    except (Exception, SystemExit) as exc:
-        origin = _origin(kind)
-        if origin == BUILTIN:
-            raise
-        raise PluginError(
-            f"the scorer {kind!r} from {origin} failed to build: {type(exc).__name__}: {exc}"
-        ) from None
-
-
-def _origin(kind: str) -> str:
-    from skillopt.plugins import registry
-
-    entry = registry().find("scorer", kind)
-    return entry.origin if entry is not None else BUILTIN
+    return scorer
