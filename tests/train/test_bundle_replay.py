@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sqlite3
 import tarfile
 
 import git
 import yaml
-from train.world import HELPFUL, ScriptedOptimizer, edits_reply, flags
+from train.world import HELPFUL, ScriptedOptimizer, edits_reply, flags, leave_only_the_bundle
 from typer.testing import CliRunner
 
 import skillopt
@@ -63,18 +62,6 @@ def _manifest(out) -> dict:
         return json.loads(tar.extractfile("bundle/bundle.json").read())
 
 
-def _leave_only_the_bundle(world, tmp_path, monkeypatch):
-    """The store, the runs and the suite (with its code) gone; cwd somewhere new."""
-    for gone in ("runs", "store.sqlite"):
-        path = tmp_path / gone
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    shutil.rmtree(world["root"] / "tasks")
-    fresh = tmp_path / "elsewhere"
-    fresh.mkdir()
-    monkeypatch.chdir(fresh)
-    return fresh
-
-
 # ---------------------------------------------------------------- code in a bundle
 def test_a_bundle_python_scorer_runs_only_under_trust_code(world, models, tmp_path, monkeypatch):
     marker = tmp_path / "imported.txt"
@@ -88,7 +75,7 @@ def test_a_bundle_python_scorer_runs_only_under_trust_code(world, models, tmp_pa
     # the module travels with the suite, named as code; checking the bundle ran none
     assert _manifest(out)["code"] == ["suite/evilscorer.py"]
     assert not marker.exists()
-    fresh = _leave_only_the_bundle(world, tmp_path, monkeypatch)
+    fresh = leave_only_the_bundle(world, tmp_path, monkeypatch)
     target_calls = models["target"].call_count
 
     served = runner.invoke(app, ["train", "--replay", str(out)])
@@ -114,7 +101,7 @@ def test_a_command_verifiers_file_is_packed_and_not_run(world, models, tmp_path,
     res, out = _bundle(run, tmp_path)
     assert res.exit_code == 0, res.output
     assert _manifest(out)["code"] == ["suite/verify.sh"]
-    _leave_only_the_bundle(world, tmp_path, monkeypatch)
+    leave_only_the_bundle(world, tmp_path, monkeypatch)
     replayed = skillopt.replay(out)
     assert replayed.verdict == "reproduced", replayed.first_difference
     assert not marker.exists()

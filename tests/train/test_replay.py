@@ -6,11 +6,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import shutil
 import sqlite3
 
 import pytest
-from train.world import HARMFUL, HELPFUL, ScriptedOptimizer, edits_reply, flags
+from train.world import (
+    HARMFUL,
+    HELPFUL,
+    ScriptedOptimizer,
+    edits_reply,
+    flags,
+    leave_only_the_bundle,
+)
 from typer.testing import CliRunner
 
 import skillopt
@@ -146,13 +152,7 @@ def test_a_bundle_replays_in_a_fresh_directory(world, models, tmp_path, monkeypa
     assert other.run_id != run.run_id
     # the original store, runs, skill and suite are gone: only the bundle is left
     target_calls = models["target"].call_count
-    for gone in ("runs", "store.sqlite"):
-        path = tmp_path / gone
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    shutil.rmtree(world["root"] / "tasks")
-    fresh = tmp_path / "elsewhere"
-    fresh.mkdir()
-    monkeypatch.chdir(fresh)
+    fresh = leave_only_the_bundle(world, tmp_path, monkeypatch)
     replayed = runner.invoke(app, ["train", "--replay", str(out)])
     assert replayed.exit_code == 0, replayed.output
     assert "reproduced" in replayed.output and "0 model calls" in replayed.output

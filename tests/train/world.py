@@ -12,6 +12,7 @@ changes nothing (a tie).
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from helpers import write_skill, write_suite
@@ -182,3 +183,15 @@ def train_args(world, *extra, target: str = "scripted/test-target") -> list[str]
         "--no-slow-update",
         *extra,
     ]
+
+
+def leave_only_the_bundle(world, tmp_path, monkeypatch):
+    """The store, the runs and the suite (with its code) gone; cwd somewhere new."""
+    for gone in ("runs", "store.sqlite"):
+        path = tmp_path / gone
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    shutil.rmtree(world["root"] / "tasks")
+    fresh = tmp_path / "elsewhere"
+    fresh.mkdir()
+    monkeypatch.chdir(fresh)
+    return fresh
