@@ -1,0 +1,115 @@
+"""What reading a task source gives: the items in a suite's shape, what was skipped
+and why, and the suite file written from them.
+
+Invariant: `Imported.suite()` is a mapping the suite loader accepts as it is (the
+same keys a suite file has), so an import written with `write_suite` and a source
+read directly as `--tasks SOURCE` give the same tasks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Which of a source's fields hold an item's parts; None: the reader guesses
+    (`input`, `question`, `prompt`, … for the input; `expected`, `answer`, `target`,
+    … for the expected answer; `id` for the id, else the row's number)."""
+
+    input: str | None = None
+    expected: str | None = None
+    id: str | None = None
+    split: str | None = None  # a field pinning an item to train, val or test
+    subset: str | None = None  # which part of the source: a dataset's split ("test")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A row of the source that made no item: where it is and why."""
+
+    where: str  # "row 12", "tests[3]", "sample 7"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A source's items in a suite's shape, before the suite loader checks them."""
+
+    source: str  # what was read, for messages
+    kind: str  # one of `sources.KINDS`
+    items: tuple[dict[str, Any], ...]  # {id, input, expected?, scorer?, split?, metadata?, files?}
+    prompt: str = "{input}"
+    scorer: str | dict[str, Any] = "exact"
+    description: str = ""
+    judge: str | None = None
+    skipped: tuple[Skipped, ...] = ()
+    # trigger evals ({id, query, should_trigger}): whether the skill should load for a
+    # query, kept apart from the tasks (a trigger suite scores loading, not answers)
+    triggers: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()  # anything else the user should know, one line each
+
+    def suite(self, name: str) -> dict[str, Any]:
+        """The suite file's mapping, keys in the order a person reads them."""
+        out: dict[str, Any] = {"name": name}
+        if self.description:
+            out["description"] = self.description
+        out["prompt"] = self.prompt
+        out["scorer"] = self.scorer
+        if self.judge:
+            out["judge"] = self.judge
+        out["items"] = [dict(item) for item in self.items]
+        return out
+
+    def scorers_used(self) -> Counter[str]:
+        """How many items each scorer type scores (an item without its own scorer
+        uses the suite's)."""
+        default = _scorer_type(self.scorer)
+        return Counter(
+            _scorer_type(item["scorer"]) if item.get("scorer") is not None else default
+            for item in self.items
+        )
+
+
+def _scorer_type(spec: str | dict[str, Any]) -> str:
+    return spec if isinstance(spec, str) else str(spec.get("type", "?"))
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for text with line breaks, so a prompt reads as it was written."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None  # the emitter quotes what a block cannot hold
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def dump(mapping: dict[str, Any]) -> str:
+    """A suite (or trigger suite) mapping as YAML text, keys in their order."""
+    return yaml.dump(mapping, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def write_suite(imported: Imported, path: Path, name: str | None = None) -> list[Path]:
+    """Write the suite file at `path` (named `name`, else the file's stem) and, when
+    the source held trigger evals, a trigger suite beside it (`<stem>-triggers.yaml`);
+    the paths written, the suite first."""
+    name = name or path.stem
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    if imported.items:
+        path.write_text(dump(imported.suite(name)), encoding="utf-8")
+        written.append(path)
+    if imported.triggers:
+        triggers = path.with_name(f"{path.stem}-triggers{path.suffix or '.yaml'}")
+        body = {"name": f"{name}-triggers", "items": [dict(t) for t in imported.triggers]}
+        triggers.write_text(dump(body), encoding="utf-8")
+        written.append(triggers)
+    return written
