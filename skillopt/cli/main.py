@@ -25,6 +25,7 @@ from skillopt.cli import models as models_cli
 from skillopt.cli import report as report_cli
 from skillopt.cli import runs as runs_cli
 from skillopt.cli import ship as ship_cli
+from skillopt.cli import tasks as tasks_cli
 from skillopt.cli import train as train_cli
 from skillopt.cli.common import set_debug
 
@@ -84,6 +85,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
 )
 for name, command in COMMANDS:
     app.command(name)(command)
+app.add_typer(tasks_cli.tasks_app, name="tasks")
 
 
 class Command(TyperCommand):
