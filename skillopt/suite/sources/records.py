@@ -27,6 +27,9 @@ class FieldMap:
     id: str | None = None
     split: str | None = None  # a field pinning an item to train, val or test
     subset: str | None = None  # which part of the source: a dataset's split ("test")
+    # keep an item some of whose checks have no skillopt scorer (a promptfoo
+    # `javascript` assert), scored by the checks that do map, instead of skipping it
+    keep_unscored: bool = False
 
 
 @dataclass(frozen=True)
