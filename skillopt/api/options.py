@@ -58,6 +58,7 @@ class TrainOptions(BudgetOptions, total=False):
     alpha: float | None
     gate_full: bool | None
     allow_long_skill: bool | None
+    strict_splits: bool | None
     slow_update: bool | None
     stall_patience: int | None
     seed: int | None

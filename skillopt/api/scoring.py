@@ -59,6 +59,7 @@ def evaluate(
     time_limit: float | str | None = None,
     allow_unpriced: bool | None = None,
     allow_long_skill: bool | None = None,
+    strict_splits: bool | None = None,
     settings: Settings | None = None,
     observers: Sequence[Observer] = (),
     warn: Warn | None = None,
@@ -69,7 +70,8 @@ def evaluate(
     adds a comparison (delta and flipped tasks) per split. A skill with lint errors
     raises `BadSkill` before any model call, and so does a model whose key is not
     set (`MissingCredentials`, naming the variable); `warn` receives its warnings and the
-    notices of settings resolution. A `store` object is used and left open. With a
+    notices of settings resolution, and the near-duplicates across splits
+    (`strict_splits` refuses them: `InputError`). A `store` object is used and left open. With a
     budget, a batch that would cross it is not started: `BudgetExceeded` (what was
     scored stays in the store, so running again with a larger budget continues)."""
     from skillopt.eval import run as scoring
@@ -91,6 +93,7 @@ def evaluate(
         time_limit=time_limit,
         allow_unpriced=allow_unpriced,
         allow_long_skill=allow_long_skill,
+        strict_splits=strict_splits,
     )
     return scoring.evaluate(
         skill,
@@ -127,6 +130,7 @@ def validate(
     time_limit: float | str | None = None,
     allow_unpriced: bool | None = None,
     allow_long_skill: bool | None = None,
+    strict_splits: bool | None = None,
     settings: Settings | None = None,
     observers: Sequence[Observer] = (),
     warn: Warn | None = None,
@@ -148,6 +152,7 @@ def validate(
         time_limit=time_limit,
         allow_unpriced=allow_unpriced,
         allow_long_skill=allow_long_skill,
+        strict_splits=strict_splits,
     )
     return run_validate(
         skill,

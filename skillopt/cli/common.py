@@ -209,6 +209,14 @@ AllowLongSkill = Annotated[
         help="Score a skill longer than the target's context window (refused otherwise).",
     ),
 ]
+StrictSplits = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse a suite whose val or test items nearly repeat items of an earlier "
+        "split (warned otherwise).",
+    ),
+]
 AllowUnpriced = Annotated[
     bool,
     typer.Option(

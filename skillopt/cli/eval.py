@@ -25,6 +25,7 @@ from skillopt.cli.common import (
     MaxTargetRollouts,
     Samples,
     Store,
+    StrictSplits,
     Target,
     TimeLimit,
     err,
@@ -85,6 +86,7 @@ def eval_cmd(
     time_limit: TimeLimit = None,
     allow_unpriced: AllowUnpriced = False,
     allow_long_skill: AllowLongSkill = False,
+    strict_splits: StrictSplits = False,
     json_file: JsonOut = None,
 ) -> None:
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
@@ -109,6 +111,7 @@ def eval_cmd(
             time_limit=time_limit,
             allow_unpriced=True if allow_unpriced else None,
             allow_long_skill=True if allow_long_skill else None,
+            strict_splits=True if strict_splits else None,
             observers=[ProgressObserver(progress)],
             warn=warn,
         )

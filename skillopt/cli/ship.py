@@ -27,6 +27,7 @@ from skillopt.cli.common import (
     RunDir,
     Samples,
     Store,
+    StrictSplits,
     Target,
     TimeLimit,
     at_least,
@@ -236,6 +237,7 @@ def validate_cmd(
     time_limit: TimeLimit = None,
     allow_unpriced: AllowUnpriced = False,
     allow_long_skill: AllowLongSkill = False,
+    strict_splits: StrictSplits = False,
 ) -> None:
     """CI gate: lint, then score the skill; exit 1 below --min-score or past --max-regressions."""
     if fmt not in (None, "text", "json"):
@@ -266,6 +268,7 @@ def validate_cmd(
             time_limit=time_limit,
             allow_unpriced=True if allow_unpriced else None,
             allow_long_skill=True if allow_long_skill else None,
+            strict_splits=True if strict_splits else None,
             observers=[ProgressObserver(progress)],
             warn=warn,
         )

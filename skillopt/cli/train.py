@@ -28,6 +28,7 @@ from skillopt.cli.common import (
     MaxTargetRollouts,
     Samples,
     Store,
+    StrictSplits,
     Target,
     TimeLimit,
     at_least,
@@ -254,6 +255,7 @@ def train_cmd(
     time_limit: TimeLimit = None,
     allow_unpriced: AllowUnpriced = False,
     allow_long_skill: AllowLongSkill = False,
+    strict_splits: StrictSplits = False,
     replay: Annotated[
         Optional[str],
         typer.Option(

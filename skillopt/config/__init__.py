@@ -140,6 +140,11 @@ class Settings(BaseModel):
         description="score a skill longer than the target's context window (or, when the "
         "window is unknown, than 1,000,000 tokens); refused otherwise",
     )
+    strict_splits: bool = Field(
+        False,
+        description="refuse a suite whose val or test items nearly repeat items of an "
+        "earlier split (`skillopt.suite.hygiene`) instead of warning",
+    )
     allow_unpriced: bool = Field(
         False,
         description="with budget_usd, run even when a model's price is unknown (the budget "

@@ -193,6 +193,8 @@ class EvalResult:
     results: list[SplitResult]
     comparisons: list[Comparison] = field(default_factory=list)
     splits: dict[str, int] = field(default_factory=dict)  # the suite's items per split
+    # val and test items that nearly repeat an earlier split's (`suite.hygiene`)
+    near_duplicates: list[dict[str, Any]] = field(default_factory=list)
 
     def result(self, variant: str, split: str) -> SplitResult | None:
         for r in self.results:
@@ -213,6 +215,7 @@ class EvalResult:
             "harness": self.harness,
             "store": self.store,
             "splits": dict(self.splits),
+            "near_duplicates": list(self.near_duplicates),
             "results": [r.summary() for r in self.results],
             "comparisons": [c.summary() for c in self.comparisons],
             "rollouts": [

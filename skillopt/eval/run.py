@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from skillopt.rollouts.budget import Budget, refuse_unpriced
 from skillopt.rollouts.engine import Observer
 from skillopt.skill.document import Skill
 from skillopt.store.rollouts import RolloutStore
+from skillopt.suite.hygiene import screen
 from skillopt.suite.loader import require_split
 from skillopt.suite.task import SPLITS, Suite, Task
 
@@ -64,6 +66,9 @@ def evaluate(
     source = None if no_skill or skill is None or isinstance(skill, Skill) else skill
     warnings = check_skill(the_skill, source)
     resolved = settings_for(suite_obj, overrides, settings)
+    # near-copies across splits are told (or refused) before anything is resolved
+    found = screen(suite_obj, strict=resolved.strict_splits)
+    tell(warn, [line for line in [found.warning()] if line])
     credentials.require(
         suite_obj, resolved, passed={"target": target, "harness": harness, "judge": judge}
     )
@@ -84,7 +89,8 @@ def evaluate(
         tell(warn, warnings + check_context(the_skill, ctx.target, ctx.settings))
         tell(warn, ctx.settings.notices)
         tell(warn, refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx)))
-        return _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers, ledger)
+        result = _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers, ledger)
+        return replace(result, near_duplicates=found.to_dicts())
     finally:
         if store is None:
             ctx.store.close()

@@ -62,6 +62,7 @@ def validate(
         unpriced_roles,
     )
     from skillopt.rollouts.budget import Budget, refuse_unpriced
+    from skillopt.suite.hygiene import screen
     from skillopt.suite.loader import load_suite, require_split
 
     if min_score is not None and not 0 <= min_score <= 1:
@@ -101,6 +102,9 @@ def validate(
         )
     skill = Skill.load(skill_path)
     resolved = settings_for(suite, overrides, settings)
+    repeats = screen(suite, strict=resolved.strict_splits).warning()
+    if warn is not None and repeats:
+        warn(repeats)
     credentials.require(
         suite, resolved, passed={"target": target, "harness": harness, "judge": judge}
     )

@@ -148,6 +148,7 @@ def summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
         "stop": state.stop.to_dict() if state.stop is not None else None,
         "started_at": state.started_at,
         "stopped_early": None if state.stopped_early is None else asdict(state.stopped_early),
+        **({"suite_warnings": list(w)} if (w := config.get("suite_warnings")) else {}),
         "initial_val": state.initial.val,
         "best_val": state.incumbent.val,
         "best_skill_hash": state.incumbent.hash,
@@ -270,6 +271,7 @@ def markdown(summary: dict[str, Any]) -> str:
         f"- Validation: {display.score(s['initial_val'], none=NA)} (initial) → "
         f"{display.score(s['best_val'], none=NA)} (best)",
     ]
+    lines += [f"- Warning (suite): {w}" for w in s.get("suite_warnings") or []]
     if s.get("started_at"):
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(s["started_at"]))
         took = f", {duration(s['wall_s'])} spent on steps and tests" if s.get("wall_s") else ""

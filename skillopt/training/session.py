@@ -47,6 +47,7 @@ from skillopt.runs.read import find_run
 from skillopt.runs.rundir import new_run_id
 from skillopt.runs.summary import markdown, summary
 from skillopt.skill.document import Skill
+from skillopt.suite.hygiene import screen
 from skillopt.suite.loader import require_split
 from skillopt.suite.task import Suite
 from skillopt.training.events import TrainObserver
@@ -108,13 +109,16 @@ def _check_splits(suite: Suite) -> None:
         require_split(suite, split)
 
 
-def split_warnings(suite: Suite) -> list[str]:
-    """A warning when the validation split is too small for the gate to tell a real
-    gain from one task's luck."""
+def split_warnings(suite: Suite, settings: Settings) -> list[str]:
+    """The suite's warnings: val or test items that nearly repeat an earlier split's
+    (`suite.hygiene`; an `InputError` with `strict_splits`), and a validation split
+    too small for the gate to tell a real gain from one task's luck."""
+    repeats = screen(suite, strict=settings.strict_splits).warning()
+    out = [repeats] if repeats else []
     n = len(suite.split("val"))
     if n >= SMALL_VAL:
-        return []
-    return [
+        return out
+    return out + [
         f"the validation split has {n} tasks: a single task that flips decides the gate "
         f"(about {SMALL_VAL} or more make its decisions sturdier: add items, or raise the "
         "suite's `split: val` fraction)"
@@ -132,6 +136,7 @@ def plan(
     """What `start` would do and roughly cost, with no model call and no run made."""
     parts = components or Components()
     suite_obj, the_skill, settings = _inputs(skill, suite, overrides, settings)
+    suite_warnings = split_warnings(suite_obj, settings)
     keys = credentials.missing(suite_obj, settings, training=True, passed=parts.given())
     optimizer: object
     try:  # a model without its key is planned all the same (and warned about)
@@ -146,7 +151,7 @@ def plan(
     if parts.harness is None and not takes_model(settings.harness):
         build_harness(settings)  # validates its settings; runs nothing
     result = make_plan(the_skill, suite_obj, settings, settings.target or "default", optimizer)
-    problems = [*warnings, *check_context(the_skill, target, settings), *split_warnings(suite_obj)]
+    problems = [*warnings, *check_context(the_skill, target, settings), *suite_warnings]
     notes = [*result.notes, *(f"warning: {p}" for p in problems), *settings.notices]
     return replace(result, notes=notes, missing_keys=keys)
 
@@ -178,6 +183,7 @@ def start(
     any model call, and `warn` receives the warnings."""
     parts = components or Components()
     suite_obj, the_skill, settings = _inputs(skill, suite, overrides, settings)
+    suite_warnings = split_warnings(suite_obj, settings)  # refused here with strict_splits
     if the_skill.root is None:
         raise InputError("the skill to train needs a directory (load it with Skill.load)")
     skill_dir = the_skill.root
@@ -194,6 +200,7 @@ def start(
         skill=str(skill_dir.resolve()),
         suite=str(suite_obj.path.resolve()),
         objects=parts.names(),
+        suite_warnings=tuple(suite_warnings),
     )
     session = RunSession.open(
         suite_obj,
@@ -210,7 +217,7 @@ def start(
         warnings=[
             *warnings,
             *check_context(the_skill, target, settings),
-            *split_warnings(suite_obj),
+            *suite_warnings,
             *settings.notices,
         ],
         warn=warn,

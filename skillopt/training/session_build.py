@@ -48,14 +48,16 @@ from skillopt.training.state import TrainState
 @dataclass(frozen=True)
 class NewRun:
     """A run to make: `run_id` under `runs_dir`, the skill's history kept beside
-    it. run.yaml records where the skill and the suite were read from, and the
-    objects passed in code by name (resuming needs the same kinds again)."""
+    it. run.yaml records where the skill and the suite were read from, the
+    objects passed in code by name (resuming needs the same kinds again) and the
+    suite's warnings (`suite_warnings`, which the summary and report repeat)."""
 
     runs_dir: Path
     run_id: str
     skill: str
     suite: str
     objects: dict[str, str] = field(default_factory=dict)
+    suite_warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,8 @@ def _create(
     }
     if where.objects:
         config["objects"] = dict(where.objects)
+    if where.suite_warnings:
+        config["suite_warnings"] = list(where.suite_warnings)
     run.write_config(config)
     state = TrainState.new(skill)
     state.save(run)
