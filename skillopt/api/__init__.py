@@ -43,6 +43,8 @@ from skillopt.api.runs import (
 )
 from skillopt.api.scoring import evaluate, junit_xml, lint, summary_markdown, validate
 from skillopt.api.shipping import adopt, export
+from skillopt.api.starting import SCORERS as INIT_SCORERS
+from skillopt.api.starting import check_init, init, init_defaults
 from skillopt.api.training import bundle, plan, replay, resume, train
 from skillopt.ship.refusals import TARGETS as EXPORT_TARGETS
 from skillopt.ship.refusals import LintFailed, Refused
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from skillopt.ship.adopt import AdoptResult as AdoptResult
     from skillopt.ship.export import ExportResult as ExportResult
     from skillopt.skill.lint import Findings as Findings
+    from skillopt.starter import Created as Created
     from skillopt.store.audit import AuditCommit as AuditCommit
     from skillopt.training.events import TrainEvent as TrainEvent
     from skillopt.training.replay import ReplayResult as ReplayResult
@@ -68,6 +71,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXPORT_TARGETS",
+    "INIT_SCORERS",
     "TRAIN_OPTIONS",
     "BudgetOptions",
     "LintFailed",
@@ -79,12 +83,15 @@ __all__ = [
     "builtin_origin",
     "bundle",
     "cached_tokens_line",
+    "check_init",
     "estimated_line",
     "cluster_report",
     "decision_counts",
     "duration",
     "evaluate",
     "export",
+    "init",
+    "init_defaults",
     "junit_xml",
     "lint",
     "list_runs",

@@ -19,6 +19,7 @@ from typer.core import TyperCommand
 
 from skillopt import __version__
 from skillopt.cli import eval as eval_cli
+from skillopt.cli import init as init_cli
 from skillopt.cli import lint as lint_cli
 from skillopt.cli import log as log_cli
 from skillopt.cli import models as models_cli
@@ -66,6 +67,7 @@ def main(
 
 
 COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
+    ("init", init_cli.init_cmd),
     ("train", train_cli.train_cmd),
     ("eval", eval_cli.eval_cmd),
     ("lint", lint_cli.lint_cmd),

@@ -83,7 +83,12 @@ def test_numbers_files_and_structured_inputs(isolated):
     rows = [
         # the same request on other files is another task; on the same files it repeats
         {"id": "f1", "input": "Fix the failing test", "files": shared, "split": "train"},
-        {"id": "f2", "input": "Fix the failing test", "files": {"b.py": "x = 1\n"}, "split": "test"},
+        {
+            "id": "f2",
+            "input": "Fix the failing test",
+            "files": {"b.py": "x = 1\n"},
+            "split": "test",
+        },
         {"id": "f3", "input": "Fix the failing test.", "files": shared, "split": "val"},
         # a number changed is another task (suite.similar's rule)
         {"id": "n1", "input": "add 234 and 567", "split": "train"},
