@@ -12,6 +12,7 @@ import struct
 import subprocess
 import termios
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,10 +42,12 @@ def run_in_pty(
     cols: int = 80,
     rows: int = 200,
     deadline_s: float = 300.0,
+    replies: Sequence[tuple[bytes, bytes]] = (),
 ) -> Screen:
     """Run `argv` with stdin, stdout and stderr on one pty of `cols` × `rows`, the way a
     shell starts it in a terminal. `deadline_s` only stops a hung child; a normal run
-    ends when the child closes the terminal."""
+    ends when the child closes the terminal. `replies`: (a prompt, the line typed
+    once it shows), answered in order, as a person at the terminal would."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     proc = subprocess.Popen(
@@ -58,6 +61,8 @@ def run_in_pty(
     )
     os.close(slave)
     chunks: list[bytes] = []
+    pending = list(replies)
+    answered = 0  # the output before this was answered already
     end = time.monotonic() + deadline_s
     try:
         while time.monotonic() < end:
@@ -73,6 +78,10 @@ def run_in_pty(
             if not data:
                 break
             chunks.append(data)
+            if pending and pending[0][0] in b"".join(chunks)[answered:]:
+                prompt, line = pending.pop(0)
+                answered = len(b"".join(chunks))
+                os.write(master, line + b"\r")
         else:
             proc.kill()
     finally:

@@ -3,6 +3,7 @@ CLI tests and benchmarks. Each is `(messages) -> str`."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from skillopt.errors import ModelError
@@ -49,3 +50,29 @@ def learns_from_examples(messages):
     time.sleep(0.02)
     text = messages[-1]["content"]
     return text.upper() if "Output: " in _system(messages) else text
+
+
+_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen".split()
+_UNITS += "fourteen fifteen sixteen seventeen eighteen nineteen".split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def _one_word(word: str) -> int | None:
+    if word in _UNITS:
+        return _UNITS.index(word)
+    return _TENS.index(word) * 10 if word in _TENS[2:] else None
+
+
+def numbers_by_example(messages):
+    """`skillopt init`'s example task as a learner would do it: a number of one word
+    it writes in digits, a hyphenated one (forty-two) only once the skill shows a
+    worked example of one (`Input: sixty-one`), anything longer it echoes."""
+    text = messages[-1]["content"].strip()
+    if " " not in text and "-" not in text:
+        value = _one_word(text)
+        return text if value is None else str(value)
+    shown = re.search(r"^Input: [a-z]+-[a-z]+$", _system(messages), re.M)
+    tens, _, unit = text.partition("-")
+    if shown and " " not in text and _one_word(tens) is not None and _one_word(unit) is not None:
+        return str(_one_word(tens) + _one_word(unit))
+    return text
