@@ -159,3 +159,23 @@ def test_no_bundled_suite_repeats_an_item_across_splits(suite):
     # checked at 0.9 and, to be sure nothing is close, at 0.5: the bundled suites'
     # inputs differ in their digits or letters throughout
     assert check_splits(load_suite(suite), 0.5).repeats == ()
+
+
+def test_the_dry_run_notes_the_repeats_and_strict_refuses_it(leaky):
+    skill, suite = leaky
+    dry = (
+        "train",
+        skill,
+        "--tasks",
+        suite,
+        "--target",
+        ECHO,
+        "--optimizer",
+        "exemplars",
+        "--dry-run",
+    )
+    res = invoke(*dry)
+    assert res.exit_code == 0, res.output
+    assert "note: warning: " in res.stdout and "val v1 ≈ train tr1" in res.stdout
+    res = invoke(*dry, "--strict")
+    assert res.exit_code == 2 and "refused (--strict)" in res.stderr
