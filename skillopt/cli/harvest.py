@@ -120,7 +120,8 @@ def _show_suite(s: HarvestSuite, reviewed: Path) -> None:
     written = ", ".join(escape(str(p)) for p in s.written)
     splits = ", ".join(f"{k} {n}" for k, n in s.splits.items())
     scorers = ", ".join(f"{k} {n}" for k, n in sorted(s.scorers.items()))
-    out.print(f"wrote {written}: {s.kept} items ({splits}); scorers: {scorers}", soft_wrap=True)
+    items = f"{s.kept} item{'s' if s.kept != 1 else ''}"
+    out.print(f"wrote {written}: {items} ({splits}); scorers: {scorers}", soft_wrap=True)
     out.print(f"left out: {s.dropped} (keep: false in {escape(str(reviewed))})", soft_wrap=True)
     total = sum(s.redactions.values())
     if total:
