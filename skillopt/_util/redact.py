@@ -57,6 +57,8 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
 )
+# every shape in one pattern, one pass over the text; the group that matched names it
+_SHAPE = re.compile("|".join(f"(?P<s{i}>{p.pattern})" for i, (_, p) in enumerate(_SHAPES)))
 # (kind, pattern, the group holding the secret): only that group is replaced, so the
 # name (`DB_PASSWORD=`, `Bearer `, `user:`) stays and the reader knows what was there
 _VALUES: tuple[tuple[str, re.Pattern[str], int], ...] = (
@@ -100,8 +102,9 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     if not text:
         return text, counts
     text = _known(text, counts)
-    for kind, pattern in _SHAPES:
-        text = _sub(pattern, text, kind, counts)
+    if len(text) < 6:
+        return text, counts
+    text = _SHAPE.sub(lambda m: _shape(m, counts), text)
     for kind, pattern, group in _VALUES:
         text = _sub(pattern, text, kind, counts, group)
     text = _sub(_QUOTED, text, "secret-assignment", counts, 5, lambda m: _secret_name(m[2]))
@@ -116,6 +119,12 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     text = _sub(_SAID, text, "password", counts, 3, lambda m: _literal(m, 3))
     text = _sub(_TOKEN, text, "high-entropy", counts, 0, lambda m: high_entropy(m[0]))
     return text, counts
+
+
+def _shape(m: re.Match[str], counts: Counter[str]) -> str:
+    kind = _SHAPES[int((m.lastgroup or "s0")[1:])][0]
+    counts[kind] += 1
+    return MARK.format(kind=kind)
 
 
 def high_entropy(token: str) -> bool:
