@@ -52,12 +52,18 @@ def harvest_cmd(
         typer.Option(
             "--judge",
             help="A model that drafts a rubric for each candidate, for you to approve.",
+            metavar="MODEL",
             show_default=False,
         ),
     ] = None,
     name: Annotated[
         Optional[str],
-        typer.Option("--name", help="The suite's name [default: the file's].", show_default=False),
+        typer.Option(
+            "--name",
+            help="The suite's name [default: the file's].",
+            metavar="NAME",
+            show_default=False,
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file.")] = False,
     json_file: JsonOut = None,
