@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from skillopt.api.harvest import HarvestResult, HarvestSuite, harvest, harvest_suite
 from skillopt.api.inventory import builtin_origin, cluster_report, models, plugins
 from skillopt.api.options import TRAIN_OPTIONS, BudgetOptions, Section, TrainOptions
 from skillopt.api.runs import (
@@ -72,6 +73,8 @@ if TYPE_CHECKING:
 __all__ = [
     "EXPORT_TARGETS",
     "INIT_SCORERS",
+    "HarvestResult",
+    "HarvestSuite",
     "TRAIN_OPTIONS",
     "BudgetOptions",
     "LintFailed",
@@ -92,6 +95,8 @@ __all__ = [
     "export",
     "init",
     "init_defaults",
+    "harvest",
+    "harvest_suite",
     "junit_xml",
     "lint",
     "list_runs",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import typer
 
+from skillopt.cli.harvest import harvest_cmd
+
 tasks_app = typer.Typer(
     name="tasks",
     help="Make task suites from the evaluations and agent sessions you already have.",
@@ -13,3 +15,5 @@ tasks_app = typer.Typer(
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
 )
+
+tasks_app.command("harvest")(harvest_cmd)
