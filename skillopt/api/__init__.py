@@ -43,6 +43,7 @@ from skillopt.api.runs import (
 )
 from skillopt.api.scoring import evaluate, junit_xml, lint, summary_markdown, validate
 from skillopt.api.shipping import adopt, export
+from skillopt.api.tasks import import_tasks
 from skillopt.api.training import bundle, plan, replay, resume, train
 from skillopt.ship.refusals import TARGETS as EXPORT_TARGETS
 from skillopt.ship.refusals import LintFailed, Refused
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from skillopt.ship.export import ExportResult as ExportResult
     from skillopt.skill.lint import Findings as Findings
     from skillopt.store.audit import AuditCommit as AuditCommit
+    from skillopt.suite.importing import ImportResult as ImportResult
     from skillopt.training.events import TrainEvent as TrainEvent
     from skillopt.training.replay import ReplayResult as ReplayResult
     from skillopt.training.session import TrainResult as TrainResult
@@ -85,6 +87,7 @@ __all__ = [
     "duration",
     "evaluate",
     "export",
+    "import_tasks",
     "junit_xml",
     "lint",
     "list_runs",
