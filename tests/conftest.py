@@ -17,6 +17,12 @@ import pytest
 # `helpers`, `fakes`, `train.world` (never plain `world`), `ray_cluster`, ...
 sys.path.insert(0, str(Path(__file__).parent))
 
+# Hugging Face's libraries read these once, when first imported: set before any test
+# runs, no test can reach the hub (a hub id is then an error, as it is offline)
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+
 # one Ray cluster for the whole session: a session fixture imported into several
 # test modules would be one fixture per module, each starting a cluster of its own
 from ray_cluster import ray_cluster  # noqa: E402, F401

@@ -46,6 +46,7 @@ from skillopt.api.scoring import evaluate, junit_xml, lint, summary_markdown, va
 from skillopt.api.shipping import adopt, export
 from skillopt.api.starting import SCORERS as INIT_SCORERS
 from skillopt.api.starting import check_init, init, init_defaults
+from skillopt.api.tasks import import_tasks
 from skillopt.api.training import bundle, plan, replay, resume, train
 from skillopt.ship.refusals import TARGETS as EXPORT_TARGETS
 from skillopt.ship.refusals import LintFailed, Refused
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from skillopt.skill.lint import Findings as Findings
     from skillopt.starter import Created as Created
     from skillopt.store.audit import AuditCommit as AuditCommit
+    from skillopt.suite.importing import ImportResult as ImportResult
     from skillopt.training.events import TrainEvent as TrainEvent
     from skillopt.training.replay import ReplayResult as ReplayResult
     from skillopt.training.session import TrainResult as TrainResult
@@ -97,6 +99,7 @@ __all__ = [
     "init_defaults",
     "harvest",
     "harvest_suite",
+    "import_tasks",
     "junit_xml",
     "lint",
     "list_runs",

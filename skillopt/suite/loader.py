@@ -1,4 +1,5 @@
-"""Load a task suite (YAML with inline items or a referenced JSONL) into a `Suite`.
+"""Load a task suite (YAML with inline items or a referenced JSONL, or any task
+source `sourced` reads: a CSV, a JSON table, a Hugging Face dataset, …) into a `Suite`.
 
 Invariants:
 - Every problem is reported before any model call, as one `InputError` naming the
@@ -24,6 +25,8 @@ from skillopt.suite.items import build_tasks, render_template
 from skillopt.suite.problems import explain, line_of_key, scorer_param
 from skillopt.suite.readers import read_jsonl, read_yaml
 from skillopt.suite.scorers import build_scorer
+from skillopt.suite.sourced import MappingSpec, filled, read_items_source, source_kind
+from skillopt.suite.sources import Imported, read_source
 from skillopt.suite.splits import SplitSpec
 from skillopt.suite.task import SPLITS, Suite, Task
 from skillopt.suite.yaml_values import ItemList, line_of, take_items
@@ -38,6 +41,7 @@ class SuiteSpec(BaseModel):
     split: SplitSpec = SplitSpec()
     judge: str | None = None
     defaults: dict[Any, Any] = Field(default_factory=dict)
+    mapping: MappingSpec | None = None
     items: list[Any] | str
 
 
@@ -45,21 +49,44 @@ class SuiteSpec(BaseModel):
 _SUITE_KEYS: dict[tuple[str | int, ...], list[str]] = {
     (): list(SuiteSpec.model_fields),
     ("split",): list(SplitSpec.model_fields),
+    ("mapping",): list(MappingSpec.model_fields),
 }
 
 
 def load_suite(path: str | Path, *, run_code: bool = True) -> Suite:
-    """Read and validate a suite file. Raises `InputError` on the first problem.
-    Without `run_code`, no scorer's code is imported (see the invariants)."""
+    """Read and validate a suite file, or a task source given in its place (a CSV,
+    a JSON table, `hf:owner/name`, …: see `sourced`). Raises `InputError` on the
+    first problem. Without `run_code`, no scorer's code is imported (see the
+    invariants)."""
+    source = str(path)
     path = Path(path)
+    kind = source_kind(source)
+    if kind is not None:
+        imported = read_source(source, kind)
+        name = path.stem if kind != "hf" else Path(source.partition("?")[0]).name
+        return _load(imported.suite(name), path, None, run_code, imported)
     if not path.is_file():
         raise InputError("no such task suite file", path=path)
     if path.suffix == ".jsonl":
         raw: dict[str, Any] = {"name": path.stem, "items": path.name}
-        data_line = None
-    else:
-        raw = read_yaml(path)
-        data_line = line_of(raw)
+        return _load(raw, path, None, run_code)
+    raw = read_yaml(path)
+    return _load(raw, path, line_of(raw), run_code)
+
+
+def load_imported(imported: Imported, name: str) -> Suite:
+    """The suite a source's items make, named `name`, checked as a suite file's are
+    (a problem names the source and the item)."""
+    return _load(imported.suite(name), Path(imported.source), None, True, imported)
+
+
+def _load(
+    raw: dict[str, Any],
+    path: Path,
+    data_line: int | None,
+    run_code: bool,
+    imported: Imported | None = None,
+) -> Suite:
     items = raw.get("items")
     try:
         # the items are checked one by one below, not copied into the spec
@@ -69,8 +96,24 @@ def load_suite(path: str | Path, *, run_code: bool = True) -> Suite:
         line = line_of_key(path, loc, data_line) if data_line else None
         raise InputError(msg, path=path, field=".".join(map(str, loc)), line=line) from None
     base = path.parent
+    if spec.mapping is not None and not isinstance(items, str):
+        line = line_of_key(path, ("mapping",), data_line) if data_line else None
+        raise InputError(
+            "a mapping says how a source's fields are read (`items: data.csv`); "
+            "items written in the suite need none",
+            path=path,
+            field="mapping",
+            line=line,
+        )
+    if imported is None and isinstance(items, str):
+        imported = read_items_source(items, base, spec.mapping)
+        if imported is not None:
+            spec = SuiteSpec.model_validate({**filled(raw, imported, path.stem), "items": []})
     rows: Iterable[tuple[int | None, Any]]
-    if isinstance(items, str):
+    if imported is not None:
+        items_path = Path(imported.source)
+        rows = ((None, item) for item in imported.items)
+    elif isinstance(items, str):
         items_path = base / items
         rows = read_jsonl(items_path)
     else:

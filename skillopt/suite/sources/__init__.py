@@ -33,7 +33,8 @@ KINDS = (
     "inspect-log",
     "skill-creator",
 )
-HF_PREFIXES = ("hf:", "hf://datasets/", "huggingface://datasets/")
+# also `huggingface:/datasets/…`: the double slash folded, as a path-typed option hands it
+HF_PREFIXES = ("hf:", "hf://datasets/", "huggingface://datasets/", "huggingface:/datasets/")
 
 
 def detect(source: str) -> str:
