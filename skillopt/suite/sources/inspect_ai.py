@@ -77,6 +77,8 @@ def _records(path: Path, fields: FieldMap) -> list[dict[str, Any]]:
         record = {k: v for k, v in row.items() if k not in SAMPLE_FIELDS or not renames.get(k)}
         for field, column in renames.items():
             if column:
+                if column not in row and field != "input":
+                    continue  # no target (or id) in this row: it has none
                 if column not in row:
                     raise InputError(
                         f"no field {column!r} (named for {field})",
