@@ -279,3 +279,18 @@ def test_a_regex_python_cannot_read_skips_the_test_with_the_reason(tmp_path):
     imported = read_source(str(path))
     assert imported.items == ()
     assert "is not a Python regular expression" in imported.skipped[0].reason
+
+
+def test_a_json_config_and_a_csv_with_expected_columns_are_detected(tmp_path):
+    path = tmp_path / "promptfooconfig.json"
+    path.write_text(
+        '{"prompts": ["{{q}}"], "tests": [{"vars": {"q": "x"}, "assert": [{"type": "equals", "value": "y"}]}]}'
+    )
+    assert detect(str(path)) == "promptfoo"
+    assert read_source(str(path)).items[0]["expected"] == "y"
+    tests = tmp_path / "tests.csv"
+    tests.write_text("q,__expected\nx,y\n")
+    plain = tmp_path / "plain.csv"
+    plain.write_text("q,expected\nx,y\n")
+    assert (detect(str(tests)), detect(str(plain))) == ("promptfoo", "csv")
+    assert read_source(str(tests)).items[0] == {"id": "t1", "input": "x", "expected": "y"}

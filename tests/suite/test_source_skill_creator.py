@@ -122,3 +122,10 @@ def test_a_binary_input_file_skips_its_eval(skill):
         imported.skipped[0].reason
         == "files: evals/files/input.csv is not text (a task's files are text)"
     )
+
+
+def test_a_skill_with_trigger_evals_only(skill):
+    (skill / "evals" / "evals.json").unlink()
+    assert detect(str(skill)) == "skill-creator"
+    imported = read_source(str(skill))
+    assert imported.items == () and len(imported.triggers) == 2

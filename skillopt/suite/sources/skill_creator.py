@@ -44,7 +44,7 @@ def read_skill_creator(path: Path, fields: FieldMap) -> Imported:
         evals_dir = path.parent
         skill = evals_dir.parent if evals_dir.name == "evals" else evals_dir
         files = [path]
-    if files and files[0].name == "evals.json":
+    if path.is_dir() or path.name == "evals.json":
         files += [evals_dir / n for n in TRIGGER_FILES if (evals_dir / n).is_file()]
     if not files:
         raise InputError("no evals/evals.json (nor a trigger eval file) here", path=path)
