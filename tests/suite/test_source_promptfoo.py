@@ -294,3 +294,9 @@ def test_a_json_config_and_a_csv_with_expected_columns_are_detected(tmp_path):
     plain.write_text("q,expected\nx,y\n")
     assert (detect(str(tests)), detect(str(plain))) == ("promptfoo", "csv")
     assert read_source(str(tests)).items[0] == {"id": "t1", "input": "x", "expected": "y"}
+
+
+def test_an_absolute_glob_is_refused(tmp_path):
+    path = config(tmp_path, ["file:///etc/*.conf"])
+    with pytest.raises(InputError, match="must be a path relative to the config"):
+        read_source(str(path))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillopt._util.text import clean
 from skillopt.errors import InputError
 from skillopt.suite.sources.files import load_json, read_text
 
@@ -134,7 +135,7 @@ def _member(archive: zipfile.ZipFile, raw: Any, info: zipfile.ZipInfo, path: Pat
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{info.filename} is not UTF-8 (byte {exc.start})", path=path) from None
-    return load_json(text, source=path)
+    return load_json(clean(text)[0], source=path)
 
 
 def _stdlib_zstd() -> bool:

@@ -103,7 +103,12 @@ def _chat_text(messages: Any, file: Path) -> str:
 
 def matches(rel: str, base: Path, config: Path, where: str) -> list[Path]:
     if any(ch in rel for ch in "*?["):
-        found = sorted(p for p in base.glob(rel) if p.is_file())
+        try:
+            found = sorted(p for p in base.glob(rel) if p.is_file())
+        except (NotImplementedError, ValueError):  # an absolute pattern
+            raise InputError(
+                f"file://{rel} must be a path relative to the config", path=config, field=where
+            ) from None
         if not found:
             raise InputError(f"no file matches file://{rel}", path=config, field=where)
         return [
