@@ -281,6 +281,22 @@ def test_a_regex_python_cannot_read_skips_the_test_with_the_reason(tmp_path):
     assert "is not a Python regular expression" in imported.skipped[0].reason
 
 
+def test_thresholds_map_onto_a_rubric_and_are_noted_elsewhere(tmp_path):
+    asserts = [
+        {"type": "llm-rubric", "value": "kind", "threshold": 0.8},
+        {"type": "contains", "value": "x", "threshold": 0.5},
+    ]
+    path = config(tmp_path, [{"vars": {"q": "x"}, "assert": asserts}], prompts=["{{q}}"])
+    imported = read_source(str(path))
+    (item,) = imported.items
+    assert scorer_of(imported, item)["of"][0] == {
+        "type": "judge",
+        "rubric": "kind",
+        "threshold": 0.8,
+    }
+    assert "the threshold of these asserts is not used: 1 contains" in imported.notes
+
+
 def test_a_json_config_and_a_csv_with_expected_columns_are_detected(tmp_path):
     path = tmp_path / "promptfooconfig.json"
     path.write_text(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,8 @@ class _Build:
         self.skipped: list[Skipped] = []
         self.judges: list[str] = []
         self.filled_missing: set[str] = set()
+        # asserts whose own threshold has no place in their scorer (only a rubric's has)
+        self.unused_thresholds: Counter[str] = Counter()
         self.template, self.names, self.single = self._template()
 
     def run(self, tests: list[tuple[str, Any]], description: str) -> Imported:
@@ -116,6 +119,9 @@ class _Build:
                     )
                 seen.add(item["id"])
                 items.append(item)
+        if self.unused_thresholds:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.unused_thresholds.items()))
+            self.notes.append(f"the threshold of these asserts is not used: {kinds}")
         if self.filled_missing:
             names = ", ".join(sorted(self.filled_missing))
             self.notes.append(
@@ -212,6 +218,8 @@ class _Build:
                 reasons.append(mapped)
             else:
                 parts.append(mapped)
+                if a.get("threshold") is not None and "threshold" not in mapped.spec:
+                    self.unused_thresholds[str(a.get("type"))] += 1
         if not asserts:
             self.skipped.append(Skipped(where, "no asserts: nothing to score it by"))
             return None
