@@ -287,11 +287,11 @@ def resolve_target(settings: Settings) -> Model | None:
 
 def resolve_judge(suite: Suite, settings: Settings) -> Model | None:
     """The judge model, when a task is scored by the `judge` scorer."""
-    judged = [t for t in suite.tasks if t.scorer.name == "judge"]
+    judged = [s for t in suite.tasks for s in t.scorer.leaves() if s.name == "judge"]
     if not judged:
         return None
     judge_name = (
-        next((t.scorer.params.model for t in judged if t.scorer.params.model), None)
+        next((s.params.model for s in judged if s.params.model), None)
         or settings.judge
         or suite.judge
     )

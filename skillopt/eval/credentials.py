@@ -73,14 +73,15 @@ def uses(
     if target and settings.target and takes_model(settings.harness):
         found.append(Use("target", settings.target, where("target")))
     if "judge" not in given:
-        judged = [t for t in suite.tasks if t.scorer.name == "judge"]
-        by_item = next((t for t in judged if t.scorer.params.model), None)
+        judged = [(t, s) for t in suite.tasks for s in t.scorer.leaves() if s.name == "judge"]
+        by_item = next(((t, s) for t, s in judged if s.params.model), None)
         if by_item is not None:
+            item, scorer = by_item
             found.append(
                 Use(
                     "judge",
-                    str(by_item.scorer.params.model),
-                    ("text", f"the scorer of item {by_item.id!r} in {_short(str(suite.path))}"),
+                    str(scorer.params.model),
+                    ("text", f"the scorer of item {item.id!r} in {_short(str(suite.path))}"),
                 )
             )
         elif judged and settings.judge:

@@ -78,6 +78,7 @@ def test_all_scorers_are_registered():
         "python",
         "command",
         "judge",
+        "all",
     }
 
 
@@ -92,6 +93,7 @@ NEEDS_PARAMS = {
     "python": {"type": "python", "function": "json:dumps"},
     "command": {"type": "command", "run": "true"},
     "judge": {"type": "judge", "rubric": "r"},
+    "all": {"type": "all", "of": ["exact"]},
 }
 
 

@@ -9,8 +9,8 @@ says what was expected and how the answer differed.
 Every scorer is built from a spec (a name or a mapping with `type:` and its
 parameters) by `build_scorer` (`registry`) and validated when the suite loads,
 before any model call. The scorers themselves: `text` (exact, normalized,
-contains, regex, number, choice), `structured` (json), `code` (python, command)
-and `judge`; they are listed once, in `skillopt.plugins.builtins`.
+contains, regex, number, choice), `structured` (json), `code` (python, command),
+`judge` and `composite` (all); they are listed once, in `skillopt.plugins.builtins`.
 
 Invariant: importing this package loads only the contract and the registry; a
 scorer's module loads when the scorer is first looked up (or a name below is
@@ -27,6 +27,7 @@ from skillopt.suite.scorers.registry import build_scorer, scorer_class
 
 if TYPE_CHECKING:
     from skillopt.suite.scorers.code import Command, Python
+    from skillopt.suite.scorers.composite import All
     from skillopt.suite.scorers.judge import Judge
     from skillopt.suite.scorers.structured import (
         MAX_JSON_DEPTH,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "code": ("Command", "Python"),
+    "composite": ("All",),
     "judge": ("Judge",),
     "structured": (
         "MAX_JSON_DEPTH",
@@ -73,6 +75,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "All",
     "MAX_JSON_STARTS",
     "NO_JSON",
     "Choice",

@@ -100,6 +100,11 @@ class Scorer(Generic[P]):
             return f"required by scorer {self.name!r}"
         return None
 
+    def leaves(self) -> list[Scorer[Any]]:
+        """The scorers that judge an answer: this one, or a composite's parts (what
+        needs a judge model is found through these)."""
+        return [self]
+
     def _graded(self, value: float, feedback_fail: str, feedback_pass: str = "correct") -> Score:
         """Pass at `threshold`; a partial pass still says what was missing."""
         value = min(1.0, max(0.0, float(value)))

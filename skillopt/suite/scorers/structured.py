@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from skillopt.suite.scorers.base import Score, ScoreContext, Scorer, ScorerParams, show
 from skillopt.suite.task import Task
 
+JsonKind = Literal["any", "object", "array", "string", "number", "boolean", "null"]
+
 
 class JsonParams(ScorerParams):
-    pass
+    # the answer must hold JSON of this kind ("any": any JSON value); with it, an
+    # item's `expected` is optional (promptfoo's `is-json` has none)
+    kind: JsonKind | None = None
 
 
 MAX_JSON_DEPTH = 100  # nesting a reply may use; deeper is refused, never recursed into
@@ -125,17 +130,48 @@ def _leaves(value: Any) -> int:
     return 1
 
 
+_KINDS: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "any":
+        return True
+    if kind == "number" and isinstance(value, bool):
+        return False
+    return isinstance(value, _KINDS[kind])
+
+
 class Json(Scorer[JsonParams]):
     """Subset match: every field of `expected` must appear in the answer's JSON with
     the same value (extra fields are fine). The value is the fraction of matching
-    leaves; pass needs `threshold` (default all)."""
+    leaves; pass needs `threshold` (default all). With `kind`, the answer's JSON must
+    be of that kind, and `expected` (optional then) is matched as before."""
 
     name = "json"
     Params = JsonParams
 
+    def __init__(self, params: JsonParams, base_dir: Path):
+        super().__init__(params, base_dir)
+        self.needs_expected = params.kind is None
+
+    @classmethod
+    def spec_of(cls, params: ScorerParams, base_dir: Path) -> dict[str, Any]:
+        spec = super().spec_of(params, base_dir)
+        if spec.get("kind") is None:
+            # suites written before `kind` keep their spec, and so their stored rollouts
+            spec.pop("kind", None)
+        return spec
+
     def check_item(self, expected: Any) -> str | None:
         if expected is None:
-            return "required by scorer 'json'"
+            return None if self.params.kind else "required by scorer 'json'"
         if isinstance(expected, str):
             try:
                 json.loads(expected)
@@ -151,6 +187,11 @@ class Json(Scorer[JsonParams]):
             got = parse_json_answer(answer)
         except ValueError:
             return Score(0.0, False, f"answer is not JSON: {show(answer.strip())}")
+        kind = self.params.kind
+        if kind and not _is_kind(got, kind):
+            return Score(0.0, False, f"expected a JSON {kind}, got {show(got, 60)}")
+        if expected is None:
+            return Score(1.0, True, f"answer is JSON ({kind})")
         problems: list[str] = []
         matched, total = _subset(expected, got, "$", problems)
         value = matched / total if total else 1.0

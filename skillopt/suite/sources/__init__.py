@@ -47,7 +47,8 @@ def detect(source: str) -> str:
     if path.is_dir():
         if any((path / name).is_file() for name in _HF_DISK_FILES):
             return "hf"
-        if (path / "evals" / "evals.json").is_file():
+        evals = path / "evals"
+        if (evals / "evals.json").is_file() or (evals / "trigger_evals.json").is_file():
             return "skill-creator"
         if any((path / name).is_file() for name in _PROMPTFOO_CONFIGS):
             return "promptfoo"
@@ -60,7 +61,7 @@ def detect(source: str) -> str:
         raise InputError("no such task source (a file, a directory or hf:ID)", path=path)
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
-        return suffix[1:]
+        return "promptfoo" if _promptfoo_csv(path) else suffix[1:]
     if suffix == ".eval":
         return "inspect-log"
     if suffix == ".json":
@@ -120,6 +121,8 @@ def _json_kind(path: Path) -> str:
     if isinstance(data, dict):
         if isinstance(data.get("evals"), list):
             return "skill-creator"
+        if "items" not in data and {"tests", "prompts", "providers"} & set(data):
+            return "promptfoo"
         if isinstance(data.get("samples"), list) and ("eval" in data or "version" in data):
             return "inspect-log"
         return "json"
@@ -129,6 +132,16 @@ def _json_kind(path: Path) -> str:
         if _INSPECT_FIELDS <= set(data[0]):
             return "inspect"
     return "json"
+
+
+def _promptfoo_csv(path: Path) -> bool:
+    """A CSV whose header has promptfoo's `__expected` column (its tests files)."""
+    try:
+        with path.open(encoding="utf-8-sig") as stream:
+            header = stream.readline()
+    except (OSError, UnicodeDecodeError):
+        return False  # the table reader words the problem
+    return "__expected" in header
 
 
 def _jsonl_kind(path: Path) -> str:

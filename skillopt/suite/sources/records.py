@@ -8,6 +8,7 @@ read directly as `--tasks SOURCE` give the same tasks.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,3 +117,22 @@ def write_suite(imported: Imported, path: Path, name: str | None = None) -> list
         triggers.write_text(dump(body), encoding="utf-8")
         written.append(triggers)
     return written
+
+
+def common_scorer(items: list[dict[str, Any]]) -> str | dict[str, Any]:
+    """The scorer spec most `items` name, which a suite then names once (each item
+    naming it drops its own); `exact` when none names one."""
+    specs: dict[str, str | dict[str, Any]] = {}
+    counts: Counter[str] = Counter()
+    for item in items:
+        if item.get("scorer"):
+            key = json.dumps(item["scorer"], sort_keys=True, default=str)
+            specs.setdefault(key, item["scorer"])
+            counts[key] += 1
+    if not counts:
+        return "exact"
+    spec = specs[counts.most_common(1)[0][0]]
+    for item in items:
+        if item.get("scorer") == spec:
+            del item["scorer"]
+    return spec
