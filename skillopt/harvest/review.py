@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from skillopt.errors import InputError
 from skillopt.harvest.candidates import Candidate, Candidates, scrubbed
 from skillopt.harvest.sessions import ReadReport
 from skillopt.suite.readers import read_yaml
-from skillopt.suite.sources.records import Imported, Skipped
+from skillopt.suite.sources.records import Imported, Skipped, dump
 
 VERSION = 1
 TEXT_SCORERS = ("contains", "exact", "normalized")
@@ -66,30 +64,7 @@ def review_text(found: Candidates, read: ReadReport, sources: list[str], path: P
         },
         "candidates": [_entry(c) for c in found.items],
     }
-    return HEADER.format(redactions=said, path=path) + _dump(body)
-
-
-# libyaml's emitter when present: a harvest of thousands of candidates is written in
-# a second instead of a quarter of a minute
-_BASE: type[yaml.SafeDumper | yaml.CSafeDumper] = (
-    yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
-)
-
-
-class _Dumper(_BASE):  # type: ignore[misc,valid-type]
-    """Block style for text with line breaks, so a request reads as it was written."""
-
-
-def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None  # the emitter quotes what a block cannot hold
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _text)
-
-
-def _dump(body: dict[str, Any]) -> str:
-    return yaml.dump(body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return HEADER.format(redactions=said, path=path) + dump(body)
 
 
 def _entry(c: Candidate) -> dict[str, Any]:

@@ -38,15 +38,25 @@ _LineLoader = LINE_LOADER
 
 def read_yaml(path: Path) -> dict[str, Any]:
     """The suite file at `path` as a mapping (a `LineDict`: it knows its line)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    data = read_yaml_value(path)
+    if not isinstance(data, dict):
+        raise InputError("a suite must be a YAML mapping with an `items` list", path=path)
+    return data
+
+
+def read_yaml_value(path: Path, text: str | None = None) -> Any:
+    """The one document of the YAML file at `path` (its `text` when already read),
+    read with the suite reader's bounds; mappings are `LineDict`s."""
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not valid UTF-8 (byte {exc.start})", path=path) from None
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     loader = _LineLoader(text)
     try:
-        data = YamlReader(loader).read()
+        return YamlReader(loader).read()
     except Refused as exc:
         raise InputError(str(exc), path=path, line=exc.line) from None
     except yaml.YAMLError as exc:
@@ -58,9 +68,6 @@ def read_yaml(path: Path) -> dict[str, Any]:
         ) from None
     finally:
         loader.dispose()
-    if not isinstance(data, dict):
-        raise InputError("a suite must be a YAML mapping with an `items` list", path=path)
-    return data
 
 
 def key_line(path: Path, keys: Sequence[str | int]) -> int | None:

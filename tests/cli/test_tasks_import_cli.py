@@ -207,3 +207,12 @@ def test_eval_on_a_source_that_cannot_be_read_is_one_line(skill, isolated):
     assert res.exit_code == 2
     assert res.stderr.startswith("error: qa.csv: field 'input': cannot tell which field")
     assert res.stderr.count("\n") == 1
+
+
+def test_the_formats_the_command_offers_are_the_ones_it_reads():
+    # the command line keeps its own copy (importing the readers would load YAML for
+    # `skillopt --help`): the two must not drift apart
+    from skillopt.cli.tasks import KINDS as offered
+    from skillopt.suite.sources import KINDS as read
+
+    assert offered == read

@@ -14,14 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-from yaml.error import MarkedYAMLError
-
 from skillopt._util.text import clean
 from skillopt.errors import InputError
 from skillopt.suite import limits
-from skillopt.suite.yaml_compose import Refused, YamlReader
-from skillopt.suite.yaml_values import LINE_LOADER
+from skillopt.suite.readers import read_yaml_value
 
 # a file a source names may hold a prompt or a document, not a data set
 MAX_FILE_BYTES = 5_000_000
@@ -72,21 +68,7 @@ def read_text(
 
 def load_yaml(path: Path) -> Any:
     """A YAML file's one document, read with the suite reader's bounds."""
-    text = read_text(path, source=path)
-    loader = LINE_LOADER(text)
-    try:
-        return YamlReader(loader).read()
-    except Refused as exc:
-        raise InputError(str(exc), path=path, line=exc.line) from None
-    except yaml.YAMLError as exc:
-        mark = exc.problem_mark if isinstance(exc, MarkedYAMLError) else None
-        problem = exc.problem if isinstance(exc, MarkedYAMLError) else None
-        problem = problem or str(exc).splitlines()[0]
-        raise InputError(
-            f"invalid YAML: {problem}", path=path, line=mark.line + 1 if mark else None
-        ) from None
-    finally:
-        loader.dispose()
+    return read_yaml_value(path, read_text(path, source=path))
 
 
 def load_json(text: str, *, source: Path, line: int | None = None) -> Any:
