@@ -273,6 +273,12 @@ def debug_enabled() -> bool:
     return _debug or os.environ.get("SKILLOPT_DEBUG", "") not in ("", "0", "false")
 
 
+# what `--tasks` takes, for every command that scores a skill
+TASKS_HELP = (
+    "Task suite (YAML or JSONL), or a task source read as one: a CSV/TSV or JSON table, "
+    "a saved Hugging Face dataset or hf:owner/name, a promptfoo config, an inspect_ai "
+    "dataset or log, a skill's evals/evals.json (see `skillopt tasks import`)."
+)
 P = ParamSpec("P")
 R = TypeVar("R")
 

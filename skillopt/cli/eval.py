@@ -14,6 +14,7 @@ from rich.table import Table
 from skillopt import api
 from skillopt._util import display
 from skillopt.cli.common import (
+    TASKS_HELP,
     AllowLongSkill,
     AllowUnpriced,
     BudgetUsd,
@@ -62,9 +63,7 @@ def eval_cmd(
     ] = None,
     tasks: Annotated[
         Path,
-        typer.Option(
-            "--tasks", help="Task suite (YAML or JSONL).", metavar="SUITE", show_default=False
-        ),
+        typer.Option("--tasks", help=TASKS_HELP, metavar="SUITE", show_default=False),
     ] = ...,  # type: ignore[assignment]
     split: Split = "test",
     target: Target = None,

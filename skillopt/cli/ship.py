@@ -15,6 +15,7 @@ from skillopt import api
 from skillopt._util import display
 from skillopt._util.text import safe
 from skillopt.cli.common import (
+    TASKS_HELP,
     AllowLongSkill,
     AllowUnpriced,
     BudgetUsd,
@@ -164,9 +165,7 @@ def validate_cmd(
     skill: Annotated[Path, typer.Argument(help="Skill directory or SKILL.md.", metavar="SKILL")],
     tasks: Annotated[
         Path,
-        typer.Option(
-            "--tasks", help="Task suite (YAML or JSONL).", metavar="SUITE", show_default=False
-        ),
+        typer.Option("--tasks", help=TASKS_HELP, metavar="SUITE", show_default=False),
     ] = ...,  # type: ignore[assignment]
     split: Split = "test",
     min_score: Annotated[

@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from skillopt import api
 from skillopt.cli.common import (
+    TASKS_HELP,
     AllowLongSkill,
     AllowUnpriced,
     BudgetUsd,
@@ -70,9 +71,7 @@ def train_cmd(
     ] = None,
     tasks: Annotated[
         Optional[Path],
-        typer.Option(
-            "--tasks", help="Task suite (YAML or JSONL).", metavar="SUITE", show_default=False
-        ),
+        typer.Option("--tasks", help=TASKS_HELP, metavar="SUITE", show_default=False),
     ] = None,
     target: Target = None,
     optimizer: Annotated[

@@ -25,7 +25,13 @@ from skillopt.suite.items import build_tasks, render_template
 from skillopt.suite.problems import explain, line_of_key, scorer_param
 from skillopt.suite.readers import read_jsonl, read_yaml
 from skillopt.suite.scorers import build_scorer
-from skillopt.suite.sourced import MappingSpec, filled, read_items_source, source_kind
+from skillopt.suite.sourced import (
+    MappingSpec,
+    filled,
+    read_items_source,
+    source_kind,
+    source_name,
+)
 from skillopt.suite.sources import Imported, read_source
 from skillopt.suite.splits import SplitSpec
 from skillopt.suite.task import SPLITS, Suite, Task
@@ -63,8 +69,7 @@ def load_suite(path: str | Path, *, run_code: bool = True) -> Suite:
     kind = source_kind(source)
     if kind is not None:
         imported = read_source(source, kind)
-        name = path.stem if kind != "hf" else Path(source.partition("?")[0]).name
-        return _load(imported.suite(name), path, None, run_code, imported)
+        return _load(imported.suite(source_name(source, kind)), path, None, run_code, imported)
     if not path.is_file():
         raise InputError("no such task suite file", path=path)
     if path.suffix == ".jsonl":

@@ -72,3 +72,49 @@ def filled(raw: dict[str, Any], imported: Imported, name: str) -> dict[str, Any]
     out = imported.suite(name)
     out.update({k: v for k, v in raw.items() if k not in ("mapping", "items")})
     return out
+
+
+def source_name(source: str, kind: str) -> str:
+    """The name of the suite a source given as the suite makes: the file's stem, or a
+    hub dataset's own name."""
+    return Path(source.partition("?")[0]).name if kind == "hf" else Path(source).stem
+
+
+def inlined(path: str | Path) -> dict[str, Any] | None:
+    """The suite at `path` with its items written in, when they come from a task
+    source (a source given as the suite, or a suite file's `items: data.csv` with its
+    mapping); None for a suite that holds or names its own items. Loading the result
+    gives the same tasks, so a run's bundle can carry it instead of the source."""
+    from skillopt.suite.readers import read_yaml
+
+    source = str(path)
+    kind = source_kind(source)
+    if kind is not None:
+        return _plain_map(read_source(source, kind).suite(source_name(source, kind)))
+    path = Path(path)
+    if path.suffix == ".jsonl" or not path.is_file():
+        return None
+    raw = read_yaml(path)
+    items = raw.get("items")
+    if not isinstance(items, str):
+        return None
+    mapping = raw.get("mapping")
+    spec = MappingSpec.model_validate(mapping) if mapping is not None else None
+    imported = read_items_source(items, path.parent, spec)
+    if imported is None:
+        return None
+    return _plain_map(filled(raw, imported, path.stem))
+
+
+def _plain_map(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {k: _plain(v) for k, v in mapping.items()}
+
+
+def _plain(value: Any) -> Any:
+    """`value` with the reader's line-knowing mappings and lists made plain ones, which
+    any YAML writer can write."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value

@@ -101,18 +101,30 @@ def _copy_audit(config: Mapping[str, Any], run_id: str, dest: Path) -> None:
 
 def _copy_suite(suite: Path, dest: Path) -> tuple[str, list[str]]:
     """The suite file, the data files beside it (its .jsonl items) and the code it
-    names; its file name and the code files, as paths in the bundle."""
-    if not suite.is_file():
+    names; its file name and the code files, as paths in the bundle. A suite whose
+    items come from a task source (a CSV given as the suite, `items: data.csv`, a
+    saved dataset, `hf:…`) is packed with its items written in: the replay needs
+    neither the source nor the library that reads it."""
+    from skillopt.suite.sourced import inlined
+    from skillopt.suite.sources.records import dump
+
+    written = inlined(suite)
+    if written is None and not suite.is_file():
         raise InputError("the run's task suite is gone", path=suite)
     dest.mkdir(parents=True)
-    for sibling in suite.parent.iterdir():
-        if sibling.is_file() and (sibling == suite or sibling.suffix in DATA_SUFFIXES):
-            shutil.copy2(sibling, dest / sibling.name)
+    if written is not None:
+        name = f"{written['name'] if suite.is_dir() or not suite.exists() else suite.stem}.yaml"
+        (dest / name).write_text(dump(written), encoding="utf-8")
+    else:
+        name = suite.name
+        for sibling in suite.parent.iterdir():
+            if sibling.is_file() and (sibling == suite or sibling.suffix in DATA_SUFFIXES):
+                shutil.copy2(sibling, dest / sibling.name)
     code = sorted(suite_code(suite))
     for rel in code:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(suite.parent / rel, dest / rel)
-    return suite.name, [f"suite/{rel}" for rel in code]
+    return name, [f"suite/{rel}" for rel in code]
 
 
 def suite_code(suite: Path) -> set[str]:

@@ -8,8 +8,10 @@ import hashlib
 import json
 import sqlite3
 import tarfile
+from pathlib import Path
 
 import git
+import pytest
 import yaml
 from train.world import HELPFUL, ScriptedOptimizer, edits_reply, flags, leave_only_the_bundle
 from typer.testing import CliRunner
@@ -188,3 +190,51 @@ def test_an_incomplete_recording_is_not_a_run_that_differs(world, models, tmp_pa
     assert "incomplete" in lost.output and "no reply" in lost.output
     assert "differs" not in lost.output
     assert skillopt.replay(run.run_id, run_dir=tmp_path / "runs").verdict == "incomplete"
+
+
+# ------------------------------------------------------------ suites read from a source
+def _as_csv(world) -> Path:
+    """The world's items as a CSV with its own column names (split pinned by a column)."""
+    import csv
+
+    data = yaml.safe_load(world["suite"].read_text())
+    path = world["suite"].with_name("words.csv")
+    with path.open("w", newline="") as stream:
+        out = csv.writer(stream)
+        out.writerow(["Item", "Gold", "Fold", "Id"])
+        for it in data["items"]:
+            out.writerow([it["input"], it["expected"], it["split"], it["id"]])
+    return path
+
+
+@pytest.mark.parametrize("how", ["the source itself", "a suite naming it"])
+def test_a_run_on_a_task_source_is_bundled_and_replays_offline(
+    how, world, models, tmp_path, monkeypatch
+):
+    table = _as_csv(world)
+    mapping = {"input": "Item", "expected": "Gold", "split": "Fold", "id": "Id"}
+    if how == "a suite naming it":
+        world["suite"].write_text(
+            yaml.safe_dump({"name": "words", "items": "words.csv", "mapping": mapping})
+        )
+        suite = world["suite"]
+    else:
+        # column names a reader guesses
+        rows = table.read_text().replace("Item,Gold,Fold,Id", "input,expected,split,id")
+        table.write_text(rows)
+        suite = table
+        world["suite"].unlink()
+    models["set"](ScriptedOptimizer([edits_reply("Be polite."), edits_reply(HELPFUL)]))
+    run = skillopt.train(
+        world["skill"], suite, **flags(run_dir=tmp_path / "runs", store=tmp_path / "store.sqlite")
+    )
+    assert run.summary["best_val"] == 1.0
+    res, out = _bundle(run, tmp_path)
+    assert res.exit_code == 0, res.output
+    # the suite travels with its items written in: no source file is needed to replay
+    with tarfile.open(out) as tar:
+        packed = yaml.safe_load(tar.extractfile(f"bundle/suite/{_manifest(out)['suite']}"))
+    assert len(packed["items"]) == 16 and "mapping" not in packed
+    leave_only_the_bundle(world, tmp_path, monkeypatch)
+    replayed = skillopt.replay(out)
+    assert replayed.verdict == "reproduced", replayed.first_difference
