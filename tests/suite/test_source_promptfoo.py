@@ -316,3 +316,40 @@ def test_an_absolute_glob_is_refused(tmp_path):
     path = config(tmp_path, ["file:///etc/*.conf"])
     with pytest.raises(InputError, match="must be a path relative to the config"):
         read_source(str(path))
+
+
+def test_huggingface_tests_are_a_datasets_rows_as_vars(tmp_path, monkeypatch):
+    """`tests: huggingface://datasets/acme/capitals?split=train&limit=2`, read by the
+    real `datasets` library: offline, an id that names a local dataset folder is read
+    from it, as from the hub (each row's fields become the test's vars)."""
+    pytest.importorskip("datasets")
+    folder = tmp_path / "acme" / "capitals"
+    folder.mkdir(parents=True)
+    (folder / "train.csv").write_text("country,city\nFrance,Paris\nItaly,Rome\nSpain,Madrid\n")
+    (folder / "test.csv").write_text("country,city\nPeru,Lima\n")
+    monkeypatch.chdir(tmp_path)
+    body = {
+        "prompts": ["Capital of {{country}}? [[{{country}}]]"],
+        "defaultTest": {"assert": [{"type": "equals", "value": "{{city}}"}]},
+        "tests": "huggingface://datasets/acme/capitals?split=train&limit=2",
+    }
+    path = tmp_path / "promptfooconfig.yaml"
+    path.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
+    imported = read_source(str(path))
+    # the prompt's one var is the input; the assert's var, filled from the row
+    assert [(item["input"], item["expected"]) for item in imported.items] == [
+        ("France", "Paris"),
+        ("Italy", "Rome"),
+    ]
+    passed = evaluate(imported, tmp_path, {"France": "Paris", "Italy": "Milan"})
+    assert sorted(passed.values()) == [False, True]  # Rome was expected, not Milan
+
+    # without a split named, promptfoo reads `test`
+    body["tests"] = "huggingface://datasets/acme/capitals"
+    path.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
+    assert [item["expected"] for item in read_source(str(path)).items] == ["Lima"]
+
+    body["tests"] = "huggingface://datasets/acme/nothing-here"
+    path.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
+    with pytest.raises(InputError, match="cannot load Hugging Face dataset 'acme/nothing-here'"):
+        read_source(str(path))

@@ -61,6 +61,38 @@ def hub_id(source: str) -> tuple[str, str | None, str | None]:
     return dataset, split, config
 
 
+def hub_records(source: str, default_split: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number, the row's fields) of one split of a hub dataset, as promptfoo reads
+    `huggingface://datasets/owner/name?split=…&config=…&limit=N` (every field a var;
+    the split `default_split` when none is named; `subset` is the config's other
+    name there)."""
+    datasets = _library()
+    dataset_id, split, config = hub_id(source)
+    params = parse_qs(source.partition("?")[2])
+    config = config or next(iter(params.get("subset", [])), None)
+    limit_text = next(iter(params.get("limit", [])), None)
+    if limit_text is not None and not limit_text.isdigit():
+        raise InputError(f"limit must be a whole number, not {limit_text!r}", path=source)
+    split = split or default_split
+    data = _load_hub(datasets, dataset_id, split, config)
+    limit = int(limit_text) if limit_text is not None else None
+    for number, record in enumerate(data, start=1):
+        if limit is not None and number > limit:
+            return
+        yield number, plain(record)
+
+
+def _load_hub(datasets: Any, dataset_id: str, split: str | None, config: str | None) -> Any:
+    try:
+        return datasets.load_dataset(dataset_id, name=config, split=split)
+    except Exception as exc:  # the library's errors have no common base
+        raise InputError(
+            f"cannot load Hugging Face dataset {dataset_id!r}"
+            f"{f' (split {split!r})' if split else ''}: {_first_line(exc)}",
+            path=dataset_id,
+        ) from None
+
+
 def read_hf(source: str, fields: FieldMap) -> Imported:
     """The items of a saved dataset directory or a hub dataset (`hf:owner/name`);
     `fields.subset` chooses one split."""
@@ -68,14 +100,7 @@ def read_hf(source: str, fields: FieldMap) -> Imported:
     if is_hub_id(source):
         dataset_id, split, config = hub_id(source)
         split = fields.subset or split
-        try:
-            data = datasets.load_dataset(dataset_id, name=config, split=split)
-        except Exception as exc:  # the library's errors have no common base
-            raise InputError(
-                f"cannot load Hugging Face dataset {dataset_id!r}"
-                f"{f' (split {split!r})' if split else ''}: {_first_line(exc)}",
-                path=source,
-            ) from None
+        data = _load_hub(datasets, dataset_id, split, config)
         stem = dataset_id.rsplit("/", 1)[-1]
         return _read(data, fields, source, stem, chosen=split is not None)
     path = Path(source)

@@ -201,25 +201,12 @@ def csv_tests(file: Path) -> list[tuple[str, Any]]:
 
 
 def _hf_tests(source: str, notes: list[str]) -> list[tuple[str, Any]]:
-    """A Hugging Face dataset's rows as tests whose vars are the row's fields."""
-    from skillopt.suite.sources.hf import read_hf
-    from skillopt.suite.sources.records import FieldMap
+    """A Hugging Face dataset's rows as tests whose vars are the row's fields (the
+    `test` split unless the URL names one, as promptfoo reads it)."""
+    from skillopt.suite.sources.hf import hub_records
 
-    source = source.replace("huggingface://datasets/", "hf:").replace("hf://datasets/", "hf:")
-    from urllib.parse import parse_qs
-
-    name, _, query = source.partition("?")
-    splits = parse_qs(query).get("split")
-    split = splits[0] if splits else None
-    imported = read_hf(name, FieldMap(subset=split))
-    notes.append(f"{len(imported.items)} tests from {source}: each row's fields are its vars")
-    out = []
-    for item in imported.items:
-        row = item.get("input")
-        variables = dict(row) if isinstance(row, dict) else {"input": row}
-        if item.get("expected") is not None:
-            variables.setdefault("expected", item["expected"])
-        out.append((f"{source} row {item.get('id')}", {"vars": variables}))
+    out = [(f"{source} row {n}", {"vars": row}) for n, row in hub_records(source, "test")]
+    notes.append(f"{len(out)} tests from {source}: each row's fields are its vars")
     return out
 
 
