@@ -74,7 +74,7 @@ def hub_records(source: str, default_split: str) -> Iterator[tuple[int, dict[str
     if limit_text is not None and not limit_text.isdigit():
         raise InputError(f"limit must be a whole number, not {limit_text!r}", path=source)
     split = split or default_split
-    data = _load_hub(datasets, dataset_id, split, config)
+    data = _load_hub(datasets, source, dataset_id, split, config)
     limit = int(limit_text) if limit_text is not None else None
     for number, record in enumerate(data, start=1):
         if limit is not None and number > limit:
@@ -82,14 +82,16 @@ def hub_records(source: str, default_split: str) -> Iterator[tuple[int, dict[str
         yield number, plain(record)
 
 
-def _load_hub(datasets: Any, dataset_id: str, split: str | None, config: str | None) -> Any:
+def _load_hub(
+    datasets: Any, source: str, dataset_id: str, split: str | None, config: str | None
+) -> Any:
     try:
         return datasets.load_dataset(dataset_id, name=config, split=split)
     except Exception as exc:  # the library's errors have no common base
         raise InputError(
             f"cannot load Hugging Face dataset {dataset_id!r}"
             f"{f' (split {split!r})' if split else ''}: {_first_line(exc)}",
-            path=dataset_id,
+            path=source,
         ) from None
 
 
@@ -100,7 +102,7 @@ def read_hf(source: str, fields: FieldMap) -> Imported:
     if is_hub_id(source):
         dataset_id, split, config = hub_id(source)
         split = fields.subset or split
-        data = _load_hub(datasets, dataset_id, split, config)
+        data = _load_hub(datasets, source, dataset_id, split, config)
         stem = dataset_id.rsplit("/", 1)[-1]
         return _read(data, fields, source, stem, chosen=split is not None)
     path = Path(source)
