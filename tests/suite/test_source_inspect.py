@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import struct
 import zipfile
 import zlib
@@ -179,12 +180,22 @@ def check_log(imported):
         "log_scores": {"match": "I"},
     }
     assert by_id["2"]["input"] == "System: Be terse.\n\nUser: Capital of France? [[capital]]"
-    assert by_id["2"]["scorer"]["pattern"] == r"\A(?:Paris|paris)\Z"  # any target passes
+    # inspect's match(): a target at the answer's end, case and edge punctuation aside;
+    # any of several targets passes
+    capital = by_id["2"]["scorer"]
+    assert capital["type"] == "regex" and capital["ignore_case"] is True
+    assert re.search(capital["pattern"], "The capital is PARIS.", re.I)
+    assert not re.search(capital["pattern"], "Paris, I think", re.I)
     assert by_id["m1"]["input"].endswith(
         "Which is a fruit? [[fruit]]\n\nA) Carrot\nB) Apple\nC) Potato"
     )
     assert (by_id["m1"]["expected"], by_id["m1"]["metadata"]["choices"]) == ("B", ["A", "B", "C"])
-    assert imported.scorer == "normalized"  # inspect's match(): case and punctuation ignored
+    total = by_id["s1"].get("scorer", imported.scorer)
+    assert [bool(re.search(total["pattern"], a, re.I)) for a in (" 4.", "It is 4", "4 it is")] == [
+        True,
+        True,
+        False,
+    ]
     notes = " ".join(imported.notes)
     assert "2 epochs" in notes and "match()" in notes and "not imported" in notes
     assert "only the text is kept" in notes  # the image part of the chat message
@@ -343,3 +354,20 @@ def test_a_zip_member_larger_than_declared_limits_is_refused(tmp_path, monkeypat
     monkeypatch.setattr(inspect_logs, "MAX_MEMBER_BYTES", 100)
     with pytest.raises(InputError, match="larger than"):
         read_source(str(path))
+
+
+def test_only_a_scorer_items_share_becomes_the_suite_default():
+    from skillopt.suite.sources.records import common_scorer
+
+    one = {"type": "regex", "pattern": "x"}
+    items = [{"id": "a", "scorer": dict(one)}, {"id": "b"}]
+    # b has no scorer of its own, so the default must stay exact for it
+    assert common_scorer(items) == "exact" and items[0]["scorer"] == one
+    items = [
+        {"id": "a", "scorer": dict(one)},
+        {"id": "b", "scorer": {"type": "regex", "pattern": "y"}},
+    ]
+    assert common_scorer(items) == "exact"  # no spec is shared: each item keeps its own
+    items = [{"id": n, "scorer": dict(one)} for n in "abc"] + [{"id": "d", "scorer": "exact"}]
+    assert common_scorer(items) == one
+    assert [i.get("scorer") for i in items] == [None, None, None, "exact"]

@@ -26,6 +26,7 @@ import binascii
 import csv
 import io
 import re
+import string
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from skillopt.suite.sources.records import FieldMap, Imported, Skipped, common_s
 SAMPLE_FIELDS = ("input", "target", "choices", "id", "metadata", "files", "setup", "sandbox")
 # inspect's scorers (by registry name) as skillopt scorers; None: by its target's shape
 SCORERS: dict[str, str] = {
-    "match": "normalized",
+    "match": "match",  # a regex: see `_match`
     "exact": "normalized",
     "includes": "contains",
     "choice": "choice",
@@ -117,12 +118,20 @@ def _from_log(path: Path) -> Imported:
         notes.append(f"the task's scorer {names[0]} has no skillopt form: items are scored exact")
     if len(names) > 1:
         notes.append(f"the task has {len(names)} scorers; items are scored as {scorer or 'exact'}")
+    options: dict[str, Any] = {}
+    for entry in ev.get("scorers") or []:
+        if isinstance(entry, dict) and str(entry.get("name", "")).endswith("match"):
+            found_options = entry.get("options")
+            options = found_options if isinstance(found_options, dict) else {}
+            break
     if scorer == "match":
+        where = options.get("location", "end")
         notes.append(
-            "inspect's match() accepts the target at the end of a longer answer; the "
-            "imported items compare the whole answer (normalized)"
+            f"inspect's match() (location {where}): each item's regex passes an answer "
+            f"{_MATCH_SAYS.get(str(where), 'that ends with the target')}, case "
+            f"{'aside' if options.get('ignore_case', True) else 'kept'}, as match() does"
         )
-    samples = _Samples(path, scorer, None, model=ev.get("model"))
+    samples = _Samples(path, scorer, None, model=ev.get("model"), match=options)
     task = ev.get("task")
     return samples.imported(list(log.samples), "inspect-log", notes, str(task or ""))
 
@@ -130,9 +139,17 @@ def _from_log(path: Path) -> Imported:
 class _Samples:
     """Samples into items, for one dataset or log."""
 
-    def __init__(self, path: Path, scorer: str | None, base: Path | None, model: Any = None):
+    def __init__(
+        self,
+        path: Path,
+        scorer: str | None,
+        base: Path | None,
+        model: Any = None,
+        match: dict[str, Any] | None = None,
+    ):
         self.path = path
         self.scorer = scorer
+        self.match = match or {}  # the options of the log's match() scorer
         self.base = base  # where a dataset's sample files are (None: a log's)
         self.model = model
         self.skipped: list[Skipped] = []
@@ -243,6 +260,8 @@ class _Samples:
             return {"type": "judge", "rubric": _RUBRICS[self.scorer or ""]}
         if not targets:
             return None
+        if kind == "match":
+            return _match(targets, self.match)
         if len(targets) == 1:
             return {"type": "contains", "ignore_case": True} if kind == "contains" else kind
         # several targets: any of them passes
@@ -342,3 +361,33 @@ def _letter(target: str, choices: list[Any], letters: list[str]) -> str | None:
         return target.strip().upper()
     texts = [str(c).strip() for c in choices]
     return letters[texts.index(target.strip())] if target.strip() in texts else None
+
+
+_MATCH_SAYS = {
+    "end": "that ends with the target",
+    "begin": "that begins with the target",
+    "any": "that holds the target anywhere",
+    "exact": "equal to the target",
+}
+# what inspect's match() strips from both ends of the answer and the target
+_EDGE = f"[\\s{re.escape(string.punctuation)}]*"
+
+
+def _match(targets: list[str], options: dict[str, Any]) -> dict[str, Any]:
+    """inspect's `match(location, ignore_case)` as a regex scorer: the answer and the
+    target stripped of whitespace and punctuation at their ends, then the target
+    found at the answer's end (the default), start, anywhere, or as all of it; any
+    of several targets passes."""
+    edge = string.whitespace + string.punctuation
+    alternatives = "|".join(re.escape(t.strip(edge)) for t in targets)
+    where = str(options.get("location", "end"))
+    pattern = {
+        "begin": rf"\A{_EDGE}(?:{alternatives})",
+        "any": rf"(?:{alternatives})",
+        "exact": rf"\A{_EDGE}(?:{alternatives}){_EDGE}\Z",
+    }.get(where, rf"(?:{alternatives}){_EDGE}\Z")
+    return {
+        "type": "regex",
+        "pattern": pattern,
+        "ignore_case": bool(options.get("ignore_case", True)),
+    }

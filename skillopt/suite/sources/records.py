@@ -129,7 +129,9 @@ def write_suite(imported: Imported, path: Path, name: str | None = None) -> list
 
 def common_scorer(items: list[dict[str, Any]]) -> str | dict[str, Any]:
     """The scorer spec most `items` name, which a suite then names once (each item
-    naming it drops its own); `exact` when none names one."""
+    naming it drops its own); `exact` when none names one. Only a spec two items or
+    more share is moved up, and only when every item names one (an item without
+    one is scored by the default, which must stay `exact` for it)."""
     specs: dict[str, str | dict[str, Any]] = {}
     counts: Counter[str] = Counter()
     for item in items:
@@ -137,9 +139,10 @@ def common_scorer(items: list[dict[str, Any]]) -> str | dict[str, Any]:
             key = json.dumps(item["scorer"], sort_keys=True, default=str)
             specs.setdefault(key, item["scorer"])
             counts[key] += 1
-    if not counts:
-        return "exact"
-    spec = specs[counts.most_common(1)[0][0]]
+    spec: str | dict[str, Any] = "exact"
+    if counts and all(item.get("scorer") for item in items):
+        key, count = counts.most_common(1)[0]
+        spec = specs[key] if count >= 2 else spec
     for item in items:
         if item.get("scorer") == spec:
             del item["scorer"]
