@@ -51,6 +51,7 @@ import difflib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -96,7 +97,49 @@ SUITES = {
     "name-format": "`JOHN SMITH` → `Smith, John`",
     "snake-case": "`Total Price` → `total_price`",
 }
-FIGURES = ("quickstart", "eval", "bundled", "optimizer", "budget")
+FIGURES = ("quickstart", "eval", "bundled", "optimizer", "budget", "sources")
+# the README's "Where your tasks come from" commands, on the example sources under
+# tasks/sources (no model is called: what they print is the same on every machine)
+SOURCE_EXAMPLES: tuple[tuple[str, ...], ...] = (
+    (
+        "tasks",
+        "import",
+        "tasks/sources/product-codes.csv",
+        "--input",
+        "Raw code (as typed)",
+        "--expected",
+        "Catalogue form",
+        "--id",
+        "Ticket #",
+        "-o",
+        "tasks/imported/codes-csv.yaml",
+    ),
+    ("tasks", "import", "tasks/sources/product-codes-hf", "-o", "tasks/imported/codes-hf.yaml"),
+    (
+        "tasks",
+        "import",
+        "tasks/sources/promptfooconfig.yaml",
+        "-o",
+        "tasks/imported/names-promptfoo.yaml",
+    ),
+    (
+        "tasks",
+        "import",
+        "tasks/sources/snake-case-inspect-log.json",
+        "-o",
+        "tasks/imported/snake-inspect.yaml",
+    ),
+    ("tasks", "import", "tasks/sources/snake-case-skill", "-o", "tasks/imported/snake-evals.yaml"),
+    ("tasks", "harvest", "--from", "tasks/sources/sessions", "-o", "review.yaml"),
+    (
+        "tasks",
+        "harvest",
+        "--reviewed",
+        "tasks/sources/sessions-reviewed.yaml",
+        "-o",
+        "tasks/imported/harvested.yaml",
+    ),
+)
 WALL = re.compile(r"(?<= )\d+\.\d\ds$")
 
 
@@ -230,6 +273,25 @@ def budget_example(cwd: Path) -> str:
     return budget_block(cwd, dry, (out, err), resumed)
 
 
+def shell_words(argv: tuple[str, ...]) -> str:
+    """`skillopt ARGV` as the README writes it."""
+    return " ".join(["skillopt", *(shlex.quote(a) for a in argv)])
+
+
+def sources_block(printed: list[str]) -> str:
+    """The task routes as a console transcript: each of `SOURCE_EXAMPLES` (`$ …`)
+    and its stdout (`printed`, in the same order)."""
+    lines = []
+    for argv, out in zip(SOURCE_EXAMPLES, printed, strict=True):
+        lines.append(f"$ {shell_words(argv)}")
+        lines.extend(line.rstrip() for line in out.splitlines())
+    return "```console\n" + "\n".join(lines) + "\n```\n"
+
+
+def sources_example(cwd: Path) -> str:
+    return sources_block([skillopt(cwd, *argv) for argv in SOURCE_EXAMPLES])
+
+
 def produce(only: tuple[str, ...] = FIGURES) -> dict[str, str]:
     """Run the bundled examples and return the README region of each figure in
     `only`, normalised (see the module docstring)."""
@@ -244,6 +306,8 @@ def produce(only: tuple[str, ...] = FIGURES) -> dict[str, str]:
             blocks["optimizer"] = optimizer_example(cwd)
         if "budget" in only:
             blocks["budget"] = budget_example(cwd)
+        if "sources" in only:
+            blocks["sources"] = sources_example(cwd)
     return {name: blocks[name] for name in FIGURES if name in blocks}
 
 

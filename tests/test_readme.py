@@ -289,6 +289,7 @@ def test_readme_walkthrough(isolated, agents):
         ran(*figures.BUDGET_EXAMPLE),
         ran(*figures.BUDGET_RESUME)[0],
     )
+    blocks["sources"] = figures.sources_block([ran(*argv)[0] for argv in figures.SOURCE_EXAMPLES])
     summaries = {}
     for name in figures.SUITES:
         _, run = printed("train", f"skills/{name}", "--tasks", f"tasks/{name}.yaml")
@@ -389,3 +390,40 @@ def test_the_readme_settings_file_is_valid(tmp_path):
     settings = next(s for s in loaded if s.budget_usd is not None)
     assert settings.budget_usd == 5 and settings.time_limit == 7200
     assert settings.models["anthropic/claude-sonnet-4-5"].prompt_cache is False
+
+
+def test_the_task_routes_print_what_the_readme_shows(isolated, monkeypatch):
+    """The "Where your tasks come from" transcript is what its commands print on the
+    example sources (in process: they call no model, so this runs in the quick loop;
+    the slow walk checks the same region from child processes)."""
+    figures = readme_figures()
+    copy_examples(isolated)
+    monkeypatch.setenv("COLUMNS", "100")
+    printed = []
+    for argv in figures.SOURCE_EXAMPLES:
+        code, out, err = in_process(list(argv), {})
+        assert code == 0, f"skillopt {' '.join(argv)} exited {code}:\n{err}{out}"
+        printed.append(out)
+    block = figures.sources_block(printed)
+    stale = figures.diff((ROOT / "README.md").read_text(encoding="utf-8"), {"sources": block})
+    assert not stale, f"run `python benchmarks/readme_figures.py --write --only sources`:\n{stale}"
+    # what the routes wrote loads as suites (the trigger evals apart)
+    from skillopt.suite import load_suite
+
+    written = sorted((isolated / "tasks" / "imported").glob("*.yaml"))
+    suites = [load_suite(p) for p in written if not p.stem.endswith("-triggers")]
+    assert [len(s.tasks) for s in suites] == [15, 15, 2, 7, 3, 6]
+
+
+def test_the_readme_suite_naming_a_source_loads(isolated):
+    """The Formats example of a suite whose items come from a CSV, with its mapping."""
+    from skillopt.suite import load_suite
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"^```yaml\n(name: codes-from-tickets\n.*?)^```", text, re.M | re.S)
+    copy_examples(isolated)
+    path = isolated / "tasks" / "codes-from-tickets.yaml"
+    path.write_text(block, encoding="utf-8")
+    suite = load_suite(path)
+    assert len(suite.tasks) == 15 and suite.tasks[0].id == "T1000"
+    assert suite.tasks[0].expected == "GE-5066"

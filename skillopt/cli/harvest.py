@@ -124,10 +124,11 @@ def _show_harvest(r: HarvestResult) -> None:
 
 def _show_suite(s: HarvestSuite, reviewed: Path) -> None:
     written = ", ".join(escape(str(p)) for p in s.written)
-    splits = ", ".join(f"{k} {n}" for k, n in s.splits.items())
+    splits = " · ".join(f"{k} {n}" for k, n in s.splits.items())
     scorers = ", ".join(f"{k} {n}" for k, n in sorted(s.scorers.items()))
     items = f"{s.kept} item{'s' if s.kept != 1 else ''}"
-    out.print(f"wrote {written}: {items} ({splits}); scorers: {scorers}", soft_wrap=True)
+    # worded as `skillopt tasks import` words what it wrote
+    out.print(f"wrote {written}: {items} ({splits}) · scorers: {scorers}", soft_wrap=True)
     out.print(f"left out: {s.dropped} (keep: false in {escape(str(reviewed))})", soft_wrap=True)
     total = sum(s.redactions.values())
     if total:

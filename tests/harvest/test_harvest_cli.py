@@ -82,7 +82,7 @@ def test_harvest_review_and_suite_round_trip_then_eval_offline(isolated):
     res = run("--reviewed", "review.yaml", "-o", "tasks/mine.yaml")
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines() == [
-        "wrote tasks/mine.yaml: 2 items (train 0, val 1, test 1); scorers: contains 1, judge 1",
+        "wrote tasks/mine.yaml: 2 items (train 0 · val 1 · test 1) · scorers: contains 1, judge 1",
         "left out: 0 (keep: false in review.yaml)",
         "redacted in your edits: 1 (anthropic-key 1)",
     ]
