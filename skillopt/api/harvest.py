@@ -31,6 +31,7 @@ class HarvestResult:
     found: int  # candidates before merging
     candidates: int  # in the review file
     merged: int  # near-duplicates merged into another candidate
+    corrections: int  # requests correcting the one before: that one's signal, no task
     redactions: dict[str, int]  # by kind
     signals: dict[str, int]  # candidates with each signal ("corrected", "tool-error", …)
     drafted: int = 0  # rubrics drafted by the judge model
@@ -85,6 +86,7 @@ def harvest(
         found=found.found,
         candidates=len(found.items),
         merged=found.merged,
+        corrections=found.corrections,
         redactions=found.redactions,
         signals=dict(sorted(signals.items())),
         drafted=sum(1 for c in found.items if c.rubric),

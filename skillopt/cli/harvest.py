@@ -103,9 +103,10 @@ def _show_harvest(r: HarvestResult) -> None:
     if read.over_limit:
         out.print(f"  {read.over_limit} files past the first {read.files} left unread")
     signals = ", ".join(f"{k} {n}" for k, n in r.signals.items()) or "none"
+    folded = f", {r.corrections} a correction of the request before" if r.corrections else ""
     out.print(
         f"candidates: {r.candidates} ({r.found} requests found, {r.merged} merged as "
-        f"near-duplicates); signals: {signals}",
+        f"near-duplicates{folded}); signals: {signals}",
         soft_wrap=True,
     )
     total = sum(r.redactions.values())

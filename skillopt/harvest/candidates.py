@@ -75,13 +75,22 @@ class Candidates:
     items: tuple[Candidate, ...]
     redactions: dict[str, int]  # by kind
     merged: int  # candidates merged into another as near-duplicates
-    found: int  # candidates before merging
+    found: int  # requests found, before merging
+    corrections: int = 0  # requests that corrected the one before: its signal, no task
 
 
 def candidates(exchanges: Sequence[Exchange], threshold: float = THRESHOLD) -> Candidates:
     """The candidates of `exchanges`, redacted, near-duplicates merged."""
     counts: Counter[str] = Counter()
-    made = [_candidate(e, counts) for e in exchanges]
+    # a turn that corrects the one before it ("no, that's wrong: …") is that
+    # request's signal, not a task of its own: alone it refers to nothing
+    corrections = {
+        (e.file, e.next_request)
+        for e in exchanges
+        if e.next_request and CORRECTION.search(e.next_request[:2000])
+    }
+    tasks = [e for e in exchanges if (e.file, e.request) not in corrections]
+    made = [_candidate(e, counts) for e in tasks]
     made = [c for c in made if c.request.strip()]
     # the earliest asking of a request stands for the rest
     made.sort(key=lambda c: (c.seen[0].at, c.id))
@@ -91,7 +100,10 @@ def candidates(exchanges: Sequence[Exchange], threshold: float = THRESHOLD) -> C
         merges[group[0]] = _merge(made[group[0]], [made[i] for i in group[1:]])
         dropped.update(group[1:])
     kept = [merges.get(i, c) for i, c in enumerate(made) if i not in dropped]
-    return Candidates(tuple(kept), dict(sorted(counts.items())), len(dropped), len(made))
+    folded = len(exchanges) - len(tasks)
+    return Candidates(
+        tuple(kept), dict(sorted(counts.items())), len(dropped), len(made) + folded, folded
+    )
 
 
 def scrubbed(text: str, limit: int, counts: Counter[str]) -> str:

@@ -60,6 +60,7 @@ def review_text(found: Candidates, read: ReadReport, sources: list[str], path: P
             "sessions": dict(read.sessions),
             "candidates": len(found.items),
             "merged": found.merged,
+            "corrections": found.corrections,
             "redactions": dict(found.redactions),
         },
         "candidates": [_entry(c) for c in found.items],

@@ -33,6 +33,10 @@ def test_a_claude_session_gives_each_user_request_with_its_context_and_outcome(t
     found = candidates(exchanges)
     assert found.items[0].signals == ("corrected",)
     assert "the user then said" in found.items[0].signal
+    # the correction is the first request's signal, not a task of its own: on its own
+    # it says "that's wrong" about nothing the task would show
+    assert [c.request for c in found.items] == ["Summarise notes.md"]
+    assert (found.found, found.corrections, found.merged) == (2, 1, 0)
 
 
 def test_text_the_cli_added_is_no_request(tmp_path):
@@ -101,7 +105,9 @@ def test_a_codex_session_gives_the_typed_requests_not_its_environment_context(tm
     assert first.next_request == "still failing" and first.failures == 0
     assert second.failures == 1 and second.interrupted
     assert second.errors == ("cat: missing.txt: No such file or directory\n",)
-    assert candidates(exchanges).items[0].signals == ("corrected",)
+    found = candidates(exchanges)
+    assert [c.signals for c in found.items] == [("corrected",)]
+    assert found.corrections == 1
 
 
 def test_junk_lines_are_skipped_and_counted_never_a_crash(tmp_path):
