@@ -19,7 +19,7 @@ from skillopt.suite.sources import FieldMap, Imported, detect, read_source
 from skillopt.suite.sources.hf import is_hub_id
 
 # a source's suffixes that `detect` may find to be a skillopt suite after all
-_MAYBE_SUITE = (".yaml", ".yml", ".jsonl")
+_MAYBE_SUITE = (".yaml", ".yml", ".jsonl", ".json")
 
 
 class MappingSpec(BaseModel):
@@ -51,7 +51,7 @@ def source_kind(source: str) -> str | None:
     if suffix in _MAYBE_SUITE:
         kind = detect(source)
         return None if kind == "suite" else kind
-    if suffix in (".csv", ".tsv", ".json", ".eval"):
+    if suffix in (".csv", ".tsv", ".eval"):
         return detect(source)
     return None  # read as YAML, as a suite of any other name always was
 

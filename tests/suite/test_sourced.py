@@ -123,3 +123,17 @@ def test_a_jsonl_of_other_fields_given_as_the_suite(tmp_path):
 def test_a_hub_id_as_the_suite_is_one_error_offline():
     err = load_error("hf:nobody/no-such-set")
     assert str(err).startswith("hf:nobody/no-such-set: cannot load Hugging Face dataset")
+
+
+def test_a_suite_written_as_json_is_still_a_suite(tmp_path):
+    """YAML reads JSON, so a suite written as JSON always loaded as one: its prompt,
+    scorer and name are its own, not a table's guesses."""
+    path = tmp_path / "s.json"
+    path.write_text(
+        '{"name": "j", "prompt": "Q: {input}", "scorer": "contains", "items": '
+        '[{"id": "a", "input": "x", "expected": "X"}, {"id": "b", "input": "y", "expected": "Y"}]}'
+    )
+    suite = load_suite(path)
+    assert suite.name == "j"
+    assert [t.prompt for t in suite.tasks] == ["Q: x", "Q: y"]
+    assert {t.scorer.spec["type"] for t in suite.tasks} == {"contains"}

@@ -119,6 +119,8 @@ def _json_kind(path: Path) -> str:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return "json"  # the table reader words the problem
     if isinstance(data, dict):
+        if "items" in data:
+            return "suite"  # a suite written as JSON (YAML reads it), as it always was
         if isinstance(data.get("evals"), list):
             return "skill-creator"
         if "items" not in data and {"tests", "prompts", "providers"} & set(data):
