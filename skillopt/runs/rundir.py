@@ -79,6 +79,9 @@ class RunConfig:
         settings = field(data, "settings", dict)
         if not isinstance(settings.get("store"), str | None):  # read before Settings are
             raise InputError("expected a file name", path=path, field="settings.store")
+        warned = data.get("suite_warnings", [])
+        if not isinstance(warned, list) or not all(isinstance(w, str) for w in warned):
+            raise InputError("expected a list of warnings", path=path, field="suite_warnings")
         objects = data.get("objects") or {}
         if not isinstance(objects, dict) or not all(isinstance(v, str) for v in objects.values()):
             raise InputError("expected a mapping of role: name", path=path, field="objects")

@@ -247,6 +247,7 @@ QUICK = (
     "run.yaml: settings.models = 5",
     "run.yaml: settings.optimizer = 5",
     "run.yaml: audit.skill_path = 'text'",
+    "run.yaml: suite_warnings = 5",
     "run.yaml cut at 50%",
     "run.yaml not text",
     "state.json holds 'text'",
