@@ -53,6 +53,7 @@ from skillopt.ship.refusals import LintFailed, Refused
 
 if TYPE_CHECKING:
     from skillopt.eval.checks import ValidateResult as ValidateResult
+    from skillopt.eval.loading import TriggerReport as TriggerReport
     from skillopt.eval.results import EvalResult as EvalResult
     from skillopt.models.inventory import ModelInfo as ModelInfo
     from skillopt.optimize.plan import Plan as Plan

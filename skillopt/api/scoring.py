@@ -118,6 +118,7 @@ def validate(
     min_score: float | None = None,
     baseline: str | None = None,
     max_regressions: int | None = None,
+    min_load_rate: float | None = None,
     target: str | Model | None = None,
     harness: str | Harness | None = None,
     judge: str | Model | None = None,
@@ -137,7 +138,9 @@ def validate(
 ) -> ValidateResult:
     """Lint `skill`, then score it (and `baseline`: a git ref of the skill's
     repository, or a path) on `split` of the suite, with thresholds (`skillopt
-    validate`, the CI gate). `result.exit_code` is 0 when every check passed."""
+    validate`, the CI gate). `min_load_rate`: fail when the skill loads, unnamed,
+    in a smaller share of the tasks than this. `result.exit_code` is 0 when every
+    check passed."""
     from skillopt.eval.validate import validate as run_validate
 
     names, objects = roles(target=target, harness=harness, judge=judge)
@@ -161,6 +164,7 @@ def validate(
         min_score=min_score,
         baseline=baseline,
         max_regressions=max_regressions,
+        min_load_rate=min_load_rate,
         overrides=flags,
         settings=settings,
         **objects,

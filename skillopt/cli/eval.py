@@ -39,7 +39,7 @@ from skillopt.cli.progress import Display, open_display
 
 if TYPE_CHECKING:
     from skillopt import EvalResult
-    from skillopt.api import RolloutEvent
+    from skillopt.api import RolloutEvent, TriggerReport
 
 Split = Annotated[str, typer.Option("--split", help="train, val, test or all.", metavar="SPLIT")]
 
@@ -124,6 +124,24 @@ def eval_cmd(
         raise typer.Exit(1)
 
 
+def render_triggers(report: TriggerReport, label: str) -> None:
+    """A trigger suite's precision and recall, and each query's load rate."""
+    should = sum(1 for q in report.queries if q.should_trigger)
+    out.print(
+        f"triggers ({label}): precision {display.score(report.precision, 2)} · recall "
+        f"{display.score(report.recall, 2)} · {should} should load, "
+        f"{len(report.queries) - should} should not",
+        soft_wrap=True,
+    )
+    for q in report.queries:
+        verdict = {True: "", False: "  [red]misfire[/]", None: "  unscored"}[q.passed]
+        out.print(
+            f"  {escape(q.task_id)}  {'should load    ' if q.should_trigger else 'should not load'}"
+            f"  loaded {q.loaded}/{q.traced}{verdict}",
+            soft_wrap=True,
+        )
+
+
 def render(result: EvalResult) -> None:
     out.print(
         f"[bold]{escape(result.skill)}[/] ({result.skill_hash[:12]}) on "
@@ -186,11 +204,11 @@ def render(result: EvalResult) -> None:
     if ran:  # what the agent CLI says it ran: the answer to "target default"
         out.print(f"model reported by the agent: {escape(', '.join(ran))}", soft_wrap=True)
     for r in result.results:
-        invoked, traced = r.invocations
-        if traced:
-            out.print(
-                f"skill invoked in {invoked}/{traced} traced rollouts ({r.variant} · {r.split})"
-            )
+        triggers = r.triggers
+        if triggers is not None:
+            render_triggers(triggers, f"{r.variant} · {r.split}")
+        elif r.loads.tasks and result.invoke == "auto":
+            out.print(f"skill {r.loads.phrase()} ({r.variant} · {r.split})")
     kept = [w for r in result.results for w in r.kept_workspaces]
     if kept:
         err.print(

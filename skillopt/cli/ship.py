@@ -38,7 +38,7 @@ from skillopt.cli.common import (
     warn,
     write_json,
 )
-from skillopt.cli.eval import ProgressObserver, Split
+from skillopt.cli.eval import ProgressObserver, Split, render_triggers
 from skillopt.cli.progress import open_display
 from skillopt.errors import InputError
 
@@ -197,6 +197,16 @@ def validate_cmd(
             show_default=False,
         ),
     ] = None,
+    min_load_rate: Annotated[
+        Optional[float],
+        typer.Option(
+            "--min-load-rate",
+            help="Fail when the agent, not told to use the skill, loads it in fewer of "
+            "the tasks than this share (0–1).",
+            metavar="RATE",
+            show_default=False,
+        ),
+    ] = None,
     junit: Annotated[
         Optional[Path],
         typer.Option(
@@ -255,6 +265,7 @@ def validate_cmd(
             min_score=min_score,
             baseline=baseline,
             max_regressions=max_regressions,
+            min_load_rate=min_load_rate,
             target=target,
             concurrency=concurrency,
             executor=executor,
@@ -302,13 +313,17 @@ def render(result: ValidateResult) -> None:
             f"skill:    mean {display.score(r.mean)} · pass {display.pct(r.pass_rate)} · "
             f"scored {r.n}/{r.tasks}"
             + (f" · unscored {r.unscored}" if r.unscored else "")
-            + _invoked(r)
+            + _invoked(r, result.invoke),
+            soft_wrap=True,
         )
+        if r.triggers is not None:
+            render_triggers(r.triggers, f"skill · {result.split}")
         if b is not None:
             out.print(
                 f"baseline: mean {display.score(b.mean)} · pass {display.pct(b.pass_rate)} · "
-                f"scored {b.n}/{b.tasks}{_invoked(b)} "
-                f"({escape(result.baseline_label or '')})"
+                f"scored {b.n}/{b.tasks}{_invoked(b, result.invoke)} "
+                f"({escape(result.baseline_label or '')})",
+                soft_wrap=True,
             )
         if c is not None:
             out.print(
@@ -325,6 +340,13 @@ def render(result: ValidateResult) -> None:
     out.print("[green]validate passed[/]" if result.passed else "[red]validate failed[/]")
 
 
-def _invoked(r: SplitResult) -> str:
-    invoked, traced = r.invocations
-    return f" · skill invoked {invoked}/{traced}" if traced else ""
+def _invoked(r: SplitResult, invoke: str) -> str:
+    """The load rate of a task suite's run under implicit invocation; for a trigger
+    suite, its precision and recall."""
+    triggers = r.triggers
+    if triggers is not None:
+        return (
+            f" · precision {display.score(triggers.precision, 2)} · recall "
+            f"{display.score(triggers.recall, 2)}"
+        )
+    return f" · skill {r.loads.phrase()}" if r.loads.tasks and invoke == "auto" else ""

@@ -31,7 +31,7 @@ from skillopt.suite.task import Task
 class Check:
     """One gate of `skillopt validate`: its name, whether it passed, and why."""
 
-    name: str  # lint | scored | min-score | max-regressions
+    name: str  # lint | scored | min-score | max-regressions | min-load-rate
     passed: bool
     detail: str
 
@@ -59,6 +59,7 @@ class ValidateResult:
     diff: str = ""
     tasks: dict[str, Task] = field(default_factory=dict)
     wall_s: float = 0.0
+    invoke: str = "auto"  # `agent.invoke`: the load rate means something under `auto`
 
     @property
     def passed(self) -> bool:
@@ -81,6 +82,7 @@ class ValidateResult:
             "split": self.split,
             "target": self.target,
             "harness": self.harness,
+            "invoke": self.invoke,
             "checks": [c.__dict__ for c in self.checks],
             "lint": [
                 {
@@ -123,10 +125,12 @@ def threshold_checks(
     comparison: Comparison | None,
     min_score: float | None,
     max_regressions: int | None,
+    min_load_rate: float | None = None,
 ) -> list[Check]:
     """The checks after lint: something was scored, the mean reaches `min_score`,
-    and no more than `max_regressions` tasks went pass→fail against the baseline
-    (each only when asked for)."""
+    no more than `max_regressions` tasks went pass→fail against the baseline, and the
+    skill loaded in at least `min_load_rate` of the traced tasks (each only when
+    asked for)."""
     checks = []
     if result.mean is None:
         checks.append(
@@ -156,7 +160,27 @@ def threshold_checks(
         if comparison.pass_to_fail:
             detail += ": " + ", ".join(comparison.pass_to_fail[:10])
         checks.append(Check("max-regressions", ok, detail))
+    if min_load_rate is not None:
+        checks.append(_load_check(result, min_load_rate))
     return checks
+
+
+def _load_check(result: SplitResult, min_load_rate: float) -> Check:
+    loads = result.loads
+    if loads.rate is None:
+        return Check(
+            "min-load-rate",
+            False,
+            "no scored rollout's trace shows whether the skill loaded (an agent harness "
+            "that records its trace tells: claude-code or codex with `agent.trace: true`)",
+        )
+    ok = loads.rate >= min_load_rate
+    return Check(
+        "min-load-rate",
+        ok,
+        f"skill {loads.phrase()} ({display.score(loads.rate, 2)}) {'≥' if ok else '<'} "
+        f"{display.score(min_load_rate, 2)}",
+    )
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """The Markdown summary of `skillopt validate --summary`: a pull-request comment (or
-`$GITHUB_STEP_SUMMARY`) with the verdict, the scores against the baseline, the
-flips, the checks, the skill's diff and the failing tasks.
+`$GITHUB_STEP_SUMMARY`) with the verdict, the scores against the baseline, whether
+the skill loaded (a trigger suite's precision, recall and queries), the flips, the
+checks, the skill's diff and the failing tasks.
 
 Invariant: built from the `ValidateResult` alone; a skill with lint errors gets
 the verdict and its errors, nothing else; unscored rollouts are reported apart,
@@ -12,6 +13,7 @@ from __future__ import annotations
 from skillopt._util import display
 from skillopt._util.text import xml_clip
 from skillopt.eval.checks import ValidateResult
+from skillopt.eval.loading import TriggerReport
 from skillopt.eval.results import SplitResult
 from skillopt.rollouts.outcomes import task_outcomes
 from skillopt.ship.diffs import diff_stat
@@ -42,8 +44,15 @@ def summary_markdown(res: ValidateResult) -> str:
             f"{display.pct_points(r.pass_rate, b.pass_rate)} |",
             f"| scored | {r.n}/{r.tasks} | {b.n}/{b.tasks} | |",
         ]
-        if r.invocations[1] or b.invocations[1]:
-            lines.append(f"| skill invoked | {_inv(r)} | {_inv(b)} | |")
+        if r.triggers is not None and b.triggers is not None:
+            rt, bt = r.triggers, b.triggers
+            lines += [
+                f"| precision | {display.score(rt.precision, 2)} | "
+                f"{display.score(bt.precision, 2)} | |",
+                f"| recall | {display.score(rt.recall, 2)} | {display.score(bt.recall, 2)} | |",
+            ]
+        elif res.invoke == "auto" and (r.loads.tasks or b.loads.tasks):
+            lines.append(f"| skill loaded | {_inv(r)} | {_inv(b)} | |")
     else:
         lines += [
             "| | skill |",
@@ -52,10 +61,19 @@ def summary_markdown(res: ValidateResult) -> str:
             f"| pass rate | {display.pct(r.pass_rate)} |",
             f"| scored | {r.n}/{r.tasks} |",
         ]
-        if r.invocations[1]:
-            lines.append(f"| skill invoked | {_inv(r)} |")
+        if r.triggers is not None:
+            lines += [
+                f"| precision | {display.score(r.triggers.precision, 2)} |",
+                f"| recall | {display.score(r.triggers.recall, 2)} |",
+            ]
+        elif res.invoke == "auto" and r.loads.tasks:
+            lines.append(f"| skill loaded | {_inv(r)} |")
     if res.baseline_note:
         lines += ["", f"Baseline: {res.baseline_note}."]
+    if r.triggers is not None:
+        lines += ["", *_trigger_table(r.triggers)]
+    elif res.invoke == "auto" and (warning := r.loads.warning()):
+        lines += ["", f"⚠️ {warning}."]
     lines += ["", "**Checks**", ""]
     for check in res.checks:
         lines.append(f"- {'✅' if check.passed else '❌'} {check.name}: {check.detail}")
@@ -101,9 +119,21 @@ def summary_markdown(res: ValidateResult) -> str:
 
 
 def _inv(r: SplitResult) -> str:
-    """How many traced rollouts show the agent loading the skill."""
-    invoked, traced = r.invocations
-    return f"{invoked}/{traced}" if traced else "—"
+    """In how many traced tasks the agent loaded the skill."""
+    loads = r.loads
+    return f"{loads.loaded}/{loads.tasks} tasks" if loads.tasks else "—"
+
+
+def _trigger_table(report: TriggerReport) -> list[str]:
+    """Each trigger query: whether it should load the skill and how often it did."""
+    lines = ["**Trigger queries**", "", "| query | should load | loaded | |", "|---|---|---|---|"]
+    for q in report.queries:
+        mark = {True: "✅", False: "❌ misfire", None: "unscored"}[q.passed]
+        lines.append(
+            f"| `{xml_clip(q.task_id, 80)}` | {'yes' if q.should_trigger else 'no'} | "
+            f"{q.loaded}/{q.traced} | {mark} |"
+        )
+    return lines
 
 
 def _ids(ids: list[str], limit: int = 8) -> str:

@@ -226,6 +226,14 @@ def prepare(
     calls go to the store's spend ledger under it as they happen. `recorded_harness`
     (a replay's, with `check` false): the harness fingerprint the replayed rollouts
     were recorded with, for what the harness learns only by running its program."""
+    if suite.is_triggers and settings.agent.invoke == "explicit":
+        raise InputError(
+            "a trigger suite measures whether the agent picks the skill by its "
+            "description; with `agent.invoke: explicit` the prompt names the skill, so it "
+            "always loads: run it with `agent.invoke: auto`",
+            path=suite.path,
+            field="agent.invoke",
+        )
     if harness is None:
         if target is None:
             target = resolve_target(settings)

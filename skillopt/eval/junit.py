@@ -45,6 +45,7 @@ def junit_xml(res: ValidateResult) -> str:
             ("target", res.target),
             ("harness", res.harness),
             ("mean", display.score(res.result.mean, 4, none="")),
+            ("load_rate", display.score(res.result.loads.rate, 4, none="")),
             ("baseline", res.baseline_label or ""),
             (
                 "baseline_mean",

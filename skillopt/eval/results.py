@@ -1,4 +1,6 @@
-"""Evaluation results: per-split statistics and skill-versus-baseline comparisons.
+"""Evaluation results: per-split statistics (with whether the skill loaded: its load
+rate, and a trigger suite's precision and recall, from `loading`) and
+skill-versus-baseline comparisons.
 
 Invariant: unscored rollouts are counted and shown but never enter a mean or a
 pass rate; with several samples per task, a task's value is the mean of its
@@ -10,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillopt.eval.loading import LoadRate, TriggerReport, load_rate, trigger_report
 from skillopt.rollouts.outcomes import (
     TaskOutcome,
     mean_value,
@@ -29,6 +32,8 @@ class SplitResult:
     rollouts: list[Rollout]
     wall_s: float = 0.0
     skill_hash: str = ""
+    # a trigger suite's queries: each one's should_trigger (empty for a task suite)
+    expected: dict[str, bool] = field(default_factory=dict)
 
     @property
     def outcomes(self) -> dict[str, TaskOutcome]:
@@ -105,6 +110,17 @@ class SplitResult:
         return sum(known), len(known)
 
     @property
+    def loads(self) -> LoadRate:
+        """In how many tasks the skill loaded, as the traces show (`loading`)."""
+        return load_rate(self.rollouts)
+
+    @property
+    def triggers(self) -> TriggerReport | None:
+        """A trigger suite's precision, recall and per-query load rate; None for a
+        task suite."""
+        return trigger_report(self.rollouts, self.expected) if self.expected else None
+
+    @property
     def kept_workspaces(self) -> list[str]:
         return [r.trajectory["workspace"] for r in self.fresh if r.trajectory.get("workspace")]
 
@@ -128,6 +144,8 @@ class SplitResult:
             "cost": self.cost,
             "cost_complete": self.cost_complete,
             "wall_s": round(self.wall_s, 3),
+            "load": self.loads.to_dict(),
+            "triggers": triggers.to_dict() if (triggers := self.triggers) else None,
         }
 
 
@@ -195,6 +213,9 @@ class EvalResult:
     splits: dict[str, int] = field(default_factory=dict)  # the suite's items per split
     # val and test items that nearly repeat an earlier split's (`suite.hygiene`)
     near_duplicates: list[dict[str, Any]] = field(default_factory=list)
+    # `agent.invoke`: under `auto` the agent picks the skill itself, so its load rate
+    # says whether the description fires; under `explicit` the prompt names it
+    invoke: str = "auto"
 
     def result(self, variant: str, split: str) -> SplitResult | None:
         for r in self.results:
@@ -216,6 +237,7 @@ class EvalResult:
             "store": self.store,
             "splits": dict(self.splits),
             "near_duplicates": list(self.near_duplicates),
+            "invoke": self.invoke,
             "results": [r.summary() for r in self.results],
             "comparisons": [c.summary() for c in self.comparisons],
             "rollouts": [

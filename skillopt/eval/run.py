@@ -25,6 +25,7 @@ from skillopt.eval.context import (
     tell,
     unpriced_roles,
 )
+from skillopt.eval.loading import expectations, load_warnings
 from skillopt.eval.results import EvalResult, SplitResult, compare
 from skillopt.harness import Harness
 from skillopt.models.base import Model
@@ -90,6 +91,7 @@ def evaluate(
         tell(warn, ctx.settings.notices)
         tell(warn, refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx)))
         result = _evaluate(ctx, the_skill, tasks_by_split, compare_no_skill, observers, ledger)
+        tell(warn, load_warnings(result.results, result.invoke))
         return replace(result, near_duplicates=found.to_dicts())
     finally:
         if store is None:
@@ -118,9 +120,9 @@ def _evaluate(
                 rollouts = engine.run(
                     sk, tasks_by_split[s], samples=ctx.settings.samples, label=f"{variant} · {s}"
                 )
-                results.append(
-                    SplitResult(variant, s, rollouts, time.perf_counter() - start, sk.hash)
-                )
+                wall = time.perf_counter() - start
+                expected = expectations(tasks_by_split[s])
+                results.append(SplitResult(variant, s, rollouts, wall, sk.hash, expected))
     finally:
         engine.close()
     comparisons = []
@@ -141,4 +143,5 @@ def _evaluate(
         results=results,
         comparisons=comparisons,
         splits=ctx.suite.counts(),
+        invoke=ctx.settings.agent.invoke,
     )

@@ -3,7 +3,8 @@ optional thresholds and a baseline (the skill at a git ref, or at a path) scored
 the same tasks.
 
 Exit codes: 0 every check passed; 1 a check failed (lint errors, a score below
-`min_score`, more regressions than `max_regressions`, nothing scored); 2 a usage
+`min_score`, more regressions than `max_regressions`, a load rate below
+`min_load_rate`, nothing scored); 2 a usage
 or input error (raised as `InputError` before any model call: a bad suite, an
 unknown baseline ref).
 
@@ -27,6 +28,7 @@ from typing import Any
 from skillopt.config import Settings
 from skillopt.errors import InputError
 from skillopt.eval.checks import Check, ValidateResult, resolve_baseline, threshold_checks
+from skillopt.eval.loading import expectations, load_warnings
 from skillopt.eval.results import SplitResult, compare
 from skillopt.harness.base import Harness
 from skillopt.models.base import Model
@@ -44,6 +46,7 @@ def validate(
     min_score: float | None = None,
     baseline: str | None = None,
     max_regressions: int | None = None,
+    min_load_rate: float | None = None,
     overrides: Mapping[str, Any] | None = None,
     settings: Settings | None = None,
     target: Model | None = None,
@@ -74,8 +77,16 @@ def validate(
             "--max-regressions needs --baseline REF|PATH to compare against",
             field="--max-regressions",
         )
+    if min_load_rate is not None and not 0 <= min_load_rate <= 1:
+        raise InputError("must be between 0 and 1", field="--min-load-rate")
     suite = load_suite(suite_path)
     tasks = require_split(suite, split)
+    if min_load_rate is not None and suite.is_triggers:
+        raise InputError(
+            "--min-load-rate is for a task suite; a trigger suite's score already says "
+            "whether the skill loaded when it should: use --min-score",
+            field="--min-load-rate",
+        )
     skill_path = Path(skill_path)
     problems = lint_source(skill_path)  # a run's best/ is linted under its own name
     errors = [p for p in problems if p.severity == "error"]
@@ -102,6 +113,12 @@ def validate(
         )
     skill = Skill.load(skill_path)
     resolved = settings_for(suite, overrides, settings)
+    if min_load_rate is not None and resolved.agent.invoke == "explicit":
+        raise InputError(
+            "--min-load-rate measures whether the agent picks the skill by itself; with "
+            "`agent.invoke: explicit` the prompt names the skill: set `agent.invoke: auto`",
+            field="--min-load-rate",
+        )
     repeats = screen(suite, strict=resolved.strict_splits).warning()
     if warn is not None and repeats:
         warn(repeats)
@@ -137,15 +154,18 @@ def validate(
             rollouts = engine.run(
                 skill, tasks, samples=ctx.settings.samples, label=f"skill · {split}"
             )
-            result = SplitResult("skill", split, rollouts, time.perf_counter() - t0, skill.hash)
+            expected = expectations(tasks)
+            wall = time.perf_counter() - t0
+            result = SplitResult("skill", split, rollouts, wall, skill.hash, expected)
             base_result = comparison = None
             if base_skill is not None:
                 t0 = time.perf_counter()
                 base_rollouts = engine.run(
                     base_skill, tasks, samples=ctx.settings.samples, label=f"baseline · {split}"
                 )
+                wall = time.perf_counter() - t0
                 base_result = SplitResult(
-                    "baseline", split, base_rollouts, time.perf_counter() - t0, base_skill.hash
+                    "baseline", split, base_rollouts, wall, base_skill.hash, expected
                 )
                 comparison = compare(base_result, result)
         finally:
@@ -156,7 +176,13 @@ def validate(
             if base_skill is None
             else files_diff(skill_files(base_skill), skill_files(skill), skill.name)
         )
-    checks = [lint_check, *threshold_checks(result, comparison, min_score, max_regressions)]
+    if warn is not None:
+        for line in load_warnings([result], ctx.settings.agent.invoke):
+            warn(line)
+    checks = [
+        lint_check,
+        *threshold_checks(result, comparison, min_score, max_regressions, min_load_rate),
+    ]
     return ValidateResult(
         skill=skill.name,
         skill_hash=skill.hash,
@@ -175,4 +201,5 @@ def validate(
         lint=problems,
         tasks=by_id,
         skill_path=str(skill_path),
+        invoke=ctx.settings.agent.invoke,
     )

@@ -23,6 +23,10 @@ SCORERS = {
     "python": ("code:Python", "a Python function `(task, answer, ctx) -> Score | float | bool`"),
     "command": ("code:Command", "a verifier program reads the answer (and the workspace)"),
     "judge": ("judge:Judge", "an LLM grades the answer against a `rubric`"),
+    "trigger": (
+        "trigger:Trigger",
+        "the agent loaded the skill exactly when the item's `should_trigger` says so",
+    ),
     "all": (
         "composite:All",
         "every part (`of`, a list of scorers) passes; the mean of their values",

@@ -75,7 +75,9 @@ def score_trajectory(
         )
     try:
         verdict = task.scorer(
-            task, traj.answer, ScoreContext(workspace=traj.workspace, judge=judge)
+            task,
+            traj.answer,
+            ScoreContext(workspace=traj.workspace, judge=judge, skill_invoked=traj.skill_invoked),
         )
     except ScorerError as exc:
         return replace(unscored, error=str(exc), error_kind="scorer")

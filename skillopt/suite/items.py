@@ -1,5 +1,6 @@
 """Turning a suite's raw items into `Task`s: each item checked (id, input, files,
-its scorer and `expected`) and its prompt rendered from the suite's template.
+its scorer and `expected`) and its prompt rendered from the suite's template; a
+trigger item (`query`, `should_trigger`) is read by `triggers` and shown as typed.
 
 Invariants: the first bad item raises one `InputError` naming the file (with line),
 the item id and the field; an item that pydantic would accept unchanged is taken
@@ -23,6 +24,7 @@ from skillopt.suite.problems import explain, item_label, line_of_key, scorer_par
 from skillopt.suite.scorers import Scorer, build_scorer
 from skillopt.suite.splits import SplitSpec, assign_splits
 from skillopt.suite.task import SPLITS, Task
+from skillopt.suite.triggers import TRIGGER_SCORER, is_trigger_item, mixed_kinds, read_trigger
 
 
 class ItemSpec(BaseModel):
@@ -92,6 +94,8 @@ def build_tasks(
     constant = "{" not in template and "}" not in template
     source_prefix = f"{items_path}:"
     pins: list[str | None] = []
+    # the first item's id, and whether it is a trigger query (a suite never mixes kinds)
+    head: tuple[str, bool] | None = None
     for index, (line, item) in enumerate(rows):
         if not isinstance(item, dict):
             raise InputError(
@@ -100,7 +104,14 @@ def build_tasks(
                 item=item_label(item, index),
                 line=line,
             )
-        fields = _plain_item(item)
+        fields: ItemFields | None
+        if is_trigger_item(item):
+            t = read_trigger(item, index, items_path, line, yaml_items)
+            fields = ItemFields(
+                t.id, t.query, t.should_trigger, TRIGGER_SCORER, t.split, t.metadata, {}
+            )
+        else:
+            fields = _plain_item(item)
         if fields is None:  # pydantic says what is wrong, or coerces (True -> 1)
             try:
                 it = ItemSpec.model_validate(item)
@@ -177,9 +188,22 @@ def build_tasks(
                         str(exc), path=items_path, item=item_id, field="scorer", line=line
                     ) from None
             scorer = scorer_cache[key]
+        trigger = scorer.name == TRIGGER_SCORER
         problem = scorer.check_item(expected)
         if problem:
-            raise InputError(problem, path=items_path, item=item_id, field="expected", line=line)
+            field = "should_trigger" if trigger else "expected"
+            raise InputError(problem, path=items_path, item=item_id, field=field, line=line)
+        if head is None:
+            head = (item_id, trigger)
+        elif head[1] != trigger:
+            raise mixed_kinds(head[0], head[1], item_id, items_path, line)
+        if trigger and not identity:
+            raise InputError(
+                "a trigger query is shown to the agent as the user would type it: a "
+                "trigger suite takes no prompt template",
+                path=path,
+                field="prompt",
+            )
 
         if identity and type(item_input) is str:
             prompt = item_input

@@ -117,7 +117,7 @@ def _load(
     rows: Iterable[tuple[int | None, Any]]
     if imported is not None:
         items_path = Path(imported.source)
-        rows = ((None, item) for item in imported.items)
+        rows = ((None, item) for item in imported.rows)
     elif isinstance(items, str):
         items_path = base / items
         rows = read_jsonl(items_path)
@@ -148,6 +148,8 @@ def _load(
     )
     if not tasks:
         raise InputError("the suite has no items", path=items_path, field="items")
+    if tasks[0].is_trigger:
+        _check_trigger_suite(raw, path, data_line)
     return Suite(
         name=spec.name or path.stem,
         description=spec.description,
@@ -156,6 +158,22 @@ def _load(
         defaults=dict(spec.defaults),
         judge=spec.judge,
     )
+
+
+def _check_trigger_suite(raw: dict[str, Any], path: Path, data_line: int | None) -> None:
+    """A trigger suite's queries are shown as typed and scored on loading: a `prompt`
+    template or another scorer written at its top is refused, not ignored."""
+    for key, allowed in (("prompt", "{input}"), ("scorer", "trigger")):
+        if key in raw and raw[key] != allowed:
+            line = line_of_key(path, (key,), data_line) if data_line else None
+            raise InputError(
+                "a trigger suite's queries are shown to the agent as the user would "
+                "type them and scored on whether the skill loaded: leave out "
+                f"`{key}:`",
+                path=path,
+                field=key,
+                line=line,
+            )
 
 
 def require_split(suite: Suite, split: str) -> list[Task]:

@@ -27,6 +27,12 @@ class Task:
     source: str = ""  # "file:line" for messages
     files: dict[str, str] = field(default_factory=dict)  # workspace files for agent harnesses
 
+    @property
+    def is_trigger(self) -> bool:
+        """A trigger query (`suite.triggers`): scored on whether the agent loaded the
+        skill, its `expected` the item's `should_trigger`."""
+        return bool(self.scorer.name == "trigger")
+
     def content(self) -> dict[str, Any]:
         """The fields that change this task's outcome (for the fingerprint)."""
         return {
@@ -46,6 +52,12 @@ class Suite:
     tasks: tuple[Task, ...]
     defaults: dict[str, Any] = field(default_factory=dict)  # run settings the suite chooses
     judge: str | None = None
+
+    @property
+    def is_triggers(self) -> bool:
+        """A trigger suite: its items are trigger queries (a suite never mixes them
+        with tasks)."""
+        return bool(self.tasks) and self.tasks[0].is_trigger
 
     def split(self, name: str) -> list[Task]:
         if name == "all":

@@ -7,7 +7,9 @@ skill read from where the real CLI looks for it (`.claude/skills/<name>/` or
 shapes: claude's result object, its array-of-messages shape and stream-json
 lines; codex's JSONL events, including event and item types a parser must skip.
 
-Behaviour is set by `<name>.json` next to the executable and every call is
+Behaviour is set by `<name>.json` next to the executable (`invoke_when`: words
+that make the agent load the skill, the Skill tool call or SKILL.md read the real
+CLIs emit; without them it loads it for every prompt unless `invoke` is false) and every call is
 appended to `<name>.calls.jsonl` there, so a test can check the argv, stdin,
 cwd, environment and the workspace's files.
 
@@ -93,6 +95,16 @@ def mode_for(config: dict, prompt: str) -> str:
         if needle in prompt:
             return mode
     return config.get("mode", "agent")
+
+
+def wants_skill(config: dict, prompt: str) -> bool:
+    """Whether the agent loads the installed skill for `prompt`: `invoke` (always or
+    never), or, with `invoke_when`, only when the prompt holds one of its words (as a
+    model picks a skill whose description names the request's topic)."""
+    words = config.get("invoke_when")
+    if words is not None:
+        return any(w.lower() in prompt.lower() for w in words)
+    return bool(config.get("invoke", True))
 
 
 def hang(bin_dir: Path) -> None:
@@ -250,7 +262,7 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
         sys.stderr.write(config.get("stderr", "fatal: something broke inside the agent") + "\n")
         return int(config.get("exit_code", 3))
 
-    invoke = config.get("invoke", True)
+    invoke = wants_skill(config, prompt)
     name = next(iter(skills), None)
     skill_text = skills[name] if (name and invoke) else ""
     answer, save = brain(prompt, skill_text)
@@ -552,7 +564,7 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
         sys.stderr.write(config.get("stderr", "thread 'main' panicked at codex-rs/exec") + "\n")
         return int(config.get("exit_code", 101))
 
-    invoke = config.get("invoke", True)
+    invoke = wants_skill(config, prompt)
     name = next(iter(skills), None)
     if mode == "sandbox_broken":  # every command fails before it starts (observed)
         cmd = {

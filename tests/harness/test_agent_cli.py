@@ -52,7 +52,7 @@ def test_eval_through_an_agent_cli(agents, project, isolated, harness):
     )
     assert res.exit_code == 0, res.output
     assert f"target default · harness {harness}" in res.stdout
-    assert "skill invoked in 4/4 traced rollouts (skill · test)" in res.stdout
+    assert "skill loaded in 4/4 tasks (skill · test)" in res.stdout
     if harness == "claude-code":  # its init event names the model it ran
         assert "model reported by the agent: claude-opus-4-8[1m]" in res.stdout
     assert "Δ test: +1.000" in res.stdout

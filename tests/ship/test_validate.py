@@ -407,8 +407,9 @@ def test_through_claude_code_the_summary_says_whether_the_skill_was_invoked(agen
         isolated / "s.md",
     )
     assert res.exit_code == 0, res.output
-    assert "skill invoked 5/5 (main)" in res.stdout  # the baseline line
-    assert "| skill invoked | 5/5 | 5/5 | |" in (isolated / "s.md").read_text()
+    assert "skill loaded in 5/5 tasks (main)" in res.stdout  # the baseline line
+    assert "| skill loaded | 5/5 tasks | 5/5 tasks | |" in (isolated / "s.md").read_text()
+    assert "warning" not in res.stderr
     agents.configure("claude", invoke=False)  # the agent stops loading the skill
     set_body(skill, GOOD + "\nBe brief.\n")
     res = invoke(
@@ -421,8 +422,14 @@ def test_through_claude_code_the_summary_says_whether_the_skill_was_invoked(agen
         "--summary",
         isolated / "s.md",
     )
-    assert "skill invoked 0/5" in res.stdout
-    assert "| skill invoked | 0/5 |" in (isolated / "s.md").read_text()
+    assert "skill loaded in 0/5 tasks" in res.stdout
+    summary = (isolated / "s.md").read_text()
+    assert "| skill loaded | 0/5 tasks |" in summary
+    # never loaded is loud: one warning line saying what it means and what to do
+    assert "warning: the skill loaded in only 0/5 tasks: the agent picks a skill by its" in (
+        " ".join(res.stderr.split())
+    )
+    assert "⚠️ the skill loaded in only 0/5 tasks" in summary
 
 
 def test_json_file_keeps_the_text_and_format_json_still_works(repo, isolated):

@@ -78,6 +78,7 @@ def test_all_scorers_are_registered():
         "python",
         "command",
         "judge",
+        "trigger",
         "all",
     }
 

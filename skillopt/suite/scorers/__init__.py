@@ -10,7 +10,7 @@ Every scorer is built from a spec (a name or a mapping with `type:` and its
 parameters) by `build_scorer` (`registry`) and validated when the suite loads,
 before any model call. The scorers themselves: `text` (exact, normalized,
 contains, regex, number, choice), `structured` (json), `code` (python, command),
-`judge` and `composite` (all); they are listed once, in `skillopt.plugins.builtins`.
+`judge`, `composite` (all) and `trigger` (whether the skill loaded); they are listed once, in `skillopt.plugins.builtins`.
 
 Invariant: importing this package loads only the contract and the registry; a
 scorer's module loads when the scorer is first looked up (or a name below is
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         Regex,
         extract_number,
     )
+    from skillopt.suite.scorers.trigger import Trigger
 
 _LAZY = {
     "code": ("Command", "Python"),
@@ -59,6 +60,7 @@ _LAZY = {
         "json_depth",
         "parse_json_answer",
     ),
+    "trigger": ("Trigger",),
     "text": ("Choice", "Contains", "Exact", "Normalized", "Number", "Regex", "extract_number"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
@@ -98,4 +100,5 @@ __all__ = [
     "parse_json_answer",
     "scorer_class",
     "show",
+    "Trigger",
 ]

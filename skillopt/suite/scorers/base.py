@@ -38,10 +38,12 @@ class Score:
 @dataclass
 class ScoreContext:
     """What a scorer may use besides the answer: the finished workspace (agent
-    harnesses) and the judge model (the `judge` scorer)."""
+    harnesses), the judge model (the `judge` scorer) and whether the run's trace shows
+    the skill loaded (the `trigger` scorer; None when the trace cannot tell)."""
 
     workspace: Path | None = None
     judge: Any = None  # a skillopt.models.Model
+    skill_invoked: bool | None = None
 
 
 class ScorerParams(BaseModel):

@@ -58,11 +58,21 @@ class Imported:
     triggers: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()  # anything else the user should know, one line each
 
+    @property
+    def rows(self) -> tuple[dict[str, Any], ...]:
+        """The items a suite of this source is made of: its tasks or, when it holds
+        only trigger evals (a skill-creator trigger-eval file), its trigger queries."""
+        return self.items or self.triggers
+
     def suite(self, name: str) -> dict[str, Any]:
-        """The suite file's mapping, keys in the order a person reads them."""
+        """The suite file's mapping, keys in the order a person reads them: a trigger
+        suite (name, description, items) when the source holds only trigger evals."""
         out: dict[str, Any] = {"name": name}
         if self.description:
             out["description"] = self.description
+        if not self.items and self.triggers:
+            out["items"] = [dict(item) for item in self.triggers]
+            return out
         out["prompt"] = self.prompt
         out["scorer"] = self.scorer
         if self.judge:
