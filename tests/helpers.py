@@ -105,3 +105,26 @@ def hook(event, args):
         spawned.append(event)
 sys.addaudithook(hook)
 """
+
+
+def topic_words(text: str) -> set[str]:
+    """The words of five letters or more in `text`, lower-cased: what a scripted model
+    matches a request against a skill's description by."""
+    import re
+
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 5}
+
+
+# a skill whose description names its topic, and trigger queries for it: three that
+# should load it (one never names the topic: a miss) and three that should not (one
+# names it: a false load). A model that loads the skill when a query shares a topic
+# word with its description gets precision 2/3 and recall 2/3.
+TRIGGER_DESCRIPTION = "Writes words in capitals. Use it when asked for capitals or uppercase."
+TRIGGER_QUERIES = [
+    {"id": "s-caps", "query": "put word-1 in capitals", "should_trigger": True},
+    {"id": "s-upper", "query": "uppercase word-2 please", "should_trigger": True},
+    {"id": "s-loud", "query": "make word-3 loud", "should_trigger": True},
+    {"id": "n-weather", "query": "what is the weather in Oslo", "should_trigger": False},
+    {"id": "n-sum", "query": "add 2 and 3", "should_trigger": False},
+    {"id": "n-europe", "query": "name the capitals of Europe", "should_trigger": False},
+]

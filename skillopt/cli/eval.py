@@ -207,8 +207,9 @@ def render(result: EvalResult) -> None:
         triggers = r.triggers
         if triggers is not None:
             render_triggers(triggers, f"{r.variant} · {r.split}")
-        elif r.loads.tasks and result.invoke == "auto":
-            out.print(f"skill {r.loads.phrase()} ({r.variant} · {r.split})")
+        elif r.loads.tasks:
+            named = "; named in the prompt" if result.invoke == "explicit" else ""
+            out.print(f"skill {r.loads.phrase()} ({r.variant} · {r.split}{named})")
     kept = [w for r in result.results for w in r.kept_workspaces]
     if kept:
         err.print(

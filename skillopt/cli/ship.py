@@ -341,12 +341,16 @@ def render(result: ValidateResult) -> None:
 
 
 def _invoked(r: SplitResult, invoke: str) -> str:
-    """The load rate of a task suite's run under implicit invocation; for a trigger
-    suite, its precision and recall."""
+    """The load rate of a task suite's run (under explicit invocation, said to be
+    named in the prompt); for a trigger suite, its precision and recall."""
     triggers = r.triggers
     if triggers is not None:
         return (
             f" · precision {display.score(triggers.precision, 2)} · recall "
             f"{display.score(triggers.recall, 2)}"
         )
-    return f" · skill {r.loads.phrase()}" if r.loads.tasks and invoke == "auto" else ""
+    if not r.loads.tasks:
+        return ""
+    return f" · skill {r.loads.phrase()}" + (
+        " (named in the prompt)" if invoke == "explicit" else ""
+    )

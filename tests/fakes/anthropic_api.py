@@ -194,6 +194,20 @@ def skills_listed(body: dict) -> list[str]:
     return names
 
 
+def skill_descriptions(body: dict) -> dict[str, str]:
+    """name -> description of every skill in the CLI's listing (the first line of a
+    description that runs on: what a model reads to pick a skill)."""
+    found: dict[str, str] = {}
+    for text in _texts(body):
+        if SKILL_LISTING not in text:
+            continue
+        for line in text.split(SKILL_LISTING, 1)[1].splitlines():
+            match = re.match(r"- (\S+?):\s*(.*)$", line)
+            if match:
+                found.setdefault(match.group(1), match.group(2))
+    return found
+
+
 def skills_loaded(body: dict) -> list[str]:
     """The skills whose SKILL.md body the CLI has put in the conversation (after
     a Skill tool call or an explicit `/name`), from their `Base directory for

@@ -181,6 +181,7 @@ def function_outputs(body: Mapping) -> list[dict]:
 _SKILLS = re.compile(r"<skills_instructions>(.*?)</skills_instructions>", re.S)
 _ROOT = re.compile(r"^- `(\w+)` = `(.+)`$", re.M)
 _SKILL = re.compile(r"^- ([^:\n]+): .*\(file: ([^)\n]+)\)$", re.M)
+_DESCRIBED = re.compile(r"^- ([^:\n]+): (.*) \(file: [^)\n]+\)$", re.M)
 
 
 def _skills_section(body: Mapping) -> str:
@@ -201,6 +202,11 @@ def skill_files(body: Mapping) -> dict[str, Path]:
         root, _, rest = short.partition("/")
         files[name.strip()] = Path(roots[root]) / rest if root in roots else Path(short)
     return files
+
+
+def skill_descriptions(body: Mapping) -> dict[str, str]:
+    """name -> description of every skill in the `<skills_instructions>` listing."""
+    return {name.strip(): desc.strip() for name, desc in _DESCRIBED.findall(_skills_section(body))}
 
 
 def skills_listed(body: Mapping) -> list[str]:

@@ -25,16 +25,19 @@ from fakes.anthropic_api import (
     FakeAnthropic,
     Turn,
     all_text,
+    is_main,
     prompt_text,
+    skill_descriptions,
     skills_listed,
     skills_loaded,
 )
-from helpers import write_suite
+from helpers import TRIGGER_DESCRIPTION, TRIGGER_QUERIES, topic_words, write_skill, write_suite
 from typer.testing import CliRunner
 
 from skillopt.cli.main import app
 
 VERSION = "2.1.197"
+ALL = {"seed": 1, "train": 0.0, "val": 0.0, "test": 1.0}
 
 
 def caps_model(body: dict) -> Turn:
@@ -80,7 +83,7 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(claude, caps
     )
     assert res.exit_code == 0, res.output
     assert "Δ test: +1.000" in res.stdout, res.output  # 3/3 with the skill, 0/3 without
-    assert "skill invoked in 3/3 traced rollouts" in res.stdout, res.output
+    assert "skill loaded in 3/3 tasks" in res.stdout, res.output
     bodies = api.messages_requests()
     with_skill = [b for b in bodies if "caps" in skills_listed(b)]
     # skill runs: the listing, then the answer after loading it (2 calls each); the
@@ -128,7 +131,7 @@ def test_explicit_invocation_is_counted(claude, caps, isolated):
     skill, suite = caps
     res, _ = run(skill, "--tasks", suite(2))
     assert res.exit_code == 0, res.output
-    assert "skill invoked in 2/2 traced rollouts" in res.stdout
+    assert "skill loaded in 2/2 tasks" in res.stdout
     assert "mean" in res.stdout and "1.000" in res.stdout
     # the CLI expanded /caps into the prompt: one call each, no Skill tool call
     assert len(api.messages_requests()) == 2
@@ -250,7 +253,7 @@ def test_the_real_cli_on_ray_workers_answers_as_locally(claude, caps, ray_cluste
     tasks = suite(3)
     here, _ = run(skill, "--tasks", tasks, "--store", "local.sqlite")
     assert here.exit_code == 0, here.output
-    assert "skill invoked in 3/3 traced rollouts" in here.stdout, here.output
+    assert "skill loaded in 3/3 tasks" in here.stdout, here.output
     local_calls = len(api.messages_requests())
     section = ray_cluster.settings()
     section["runtime_env"]["env_vars"].update(
@@ -275,7 +278,7 @@ def test_the_real_cli_on_ray_workers_answers_as_locally(claude, caps, ray_cluste
         timeout=300,
     )
     assert there.returncode == 0, there.stdout + there.stderr
-    assert "skill invoked in 3/3 traced rollouts" in there.stdout, there.stdout
+    assert "skill loaded in 3/3 tasks" in there.stdout, there.stdout
 
     # the same scores as here (split, variant, mean, pass, n, unscored, cached); the
     # tokens differ a little: the prompt the CLI builds names its environment
@@ -285,3 +288,50 @@ def test_the_real_cli_on_ray_workers_answers_as_locally(claude, caps, ray_cluste
     assert scores(there.stdout) == scores(here.stdout)
     assert scores(here.stdout) == [["test", "skill", "1.000", "100.0%", "3", "0", "0"]]
     assert len(api.messages_requests()) == 2 * local_calls  # the workers made as many calls
+
+
+def topic_model(body: dict) -> Turn:
+    """Load the caps skill when the prompt shares a topic word with caps's description
+    as the CLI lists it (and it is not loaded yet); then answer `done`."""
+    description = skill_descriptions(body).get("caps", "")
+    wanted = topic_words(description) & topic_words(prompt_text(body))
+    if wanted and "caps" not in skills_loaded(body):
+        return Turn.tool_use("Skill", {"skill": "caps"})
+    return Turn.text("done")
+
+
+def test_trigger_suite_precision_and_recall_come_from_the_clis_own_events(claude, isolated):
+    api = claude(topic_model)
+    skill = write_skill(isolated / "skills", "caps", description=TRIGGER_DESCRIPTION)
+    suite = write_suite(isolated / "tasks" / "caps-triggers.yaml", TRIGGER_QUERIES, split=ALL)
+    res, _ = run(skill, "--tasks", suite, "--concurrency", "3", "--json", "out.json")
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stdout.split())
+    assert "triggers (skill · test): precision 0.67 · recall 0.67" in said, res.output
+    assert "s-loud should load loaded 0/1 misfire" in said
+    assert "n-europe should not load loaded 1/1 misfire" in said
+    report = json.loads(open("out.json").read())["results"][0]["triggers"]
+    assert (report["missed"], report["spurious"]) == (["s-loud"], ["n-europe"])
+    # the fake saw the listing on every run and was asked to load caps three times
+    bodies = api.messages_requests()
+    assert all("caps" in skills_listed(b) for b in bodies if is_main(b))
+    assert sum(1 for b in bodies if "caps" in skills_loaded(b)) == 3
+
+
+def test_validate_min_load_rate_reads_the_clis_own_events(claude, isolated):
+    claude(topic_model)
+    skill = write_skill(isolated / "skills", "caps", description=TRIGGER_DESCRIPTION)
+    items = [
+        {"id": f"w{i}", "input": f"word-{i}" + (" in capitals" if i == 0 else ""),
+         "expected": "done"}
+        for i in range(4)
+    ]  # fmt: skip
+    suite = write_suite(isolated / "tasks" / "caps.yaml", items, split=ALL)
+    args = ["validate", skill, "--tasks", suite, "--harness", "claude-code", "--min-load-rate"]
+    res = CliRunner().invoke(app, [str(a) for a in [*args, "0.5"]])
+    assert res.exit_code == 1, res.output
+    assert "FAIL min-load-rate: skill loaded in 1/4 tasks (0.25) < 0.50" in res.stdout
+    assert "warning: the skill loaded in only 1/4 tasks" in " ".join(res.stderr.split())
+    res = CliRunner().invoke(app, [str(a) for a in [*args, "0.25"]])  # served from the store
+    assert res.exit_code == 0, res.output
+    assert "pass min-load-rate: skill loaded in 1/4 tasks (0.25) ≥ 0.25" in res.stdout

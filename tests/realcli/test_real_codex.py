@@ -33,18 +33,20 @@ from fakes.responses_api import (
     hang,
     messages,
     shell,
+    skill_descriptions,
     skills_injected,
     skills_listed,
     text,
     user_skills,
 )
-from helpers import write_suite
+from helpers import TRIGGER_DESCRIPTION, TRIGGER_QUERIES, topic_words, write_skill, write_suite
 from typer.testing import CliRunner
 
 from skillopt.cli.main import app
 
 VERSION = "codex-cli 0.171.0"
 KEY = "FAKE_PROVIDER_KEY"
+ALL = {"seed": 1, "train": 0.0, "val": 0.0, "test": 1.0}
 
 
 def caps_model(body: dict):
@@ -96,7 +98,7 @@ def test_a_hermetic_rollout_sees_the_skill_and_nothing_of_the_users(codex, caps,
     )
     assert res.exit_code == 0, res.output
     assert "Δ test: +1.000" in res.stdout, res.output  # 3/3 with the skill, 0/3 without
-    assert "skill invoked in 3/3 traced rollouts" in res.stdout, res.output
+    assert "skill loaded in 3/3 tasks" in res.stdout, res.output
     bodies = api.turn_requests()
     with_skill = [b for b in bodies if "caps" in skills_listed(b)]
     # skill runs: the listing, the cat of SKILL.md, then the answer (2 calls each);
@@ -139,7 +141,7 @@ def test_explicit_invocation_is_counted(codex, caps, isolated):
     skill, suite = caps
     res, _ = run(skill, "--tasks", suite(2))
     assert res.exit_code == 0, res.output
-    assert "skill invoked in 2/2 traced rollouts" in res.stdout
+    assert "skill loaded in 2/2 tasks" in res.stdout
     # codex pasted the skill in for `$caps`: one call each, no command ran
     bodies = api.turn_requests()
     assert len(bodies) == 2 and all(skills_injected(b) == ["caps"] for b in bodies)
@@ -270,3 +272,47 @@ def test_training_with_the_real_cli_learns_and_leaves_home_alone(codex, caps, ho
     assert res.exit_code == 0, res.output
     assert "validation 0.000 → 1.000" in res.stdout
     assert snapshot(home) == before
+
+
+def topic_model(body: dict):
+    """Read caps's SKILL.md when the prompt shares a topic word with caps's description
+    as codex lists it (once); then answer `done`."""
+    description = skill_descriptions(body).get("caps", "")
+    prompt = " ".join(messages(body, "user"))
+    path = user_skills(body).get("caps")
+    wanted = topic_words(description) & topic_words(prompt)
+    if wanted and path is not None and not function_outputs(body):
+        return shell(f"cat {shlex.quote(str(path))}")
+    return text("done")
+
+
+def test_trigger_suite_precision_and_recall_come_from_the_clis_own_events(codex, isolated):
+    codex(topic_model)
+    skill = write_skill(isolated / "skills", "caps", description=TRIGGER_DESCRIPTION)
+    suite = write_suite(isolated / "tasks" / "caps-triggers.yaml", TRIGGER_QUERIES, split=ALL)
+    res, _ = run(skill, "--tasks", suite, "--concurrency", "3", "--json", "out.json")
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stdout.split())
+    assert "triggers (skill · test): precision 0.67 · recall 0.67" in said, res.output
+    assert "s-loud should load loaded 0/1 misfire" in said
+    assert "n-europe should not load loaded 1/1 misfire" in said
+    report = json.loads(open("out.json").read())["results"][0]["triggers"]
+    assert (report["missed"], report["spurious"]) == (["s-loud"], ["n-europe"])
+
+
+def test_validate_min_load_rate_reads_the_clis_own_events(codex, isolated):
+    codex(topic_model)
+    skill = write_skill(isolated / "skills", "caps", description=TRIGGER_DESCRIPTION)
+    items = [
+        {"id": f"w{i}", "input": f"word-{i}" + (" in capitals" if i == 0 else ""),
+         "expected": "done"}
+        for i in range(4)
+    ]  # fmt: skip
+    suite = write_suite(isolated / "tasks" / "caps.yaml", items, split=ALL)
+    args = ["validate", skill, "--tasks", suite, "--harness", "codex", "--min-load-rate"]
+    res = CliRunner().invoke(app, [str(a) for a in [*args, "0.5"]])
+    assert res.exit_code == 1, res.output
+    assert "FAIL min-load-rate: skill loaded in 1/4 tasks (0.25) < 0.50" in res.stdout
+    res = CliRunner().invoke(app, [str(a) for a in [*args, "0.25"]])  # served from the store
+    assert res.exit_code == 0, res.output
+    assert "pass min-load-rate: skill loaded in 1/4 tasks (0.25) ≥ 0.25" in res.stdout
