@@ -57,7 +57,7 @@ def run(*args):
 @pytest.mark.parametrize("harness", [pytest.param("claude-code", marks=pytest.mark.slow), "codex"])
 def test_eval_reports_precision_recall_and_each_querys_load_rate(triggers, isolated, harness):
     skill, suite = triggers
-    res = run("eval", skill, "--tasks", suite, "--harness", harness, "--samples", "2",
+    res = run("eval", skill, "--tasks", suite, "--harness", harness, "--samples", "2", "--concurrency", "6",
               "--json", "out.json")  # fmt: skip
     assert res.exit_code == 0, res.output
     text = " ".join(res.stdout.split())
@@ -197,3 +197,23 @@ def test_under_explicit_invocation_the_load_rate_says_so(tasks, isolated):
     # the CLI expanded /caps for every task, whatever the task says
     assert "skill loaded in 5/5 tasks (skill · test; named in the prompt)" in res.stdout
     assert "warning" not in res.stderr
+
+
+def test_validate_on_a_trigger_suite_reports_its_queries(triggers, isolated):
+    skill, suite = triggers
+    res = run("validate", skill, "--tasks", suite, "--harness", "codex", "--min-score", "0.8", "--concurrency", "6",
+              "--summary", "s.md", "--junit", "j.xml", "--json", "v.json")  # fmt: skip
+    assert res.exit_code == 1, res.output  # 4/6 queries right: mean 0.667 < 0.8
+    said = " ".join(res.stdout.split())
+    assert "skill: mean 0.667 · pass 66.7% · scored 6/6 · precision 0.67 · recall 0.67" in said
+    assert "n-city should not load loaded 1/1 misfire" in said
+    assert "FAIL min-score" in said and "loaded in" not in said
+    summary = (isolated / "s.md").read_text()
+    assert "| precision | 0.67 |" in summary and "| recall | 0.67 |" in summary
+    assert "| `s-shout` | yes | 0/1 | ❌ misfire |" in summary
+    assert "| `n-sum` | no | 0/1 | ✅ |" in summary
+    cases = ET.parse(isolated / "j.xml").getroot().iter("testcase")
+    failed = {c.get("name") for c in cases if c.find("failure") is not None}
+    assert failed == {"s-shout", "n-city", "min-score"}
+    data = json.loads((isolated / "v.json").read_text())
+    assert data["result"]["triggers"]["spurious"] == ["n-city"]

@@ -16,7 +16,8 @@ Invariants: an eval becomes one item scored by a `judge` whose rubric lists its
 expectations (the grader's statements) and the expected output; its files are read
 as text from inside the skill directory only (a path leaving it, or missing, is one
 `InputError` naming the eval and the field); trigger evals make no tasks: they are
-kept in `Imported.triggers` for trigger training.
+kept in `Imported.triggers`, written as a trigger suite beside the suite, and a file
+holding only trigger evals loads as that trigger suite (`suite.triggers`).
 """
 
 from __future__ import annotations
