@@ -37,6 +37,7 @@ NOT_SETTINGS = {
     "min_score",
     "baseline",
     "max_regressions",
+    "min_load_rate",
     "settings",
     "observers",
     "warn",
