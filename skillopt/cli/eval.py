@@ -133,10 +133,12 @@ def render_triggers(report: TriggerReport, label: str) -> None:
         f"{len(report.queries) - should} should not",
         soft_wrap=True,
     )
+    width = max((len(q.task_id) for q in report.queries), default=0)
     for q in report.queries:
         verdict = {True: "", False: "  [red]misfire[/]", None: "  unscored"}[q.passed]
         out.print(
-            f"  {escape(q.task_id)}  {'should load    ' if q.should_trigger else 'should not load'}"
+            f"  {escape(q.task_id.ljust(width))}  "
+            f"{'should load    ' if q.should_trigger else 'should not load'}"
             f"  loaded {q.loaded}/{q.traced}{verdict}",
             soft_wrap=True,
         )

@@ -59,13 +59,14 @@ class LoadRate:
             text += f" ({self.loaded_rollouts}/{self.rollouts} traced rollouts)"
         return text
 
-    def warning(self) -> str | None:
-        """What a low load rate means and what to do, in one line; None when it is not
-        low."""
+    def warning(self, label: str = "") -> str | None:
+        """What a low load rate means and what to do, in one line (`label`: which run,
+        e.g. `skill · test`); None when it is not low."""
         if not self.low:
             return None
+        where = f" ({label})" if label else ""
         return (
-            f"the skill loaded in only {self.loaded}/{self.tasks} tasks: the agent picks a "
+            f"the skill loaded in only {self.loaded}/{self.tasks} tasks{where}: the agent picks a "
             "skill by its name and description alone, so most tasks ran without it and "
             "its body was barely tested; make the description say what the skill does "
             "and when to use it, and measure it with a trigger suite (should_trigger items)"
@@ -207,9 +208,9 @@ def load_warnings(results: Iterable[SplitResultLike], invoke: str) -> list[str]:
     for r in results:
         if r.expected or r.variant == "no-skill":
             continue
-        warning = load_rate(r.rollouts).warning()
+        warning = load_rate(r.rollouts).warning(f"{r.variant} · {r.split}")
         if warning:
-            out.append(f"{warning} ({r.variant} · {r.split})")
+            out.append(warning)
     return out
 
 

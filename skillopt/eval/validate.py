@@ -83,8 +83,8 @@ def validate(
     tasks = require_split(suite, split)
     if min_load_rate is not None and suite.is_triggers:
         raise InputError(
-            "--min-load-rate is for a task suite; a trigger suite's score already says "
-            "whether the skill loaded when it should: use --min-score",
+            "a trigger suite's score already says whether the skill loaded when it "
+            "should: use --min-score (the load rate is a task suite's)",
             field="--min-load-rate",
         )
     skill_path = Path(skill_path)
@@ -115,7 +115,7 @@ def validate(
     resolved = settings_for(suite, overrides, settings)
     if min_load_rate is not None and resolved.agent.invoke == "explicit":
         raise InputError(
-            "--min-load-rate measures whether the agent picks the skill by itself; with "
+            "the load rate measures whether the agent picks the skill by itself; with "
             "`agent.invoke: explicit` the prompt names the skill: set `agent.invoke: auto`",
             field="--min-load-rate",
         )

@@ -426,7 +426,7 @@ def test_through_claude_code_the_summary_says_whether_the_skill_was_invoked(agen
     summary = (isolated / "s.md").read_text()
     assert "| skill loaded | 0/5 tasks |" in summary
     # never loaded is loud: one warning line saying what it means and what to do
-    assert "warning: the skill loaded in only 0/5 tasks: the agent picks a skill by its" in (
+    assert "warning: the skill loaded in only 0/5 tasks (skill · test): the agent picks a" in (
         " ".join(res.stderr.split())
     )
     assert "⚠️ the skill loaded in only 0/5 tasks" in summary
