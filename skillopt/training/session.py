@@ -105,6 +105,17 @@ SMALL_VAL = 20  # fewer validation tasks than this: one task flipping decides th
 
 
 def _check_splits(suite: Suite) -> None:
+    """Training needs training and validation tasks. A trigger suite is refused
+    first: its failures say the description did not make the agent load the skill,
+    which no edit of the body can change."""
+    if suite.is_triggers:
+        raise InputError(
+            "a trigger suite scores whether the agent loads the skill, which its "
+            "description decides and training does not edit: score it with "
+            "`skillopt eval`, train the body on a task suite",
+            path=suite.path,
+            field="items",
+        )
     for split in ("train", "val"):
         require_split(suite, split)
 

@@ -73,7 +73,7 @@ def test_evals_become_judged_items_and_trigger_evals_are_kept_apart(skill, tmp_p
         {"id": "trigger-1", "query": "please tidy this csv file", "should_trigger": True},
         {"id": "trigger-2", "query": "what's the weather", "should_trigger": False},
     )
-    assert any("kept for trigger training" in n for n in imported.notes)
+    assert any("a trigger suite of their own" in n for n in imported.notes)
     written = write_suite(imported, tmp_path / "out" / "csv.yaml")
     assert [p.name for p in written] == ["csv.yaml", "csv-triggers.yaml"]
     assert yaml.safe_load(written[1].read_text())["items"][1]["should_trigger"] is False

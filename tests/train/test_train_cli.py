@@ -145,3 +145,21 @@ def test_a_runs_best_skill_is_scored_by_its_directory(world, models):
         ["eval", str(wrong), "--tasks", str(world["suite"]), "--target", "scripted/test-target"],
     )
     assert res.exit_code == 2 and "must equal the skill directory name" in res.stderr
+
+
+def test_a_trigger_suite_is_not_trained_on(world, models):
+    """Its failures say the description did not make the agent load the skill; no edit
+    of the body can change that, so training on one is refused before any call."""
+    triggers = world["suite"].with_name("words-triggers.yaml")
+    triggers.write_text(
+        "name: words-triggers\nitems:\n"
+        "  - {id: t1, query: rewrite this word in capitals, should_trigger: true}\n"
+        "  - {id: t2, query: what is the weather, should_trigger: false}\n"
+    )
+    for extra in ([], ["--dry-run"]):
+        args = train_args(world)
+        args[args.index(str(world["suite"]))] = str(triggers)
+        res = runner.invoke(app, [*args, *extra])
+        assert res.exit_code == 2, res.output
+        assert "a trigger suite scores whether the agent loads the skill" in res.output
+        assert models["target"].call_count == 0

@@ -95,8 +95,8 @@ class _Reader:
                 }
             )
         self.notes.append(
-            f"{len(evals)} trigger evals from {file.name} make no tasks: they are kept for "
-            "trigger training"
+            f"{len(evals)} trigger evals from {file.name} make no tasks: they are a "
+            "trigger suite of their own, which `skillopt eval` scores"
         )
 
     def _eval(self, file: Path, index: int, entry: Any) -> None:
