@@ -155,7 +155,10 @@ def test_a_changed_library_is_a_new_evaluation(agents, isolated, library, suite)
         "---\nname: tax-forms\ndescription: Changed. Use when changed.\n---\nbody\n"
     )
     assert cli(*args, "--json", "c.json").exit_code == 0
-    cached = [json.loads(Path(f).read_text())["rollouts"][0]["cached"] for f in ("a.json", "b.json", "c.json")]
+    cached = [
+        json.loads(Path(f).read_text())["rollouts"][0]["cached"]
+        for f in ("a.json", "b.json", "c.json")
+    ]
     assert cached == [False, True, False]
 
 
