@@ -57,7 +57,7 @@ class Library:
                 where = mine[skill.name].root
                 raise InputError(
                     f"the library holds a skill named {skill.name!r} ({where}), the name of "
-                    "the skill under test: leave that directory out of --library",
+                    "the skill under test: leave that directory out of the library",
                     field="agent.library",
                 )
 
