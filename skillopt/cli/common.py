@@ -125,8 +125,11 @@ LibraryDirs = Annotated[
 
 
 def library_section(dirs: Optional[list[str]]) -> dict[str, list[str]] | None:
-    """The `agent:` settings that `--library` stands for (None: not given)."""
-    return {"library": list(dirs)} if dirs else None
+    """The `agent:` settings that `--library` stands for (None: not given), each folder
+    made absolute: a run keeps them in run.yaml, and `--resume` may start elsewhere."""
+    if not dirs:
+        return None
+    return {"library": [d if d == "user" else str(Path(d).expanduser().absolute()) for d in dirs]}
 
 
 Concurrency = Annotated[

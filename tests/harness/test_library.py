@@ -188,3 +188,30 @@ def test_a_skipped_library_skill_is_warned_once(agents, isolated, library, suite
     assert res.exit_code == 0, res.output
     warned = [line for line in res.output.splitlines() if "library skill" in line]
     assert len(warned) == 1 and "broken" in warned[0] and "skipped" in warned[0]
+
+
+# ---------------------------------------------------------------------- every command
+def test_validate_and_train_take_the_library_too(isolated):
+    import routing_rule
+    import yaml
+
+    me, library, suite = routing_rule.write_fixture(isolated)
+    data = yaml.safe_load(suite.read_text())
+    for n, item in enumerate(data["items"]):
+        item["split"] = ("train", "val", "test")[n % 3]
+    suite.write_text(yaml.safe_dump(data))
+    common = ("--harness", "router", "--target", "scripted/routing_rule:router")
+    res = CliRunner().invoke(
+        app, ["validate", str(me), "--tasks", str(suite), *common, "--library", "library"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "skill invoked 1/2" in res.output  # q7 of the test split chose it, q4 did not
+    res = CliRunner().invoke(
+        app,
+        ["train", str(me), "--tasks", str(suite), *common, "--optimizer", "exemplars"]
+        + ["--epochs", "1", "--library", "library"],
+    )
+    assert res.exit_code == 0, res.output
+    (run_yaml,) = Path("runs").glob("*/run.yaml")
+    # absolute, so that `--resume` from another directory finds it
+    assert yaml.safe_load(run_yaml.read_text())["settings"]["agent"]["library"] == [str(library)]
