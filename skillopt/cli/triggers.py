@@ -53,6 +53,8 @@ def triggers_cmd(
     """Draft a starter trigger suite for review: should-trigger requests from the skill's
     description, should-not ones from the other skills'."""
     found = api.draft_triggers(skill, from_library, output, force=force)
+    for line in found.skipped:
+        warn(line)
     neighbours = ", ".join(found.library) or "none"
     out.print(
         escape(

@@ -51,6 +51,7 @@ class TriggerDraft:
     skill: str
     items: tuple[TriggerItem, ...]
     library: tuple[str, ...]
+    skipped: tuple[str, ...] = ()  # the library's skills left out, and why
 
     @property
     def positives(self) -> int:
@@ -112,7 +113,7 @@ def draft(skill: Skill, library: Library, path: Path) -> TriggerDraft:
             TriggerItem(f"not-{other.name}-{n}", q, False, other.name)
             for n, q in enumerate(requests(other.description, limit=2), 1)
         )
-    return TriggerDraft(path, skill.name, tuple(items), library.names)
+    return TriggerDraft(path, skill.name, tuple(items), library.names, library.warnings)
 
 
 def render(found: TriggerDraft) -> str:

@@ -85,3 +85,12 @@ def test_an_empty_library_warns_that_there_are_no_negatives(isolated):
     res = cli("--skill", me, "--from-library", isolated / "empty")
     assert res.exit_code == 0 and "0 should not" in res.output
     assert "add some by hand" in res.output
+
+
+def test_a_broken_library_skill_is_warned_and_left_out(isolated):
+    me, library, _ = routing_rule.write_fixture(isolated)
+    (library / "broken").mkdir()
+    (library / "broken" / "SKILL.md").write_text("---\nname: broken\n---\nbody\n")
+    res = cli("--skill", me, "--from-library", library)
+    assert res.exit_code == 0 and "library skill" in res.output and "broken skipped" in res.output
+    assert "not-broken" not in Path("tasks/invoice-totals-triggers.yaml").read_text()
