@@ -48,6 +48,7 @@ from skillopt.api.starting import SCORERS as INIT_SCORERS
 from skillopt.api.starting import check_init, init, init_defaults
 from skillopt.api.tasks import import_tasks
 from skillopt.api.training import bundle, plan, replay, resume, train
+from skillopt.api.triggers import draft_triggers
 from skillopt.ship.refusals import TARGETS as EXPORT_TARGETS
 from skillopt.ship.refusals import LintFailed, Refused
 
@@ -93,6 +94,7 @@ __all__ = [
     "estimated_line",
     "cluster_report",
     "decision_counts",
+    "draft_triggers",
     "duration",
     "evaluate",
     "export",

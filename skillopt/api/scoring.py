@@ -132,6 +132,7 @@ def validate(
     allow_unpriced: bool | None = None,
     allow_long_skill: bool | None = None,
     strict_splits: bool | None = None,
+    agent: Section | None = None,
     settings: Settings | None = None,
     observers: Sequence[Observer] = (),
     warn: Warn | None = None,
@@ -156,6 +157,7 @@ def validate(
         allow_unpriced=allow_unpriced,
         allow_long_skill=allow_long_skill,
         strict_splits=strict_splits,
+        agent=agent,
     )
     return run_validate(
         skill,

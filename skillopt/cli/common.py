@@ -103,12 +103,35 @@ Harness = Annotated[
     typer.Option(
         "--harness",
         help="How the agent runs a task: chat (the skill as system prompt), "
-        "claude-code (claude -p), codex (codex exec) or command (any program; `command:` in "
-        "skillopt.yaml) [default: chat].",
+        "claude-code (claude -p), codex (codex exec), command (any program; `command:` in "
+        "skillopt.yaml) or router (the model only picks which skill it would load) "
+        "[default: chat].",
         metavar="NAME",
         show_default=False,
     ),
 ]
+LibraryDirs = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--library",
+        help="Install the skills of DIR (a folder of skills, or one skill folder) beside "
+        "the one under test, so the agent chooses among them as it would at home; "
+        "repeatable; `user` for your own (~/.claude/skills, .claude/skills, "
+        "~/.agents/skills). Read-only: copied into each rollout [default: agent.library].",
+        metavar="DIR",
+        show_default=False,
+    ),
+]
+
+
+def library_section(dirs: Optional[list[str]]) -> dict[str, list[str]] | None:
+    """The `agent:` settings that `--library` stands for (None: not given), each folder
+    made absolute: a run keeps them in run.yaml, and `--resume` may start elsewhere."""
+    if not dirs:
+        return None
+    return {"library": [d if d == "user" else str(Path(d).expanduser().absolute()) for d in dirs]}
+
+
 Concurrency = Annotated[
     Optional[int],
     typer.Option(

@@ -23,6 +23,7 @@ from skillopt.cli.common import (
     Harness,
     JsonOut,
     Judge,
+    LibraryDirs,
     MaxTargetRollouts,
     Samples,
     Store,
@@ -31,6 +32,7 @@ from skillopt.cli.common import (
     TimeLimit,
     err,
     handle_errors,
+    library_section,
     out,
     warn,
     write_json,
@@ -87,6 +89,7 @@ def eval_cmd(
     allow_long_skill: AllowLongSkill = False,
     strict_splits: StrictSplits = False,
     json_file: JsonOut = None,
+    library: LibraryDirs = None,
 ) -> None:
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
     if skill is None and not no_skill:
@@ -111,6 +114,7 @@ def eval_cmd(
             allow_unpriced=True if allow_unpriced else None,
             allow_long_skill=True if allow_long_skill else None,
             strict_splits=True if strict_splits else None,
+            agent=library_section(library),
             observers=[ProgressObserver(progress)],
             warn=warn,
         )

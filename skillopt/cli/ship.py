@@ -24,6 +24,7 @@ from skillopt.cli.common import (
     Harness,
     JsonOut,
     Judge,
+    LibraryDirs,
     MaxTargetRollouts,
     RunDir,
     Samples,
@@ -34,6 +35,7 @@ from skillopt.cli.common import (
     at_least,
     err,
     handle_errors,
+    library_section,
     out,
     warn,
     write_json,
@@ -247,6 +249,7 @@ def validate_cmd(
     allow_unpriced: AllowUnpriced = False,
     allow_long_skill: AllowLongSkill = False,
     strict_splits: StrictSplits = False,
+    library: LibraryDirs = None,
 ) -> None:
     """CI gate: lint, then score the skill; exit 1 below --min-score or past --max-regressions."""
     if fmt not in (None, "text", "json"):
@@ -280,6 +283,7 @@ def validate_cmd(
             allow_long_skill=True if allow_long_skill else None,
             strict_splits=True if strict_splits else None,
             observers=[ProgressObserver(progress)],
+            agent=library_section(library),
             warn=warn,
         )
     for path, text in (

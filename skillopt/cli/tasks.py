@@ -13,6 +13,7 @@ from rich.markup import escape
 from skillopt import api
 from skillopt.cli.common import handle_errors, out
 from skillopt.cli.harvest import harvest_cmd
+from skillopt.cli.triggers import triggers_cmd
 
 if TYPE_CHECKING:
     from skillopt.api import ImportResult
@@ -164,3 +165,4 @@ def import_lines(result: ImportResult) -> list[str]:
 
 tasks_app.command("import")(import_cmd)
 tasks_app.command("harvest")(harvest_cmd)
+tasks_app.command("triggers")(triggers_cmd)

@@ -25,6 +25,7 @@ from skillopt.cli.common import (
     Executor,
     Harness,
     Judge,
+    LibraryDirs,
     MaxOptimizerCalls,
     MaxTargetRollouts,
     Samples,
@@ -34,6 +35,7 @@ from skillopt.cli.common import (
     TimeLimit,
     at_least,
     handle_errors,
+    library_section,
     out,
     warn,
 )
@@ -255,6 +257,7 @@ def train_cmd(
     allow_unpriced: AllowUnpriced = False,
     allow_long_skill: AllowLongSkill = False,
     strict_splits: StrictSplits = False,
+    library: LibraryDirs = None,
     replay: Annotated[
         Optional[str],
         typer.Option(
@@ -283,6 +286,8 @@ def train_cmd(
     if trust_code:
         raise InputError("--trust-code only applies to --replay", field="--trust-code")
     options = train_options(ctx.params)
+    if library:
+        options["agent"] = library_section(library)
     if dry_run and resume:
         raise InputError(
             "--dry-run plans a new run; --resume continues one (drop one of them)",

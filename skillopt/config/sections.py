@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ModelSettings(BaseModel):
@@ -65,6 +65,20 @@ class AgentSettings(BaseModel):
         "when the platform allows (Linux, util-linux unshare), so it cannot "
         "see skillopt or any other process; off: never",
     )
+    library: list[str] = Field(
+        default_factory=list,
+        description="other skills installed beside the one under test (claude-code, "
+        "codex, router), so the agent chooses among them as at home: folders of "
+        "skills (DIR/<name>/SKILL.md) or one skill folder each, or `user` for the "
+        "user's own (~/.claude/skills, the project's .claude/skills, ~/.agents/skills); "
+        "read-only, copied into each rollout, part of its fingerprint",
+    )
+
+    @field_validator("library", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        """`library: user` (one entry) reads as `library: [user]`."""
+        return [value] if isinstance(value, str) else value
 
 
 class ClaudeCodeSettings(BaseModel):

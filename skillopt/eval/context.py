@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from skillopt.config import Settings, resolve_settings
 from skillopt.errors import BadSkill, InputError
 from skillopt.harness import Harness, build_harness, takes_model
-from skillopt.harness.base import Recalls
+from skillopt.harness.base import InstallsLibrary, Recalls
 from skillopt.models.base import Model, Usage
 from skillopt.models.resolve import context_window, resolve_model
 from skillopt.rollouts.budget import Guard, Priors
@@ -217,6 +217,7 @@ def prepare(
     check: bool = True,
     recorded_harness: Mapping[str, Any] | None = None,
     ledger: str | None = None,
+    warn: Warn | None = None,
 ) -> Context:
     """Resolve the models, build the harness (unless given) and check it can run
     `skills` and connect to the Ray cluster of `executor: ray` (unless `check` is
@@ -225,7 +226,8 @@ def prepare(
     run keeps them in its own directory). With `ledger` (a run id), the judge's
     calls go to the store's spend ledger under it as they happen. `recorded_harness`
     (a replay's, with `check` false): the harness fingerprint the replayed rollouts
-    were recorded with, for what the harness learns only by running its program."""
+    were recorded with, for what the harness learns only by running its program.
+    What the harness skipped of the user's library is told to `warn`."""
     if suite.is_triggers and settings.agent.invoke == "explicit":
         raise InputError(
             "a trigger suite measures whether the agent picks the skill by its "
@@ -240,6 +242,8 @@ def prepare(
         harness = build_harness(settings, target, keep_dir=keep_dir)
     if check:
         harness.check(skills)
+        if isinstance(harness, InstallsLibrary):
+            tell(warn, harness.library.warnings)
         if settings.executor == "ray":
             # an unreachable cluster stops the command here, before a store or a run is made
             from skillopt.rollouts.ray_executor import connect

@@ -85,6 +85,7 @@ def evaluate(
         harness=harness,
         judge=judge,
         ledger=ledger,
+        warn=warn,
     )
     try:
         tell(warn, warnings + check_context(the_skill, ctx.target, ctx.settings))

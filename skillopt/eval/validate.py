@@ -136,6 +136,7 @@ def validate(
             harness=harness,
             judge=judge,
             ledger=ledger if budgeted else None,
+            warn=warn,
         )
         try:
             unpriced = refuse_unpriced(Budget.of(ctx.settings), unpriced_roles(ctx))

@@ -30,6 +30,7 @@ from skillopt.harness.base import Trajectory
 from skillopt.harness.process import ProcessResult
 from skillopt.harness.workspace import Workspace, install_name
 from skillopt.skill.document import SKILL_FILE, Skill
+from skillopt.skill.library import load_library
 from skillopt.suite.task import Task
 
 # variables that point a program at the user's own config and data: left out when
@@ -75,6 +76,7 @@ class AgentHarness:
         self.keep_dir = (
             keep_dir if keep_dir is not None else Path(settings.run_dir).resolve() / "workspaces"
         )
+        self.library = load_library(settings.agent.library)
         self.cli_version: str | None = None
         self._resolved: str | None = None
         self._open: dict[Path, tuple[Workspace, str]] = {}
@@ -102,6 +104,8 @@ class AgentHarness:
             "cli": self.cli_version,
             "invoke": self.agent.invoke,
             **self.options(),
+            # only when there is one: the rollouts of a run without a library keep theirs
+            **({"library": self.library.fingerprint()} if self.library.skills else {}),
         }
 
     def options(self) -> JsonObject:
@@ -111,6 +115,8 @@ class AgentHarness:
     def check(self, skills: Sequence[Skill] = ()) -> None:
         """The binary exists and answers `--version`, and no user-level copy of a skill
         under test would stand in for it; nothing else runs before this."""
+        self.library = self.library.excluding(skills)
+        self.library.check_against(skills)
         if not self.isolated:
             self.check_shadowing(skills)
         self._resolved = self.resolve_binary()
@@ -158,7 +164,7 @@ class AgentHarness:
     def run(self, skill: Skill, task: Task) -> Trajectory:
         if self._cancelled.is_set():
             return Trajectory(error="not run: the run is stopping", error_kind="cancelled")
-        ws = Workspace.create(skill, task, self.skills_dir)
+        ws = Workspace.create(skill, task, self.skills_dir, self.library)
         with self._lock:
             self._open[ws.path] = (ws, f"{_label(task.id)}-{skill.short_hash[:8]}")
         prompt = self.prompt(skill, task)

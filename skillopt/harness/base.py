@@ -19,6 +19,7 @@ from skillopt._util.secrets import scrub
 from skillopt._util.text import clean, safe
 from skillopt.models.base import Usage
 from skillopt.skill.document import Skill
+from skillopt.skill.library import Library
 from skillopt.suite.task import Task
 
 
@@ -138,6 +139,14 @@ class Recalls(Protocol):
         """Take what `check` would have learned from `recorded` (a rollout's harness
         fingerprint); anything recorded for another harness is ignored."""
         ...
+
+
+@runtime_checkable
+class InstallsLibrary(Protocol):
+    """A harness that puts the user's other skills (`agent.library`) beside the skill
+    under test: what it skipped of them is told once, before any task runs."""
+
+    library: Library
 
 
 @runtime_checkable

@@ -6,15 +6,16 @@ walks up into the user's project and loads its skills or instructions):
     skillopt-<task>-XXXX/
       work/                      the agent's cwd: the workspace
         .claude/skills/<name>/   the skill (or .agents/skills/<name>/), with its files
+        .claude/skills/<other>/  the library's skills (`agent.library`), copied beside it
         <task files>             the item's `files:`
       io/                        ours: stdin, stdout, stderr, the last message
       home/, codex-home/         with `agent.isolate`: the agent CLI's private HOME (and
                                  CODEX_HOME), holding only what it needs to reach its
                                  provider; removed before a workspace is kept
 
-Invariant: `work/` holds the skill and this task's own files and nothing else — not
-the suite file, not any expected answer, not another task. `io/` is never inside
-`work/`.
+Invariant: `work/` holds the skill, the library's skills and this task's own files
+and nothing else — not the suite file, not any expected answer, not another task.
+`io/` is never inside `work/`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillopt.skill.document import Skill
+from skillopt.skill.library import Library
 from skillopt.suite.task import Task
 
 KEEP_MODES = ("failed", "all", "none")
@@ -40,11 +42,15 @@ class Workspace:
     private_dirs: list[Path] = field(default_factory=list)  # may hold credentials
 
     @classmethod
-    def create(cls, skill: Skill, task: Task, skills_dir: str) -> Workspace:
+    def create(
+        cls, skill: Skill, task: Task, skills_dir: str, library: Library | None = None
+    ) -> Workspace:
         root = Path(tempfile.mkdtemp(prefix=f"skillopt-{_safe(task.id)[:40]}-"))
         work, io = root / "work", root / "io"
         work.mkdir()
         io.mkdir()
+        if library is not None:  # first: the skill under test is never overwritten
+            library.install(work / skills_dir)
         skill_dir = None
         if not skill.is_empty:
             skill_dir = work / skills_dir / install_name(skill)

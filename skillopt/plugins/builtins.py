@@ -45,6 +45,13 @@ def register(registry: Registry) -> None:
         help="the skill is the system prompt of one model call",
     )
     registry.harness(
+        "router",
+        "skillopt.harness.router:RouterHarness.build",
+        takes_model=True,
+        help="the model only picks which listed skill it would load (the library's and "
+        "this one), from their names and descriptions",
+    )
+    registry.harness(
         "claude-code",
         "skillopt.harness.claude_code:ClaudeCodeHarness.build",
         help="`claude -p` in a workspace with the skill installed (settings: claude_code)",

@@ -124,6 +124,7 @@ class RunSession:
             check=not offline,  # a replay runs nothing
             recorded_harness=recorded_harness,
             ledger=run_id,
+            warn=warn,
         )
         opened: list[RunDir | RolloutEngine] = []
         try:
