@@ -205,7 +205,7 @@ def test_validate_and_train_take_the_library_too(isolated):
         app, ["validate", str(me), "--tasks", str(suite), *common, "--library", "library"]
     )
     assert res.exit_code == 0, res.output
-    assert "skill invoked 1/2" in res.output  # q7 of the test split chose it, q4 did not
+    assert "skill loaded in 1/2 tasks" in res.output  # q7 of the test split chose it, q4 did not
     res = CliRunner().invoke(
         app,
         ["train", str(me), "--tasks", str(suite), *common, "--optimizer", "exemplars"]

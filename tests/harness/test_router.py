@@ -150,7 +150,7 @@ def test_eval_through_the_router_with_a_library_reports_the_choice(isolated):
         ],
     )
     assert res.exit_code == 0, res.output
-    assert "skill invoked in 3/8 traced rollouts" in res.output
+    assert "skill loaded in 3/8 tasks (skill · test)" in res.output
     rollouts = json.loads(Path("out.json").read_text())["rollouts"]
     chosen = {r["task_id"]: r["answer"] for r in rollouts}
     assert chosen == {
