@@ -27,6 +27,15 @@ from skillopt.optimize.base import (
     SlowUpdater,
     TextResult,
 )
+from skillopt.optimize.describe import (
+    DESCRIPTION_SCHEMA,
+    LIMITS,
+    DescriptionRequest,
+    description_edit,
+    parse_description,
+    render_library,
+    render_queries,
+)
 from skillopt.optimize.memory import Memory
 from skillopt.optimize.prompting import (
     clip_field,
@@ -164,6 +173,37 @@ class LLMOptimizer:
         )
         return Proposal(
             edits or [],
+            skipped,
+            acc["calls"],
+            acc["usage"],
+            acc["cost"],
+            clip_field(raw, RAW_LIMIT),
+            acc["error_kind"],
+            acc["replaced"],
+        )
+
+    def propose_description(self, request: DescriptionRequest) -> Proposal:
+        """A new description for the misfires of `request` (`WritesDescriptions`)."""
+        old = request.skill.description
+        prompt = render_prompt(
+            "reflect_description",
+            target=render_target(request.context),
+            skill_name=request.skill.name,
+            description=old,
+            misfires=render_queries(request.misfires, "(none)"),
+            kept=render_queries(request.kept, "(none)"),
+            library=render_library(request.library, request.collisions),
+            memory=request.memory.render(),
+            limits=LIMITS,
+            note=f"\n{request.note}\n" if request.note else "",
+        )
+        parsed, skipped, acc, raw = self._ask(
+            prompt, parse_description, self._structured(DESCRIPTION_SCHEMA, "skill_description")
+        )
+        ids = [q.task_id for q in request.misfires]
+        edits = [description_edit(old, parsed[0], parsed[1], ids)] if parsed else []
+        return Proposal(
+            edits,
             skipped,
             acc["calls"],
             acc["usage"],
