@@ -45,6 +45,7 @@ class TrainOptions(BudgetOptions, total=False):
     harness: str | Harness | None
     judge: str | Model | None
     optimizer: str | Optimizer | None
+    part: Literal["body", "description", "both"] | None
     optimizer_concurrency: int | None
     gate: str | Gate | None
     epochs: int | None

@@ -87,6 +87,16 @@ def train_cmd(
             show_default=False,
         ),
     ] = None,
+    part: Annotated[
+        Optional[str],
+        typer.Option(
+            "--part",
+            help="What training changes: body (on a task suite) or description (the "
+            "frontmatter's, on a trigger suite) [default: body].",
+            metavar="PART",
+            show_default=False,
+        ),
+    ] = None,
     optimizer_concurrency: Annotated[
         Optional[int],
         typer.Option(

@@ -79,6 +79,11 @@ class Settings(BaseModel):
     store: str = "runs/rollouts.sqlite"
     models: dict[str, ModelSettings] = Field(default_factory=dict)
     # training (skillopt train)
+    part: Literal["body", "description", "both"] = Field(
+        "body",
+        description="what training changes: the body (on a task suite) or the frontmatter's "
+        "description (on a trigger suite); `both` is refused",
+    )
     optimizer: str | None = None
     optimizer_concurrency: int = Field(
         4,

@@ -13,7 +13,9 @@ from typing import Any
 
 from skillopt._util import display
 from skillopt._util.display import NA
+from skillopt.skill.document import Skill
 from skillopt.skill.edits import Edit
+from skillopt.training.state import TrainState
 from skillopt.training.steps import (
     BatchRecord,
     SkippedSlowUpdate,
@@ -180,3 +182,38 @@ def step_trials(rec: StepRecord) -> list[dict[str, Any]]:
         return []
     keys = ("label", "decision", "gains", "regressions", "delta")
     return [{k: t.get(k) for k in keys} for t in rec.trials or []]
+
+
+def description_summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
+    """A description run's part (`train --part description`): the initial and best
+    descriptions and the installed skills its misfired queries loaded instead; nothing
+    for a body run (its summary keeps the keys it always had)."""
+    if (config.get("settings") or {}).get("part", "body") != "description":
+        return {}
+    collisions = {
+        name for rec in state.steps if isinstance(rec, BatchRecord) for name in rec.collisions or ()
+    }
+    return {
+        "part": "description",
+        "description": {
+            "initial": Skill.parse(state.initial.text).description,
+            "best": Skill.parse(state.incumbent.text).description,
+            "collisions": sorted(collisions),
+        },
+    }
+
+
+def description_section(summary: dict[str, Any]) -> list[str]:
+    """`## Description`: what a description run started from and ended with, and the
+    installed skills it collided with."""
+    d = summary.get("description")
+    if not d:
+        return []
+    lines = ["## Description", "", f"- Initial: {d['initial']}", f"- Best: {d['best']}"]
+    if d["collisions"]:
+        names = ", ".join(f"`{n}`" for n in d["collisions"])
+        lines.append(
+            f"- Collided with: {names} (installed skills that misfired training queries "
+            "loaded instead)"
+        )
+    return [*lines, ""]

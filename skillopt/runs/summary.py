@@ -16,6 +16,8 @@ from skillopt._util import display
 from skillopt._util.display import NA
 from skillopt.runs.sections import (
     decomposed,
+    description_section,
+    description_summary,
     edit_lines,
     edits_by_verdict,
     secrets_section,
@@ -164,6 +166,7 @@ def summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
         # its restart), None for a run recorded before steps were timed
         "wall_s": round(sum(step_wall) + sum(test_wall), 3) if step_wall else None,
         "accounting": state.accounting.to_dict(),
+        **description_summary(state, config),
     }
 
 
@@ -288,8 +291,7 @@ def markdown(summary: dict[str, Any]) -> str:
         lines.append(
             f"- Stopped early after step {stop['step']} (epoch {stop['epoch']}): {stop['reason']}"
         )
-    lines.append("")
-    lines += test_section(s)
+    lines += ["", *test_section(s), *description_section(s)]
     lines += [
         "## Steps",
         "",

@@ -37,12 +37,14 @@ from skillopt.rollouts.outcomes import (
 )
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill, text_key
+from skillopt.skill.library import load_library
 from skillopt.store.audit import Audit
 from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Suite, Task
 from skillopt.training.checkpoint import BudgetStop, EarlyStop, SplitScore
 from skillopt.training.core import RunCore
 from skillopt.training.decide import Judge
+from skillopt.training.description import DescriptionStep
 from skillopt.training.epoch import Notes, SlowUpdate
 from skillopt.training.events import (
     EpochEnd,
@@ -97,7 +99,11 @@ class Trainer:
         self.state = state
         judge = Judge(self.core, gate if gate is not None else build_gate(settings))
         self.notes = Notes(self.core)
-        self.stepper = StepRunner(self.core, judge, self.notes)
+        self.stepper = (
+            DescriptionStep(self.core, judge, self.notes, load_library(settings.agent.library))
+            if settings.part == "description"
+            else StepRunner(self.core, judge, self.notes)
+        )
         self.slow_update = SlowUpdate(self.core, judge)
 
     @property
@@ -140,7 +146,8 @@ class Trainer:
 
     def _end_epoch(self, epoch: int) -> None:
         core, st = self.core, self.state
-        if self.s.slow_update and not st.slow_done:
+        # the slow update writes guidance into the body, which a description run keeps
+        if self.s.slow_update and self.s.part == "body" and not st.slow_done:
             changed = st.incumbent.hash != st.epoch_start.hash
             self.notes.take_owed(isinstance(core.optimizer, SlowUpdater) and changed)
             self.slow_update.run(epoch)

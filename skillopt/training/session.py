@@ -52,7 +52,12 @@ from skillopt.suite.loader import require_split
 from skillopt.suite.task import Suite
 from skillopt.training.events import TrainObserver
 from skillopt.training.session_build import Checkpoint, NewRun, RunSession
-from skillopt.training.session_parts import OptimizerChoice, build_optimizer, choose_optimizer
+from skillopt.training.session_parts import (
+    OptimizerChoice,
+    build_optimizer,
+    choose_optimizer,
+    refuse_part,
+)
 from skillopt.training.state import TrainState
 
 # the settings `resume` may change: a stopped run continues with a larger budget
@@ -104,18 +109,10 @@ class Components:
 SMALL_VAL = 20  # fewer validation tasks than this: one task flipping decides the gate
 
 
-def _check_splits(suite: Suite) -> None:
-    """Training needs training and validation tasks. A trigger suite is refused
-    first: its failures say the description did not make the agent load the skill,
-    which no edit of the body can change."""
-    if suite.is_triggers:
-        raise InputError(
-            "a trigger suite scores whether the agent loads the skill, which its "
-            "description decides and training does not edit: score it with "
-            "`skillopt eval`, train the body on a task suite",
-            path=suite.path,
-            field="items",
-        )
+def _check_splits(suite: Suite, settings: Settings, optimizer: object = None) -> None:
+    """Training needs training and validation tasks, of the kind its part trains: a
+    trigger suite for the description, a task suite for the body (`refuse_part`)."""
+    refuse_part(suite.is_triggers, settings, optimizer)
     for split in ("train", "val"):
         require_split(suite, split)
 
@@ -176,7 +173,7 @@ def _inputs(
     suite_obj = load(suite)
     the_skill = skill if isinstance(skill, Skill) else Skill.load(skill)
     resolved = settings_for(suite_obj, overrides, settings)
-    _check_splits(suite_obj)
+    _check_splits(suite_obj, resolved)
     return suite_obj, the_skill, resolved
 
 
@@ -200,6 +197,7 @@ def start(
     skill_dir = the_skill.root
     credentials.require(suite_obj, settings, training=True, passed=parts.given())
     optimizer = parts.optimizer or choose_optimizer(settings.optimizer, settings)
+    _check_splits(suite_obj, settings, optimizer)
     warnings = check_skill(the_skill, None if isinstance(skill, Skill) else skill)
     # the harness is given the target (prepare's rule), so its size is known up front
     target = parts.target
@@ -274,7 +272,7 @@ def resume(
     settings, changed = _resumed_settings(
         config, concurrency, executor, budget, run.path / "run.yaml"
     )
-    _check_splits(suite_obj)
+    _check_splits(suite_obj, settings)
     if state.status != "finished":  # a finished run calls no model again
         credentials.require(
             suite_obj, settings, training=True, passed=given, origin=f"run {run.run_id}"

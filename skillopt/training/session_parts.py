@@ -19,6 +19,7 @@ from skillopt.models.metered import MeteredModel
 from skillopt.models.resolve import resolve_model
 from skillopt.models.stored import StoredModel
 from skillopt.optimize.base import Optimizer
+from skillopt.optimize.describe import WritesDescriptions
 from skillopt.plugins import Entry
 from skillopt.rollouts.budget import Priors, Spent
 from skillopt.store.rollouts import RolloutStore
@@ -127,3 +128,39 @@ def build_optimizer(
 ) -> Optimizer:
     """The optimizer called `name` (see `choose_optimizer`), built at once."""
     return choose_optimizer(name, settings).build(settings, ledger)
+
+
+def refuse_part(suite_is_triggers: bool, settings: Settings, optimizer: object) -> None:
+    """The trained part (`settings.part`) against the suite and the optimizer, refused
+    in one line before anything runs: the description trains on a trigger suite with
+    an optimizer that writes descriptions, the body on a task suite."""
+    part = settings.part
+    if part == "both":
+        raise InputError(
+            "--part both is not supported: train the description with --part description "
+            "on a trigger suite, then the body with --part body on a task suite",
+            field="part",
+        )
+    if part == "body" and suite_is_triggers:
+        raise InputError(
+            "a trigger suite scores whether the agent loads the skill, which its "
+            "description decides and body edits cannot change: train it with --part "
+            "description, or train the body on a task suite",
+            field="part",
+        )
+    if part == "description" and not suite_is_triggers:
+        raise InputError(
+            "--part description trains on a trigger suite (items with query and "
+            "should_trigger), and this suite holds tasks: give a trigger suite, or "
+            "train the body with --part body",
+            field="part",
+        )
+    if part == "description" and optimizer is not None:
+        built = optimizer.build(settings) if isinstance(optimizer, OptimizerChoice) else optimizer
+        if not isinstance(built, WritesDescriptions):
+            name = optimizer.name if isinstance(optimizer, OptimizerChoice) else built
+            raise InputError(
+                f"the optimizer {name} cannot write a description (it edits the body): "
+                "use an LLM optimizer (--optimizer MODEL) with --part description",
+                field="optimizer",
+            )

@@ -102,6 +102,8 @@ class BatchRecord:
     failures: int
     failing: tuple[str, ...] | None = optional()  # failing training task ids, sorted
     incumbent_hash: str | None = optional()  # the skill the step started from
+    # the installed skills its misfired queries loaded instead (a description step)
+    collisions: tuple[str, ...] | None = optional()
     successes: int
     unscored: int
     proposals: list[Json]  # Proposal.to_dict() each
