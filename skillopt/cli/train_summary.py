@@ -76,6 +76,18 @@ def render_summary(result: TrainResult) -> None:
         f"{display.score(s['best_val'])}",
         soft_wrap=True,
     )
+    described = s.get("description")  # a `--part description` run
+    if described:
+        out.print(
+            f"description: {escape(repr(described['initial']))} → {escape(repr(described['best']))}",
+            soft_wrap=True,
+        )
+        if described["collisions"]:
+            names = ", ".join(described["collisions"])
+            out.print(
+                f"collided with: {escape(names)} (misfired training queries loaded it instead)",
+                soft_wrap=True,
+            )
     test = s.get("test") or {}
     if test:
         table = Table(

@@ -86,7 +86,10 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
     # a provider model named as the optimizer but not built (its key is missing: the
     # dry run still plans it) is the LLM optimizer
     unbuilt_llm = isinstance(optimizer, str) and "/" in optimizer
-    slow = s.slow_update and (isinstance(optimizer, SlowUpdater) or unbuilt_llm)
+    # a description run keeps the body, where a slow update writes its guidance
+    slow = (
+        s.slow_update and s.part == "body" and (isinstance(optimizer, SlowUpdater) or unbuilt_llm)
+    )
     takes_notes = isinstance(optimizer, NoteTaker) or unbuilt_llm
     calls_model = isinstance(optimizer, LLMOptimizer) or unbuilt_llm
     train, val, test = suite.split("train"), suite.split("val"), suite.split("test")
@@ -166,7 +169,7 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
         "split, and a candidate that repeats one already gated costs one more optimizer "
         "call; a budget bounds them all",
     ]
-    if s.slow_update and not slow:
+    if s.slow_update and not slow and s.part == "body":
         notes.append(f"no slow update: the {optimizer_name} optimizer writes no epoch-end guidance")
     if s.stall_patience:
         notes.append(

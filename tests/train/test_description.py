@@ -199,6 +199,7 @@ def test_resume_of_a_killed_description_run_reuses_the_paid_reply(world, optimiz
     replies += [reply(GOOD)]
     again = runner.invoke(app, ["train", "--resume", run_id])
     assert again.exit_code == 0, again.stderr
+    assert "collided with: receipt-scanner" in again.stdout
     assert model.call_count == 1  # the first reply came from the checkpoint
     assert "lint" in model.calls[0].messages[-1]["content"]  # asked as the repair
     summary = json.loads(
