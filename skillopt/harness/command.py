@@ -119,7 +119,7 @@ class CommandHarness(AgentHarness):
             "supporting files), and the task is its prompt; its answer is "
             f"{answer}. How it finds and uses the skill is up to the program: an agent "
             "usually sees only the skill's name and description (the frontmatter, which "
-            "these edits cannot change) and decides from the description whether to "
+            "edits of the body cannot change) and decides from the description whether to "
             "load the skill and read the body."
         )
         if self.agent.invoke == "explicit":
