@@ -22,7 +22,7 @@ from typing import Any
 
 from skillopt.errors import InputError, ModelError
 from skillopt.harness.base import Describes, ShowsTask, Trajectory
-from skillopt.models.base import Model, SelfChecking
+from skillopt.models.base import Completion, Model, SelfChecking
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Task
 
@@ -79,24 +79,9 @@ class ChatHarness:
     def run(self, skill: Skill, task: Task) -> Trajectory:
         messages = self.messages(skill, task)
         start = time.perf_counter()
-        try:
-            reply = self.model.complete(messages)
-        except ModelError as exc:
-            return Trajectory(
-                messages=tuple(messages),
-                error=str(exc),
-                error_kind=exc.kind,
-                latency_s=time.perf_counter() - start,
-                model_calls=exc.attempts,
-            )
-        except Exception as exc:  # a model bug must not take the whole run down
-            return Trajectory(
-                messages=tuple(messages),
-                error=f"{type(exc).__name__}: {exc}",
-                error_kind="exception",
-                latency_s=time.perf_counter() - start,
-                model_calls=1,
-            )
+        reply = ask(self.model, messages, start)
+        if isinstance(reply, Trajectory):
+            return reply
         answer = reply.text
         return Trajectory(
             messages=(*messages, {"role": "assistant", "content": answer}),
@@ -106,4 +91,28 @@ class ChatHarness:
             latency_s=time.perf_counter() - start,
             model_calls=reply.attempts,
             replaced=reply.replaced,
+        )
+
+
+def ask(model: Model, messages: list[dict[str, Any]], start: float) -> Completion | Trajectory:
+    """`model`'s reply to `messages`, or the trajectory of its failure (a `ModelError`
+    as the model classed it; any other exception as `exception`: a model bug must not
+    take the whole run down), timed from `start`."""
+    try:
+        return model.complete(messages)
+    except ModelError as exc:
+        return Trajectory(
+            messages=tuple(messages),
+            error=str(exc),
+            error_kind=exc.kind,
+            latency_s=time.perf_counter() - start,
+            model_calls=exc.attempts,
+        )
+    except Exception as exc:
+        return Trajectory(
+            messages=tuple(messages),
+            error=f"{type(exc).__name__}: {exc}",
+            error_kind="exception",
+            latency_s=time.perf_counter() - start,
+            model_calls=1,
         )

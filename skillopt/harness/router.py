@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillopt.errors import InputError, ModelError
+from skillopt.errors import InputError
 from skillopt.harness.base import ShowsTask, Trajectory
+from skillopt.harness.chat import ask
 from skillopt.models.base import Model, SelfChecking
 from skillopt.skill.document import Skill
 from skillopt.skill.library import Library, load_library
@@ -162,24 +163,9 @@ class RouterHarness:
         messages = self.messages(skill, task)
         names = [name for name, _ in listed(skill, self.library)]
         start = time.perf_counter()
-        try:
-            reply = self.model.complete(messages)
-        except ModelError as exc:
-            return Trajectory(
-                messages=tuple(messages),
-                error=str(exc),
-                error_kind=exc.kind,
-                latency_s=time.perf_counter() - start,
-                model_calls=exc.attempts,
-            )
-        except Exception as exc:  # a model bug must not take the whole run down
-            return Trajectory(
-                messages=tuple(messages),
-                error=f"{type(exc).__name__}: {exc}",
-                error_kind="exception",
-                latency_s=time.perf_counter() - start,
-                model_calls=1,
-            )
+        reply = ask(self.model, messages, start)
+        if isinstance(reply, Trajectory):
+            return reply
         said = reply.text or ""
         latency = time.perf_counter() - start
         if not said.strip():

@@ -171,16 +171,7 @@ class LLMOptimizer:
             lambda t: parse_edits(t, request.kind),
             self._structured(EDITS_SCHEMA, "skill_edits"),
         )
-        return Proposal(
-            edits or [],
-            skipped,
-            acc["calls"],
-            acc["usage"],
-            acc["cost"],
-            clip_field(raw, RAW_LIMIT),
-            acc["error_kind"],
-            acc["replaced"],
-        )
+        return _proposal(edits or [], skipped, acc, raw)
 
     def propose_description(self, request: DescriptionRequest) -> Proposal:
         """A new description for the misfires of `request` (`WritesDescriptions`)."""
@@ -202,16 +193,7 @@ class LLMOptimizer:
         )
         ids = [q.task_id for q in request.misfires]
         edits = [description_edit(old, parsed[0], parsed[1], ids)] if parsed else []
-        return Proposal(
-            edits,
-            skipped,
-            acc["calls"],
-            acc["usage"],
-            acc["cost"],
-            clip_field(raw, RAW_LIMIT),
-            acc["error_kind"],
-            acc["replaced"],
-        )
+        return _proposal(edits, skipped, acc, raw)
 
     def _text(self, prompt: str, key: str) -> TextResult:
         def parse(text: str) -> str:
@@ -286,3 +268,17 @@ __all__ = [
     "render_target",
     "render_trajectories",
 ]
+
+
+def _proposal(edits: list[Any], skipped: str | None, acc: dict[str, Any], raw: str) -> Proposal:
+    """A proposal of `edits` with what asking for them cost (`_ask`'s accounting)."""
+    return Proposal(
+        edits,
+        skipped,
+        acc["calls"],
+        acc["usage"],
+        acc["cost"],
+        clip_field(raw, RAW_LIMIT),
+        acc["error_kind"],
+        acc["replaced"],
+    )
