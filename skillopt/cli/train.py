@@ -91,8 +91,9 @@ def train_cmd(
         Optional[str],
         typer.Option(
             "--part",
-            help="What training changes: body (on a task suite) or description (the "
-            "frontmatter's, on a trigger suite) [default: body].",
+            help="What training changes: body (on a task suite), description (the "
+            "frontmatter's, on a trigger suite) or both (on a task suite naming its "
+            "trigger suite with `triggers:`) [default: body].",
             metavar="PART",
             show_default=False,
         ),

@@ -76,7 +76,7 @@ def render_summary(result: TrainResult) -> None:
         f"{display.score(s['best_val'])}",
         soft_wrap=True,
     )
-    described = s.get("description")  # a `--part description` run
+    described = s.get("description")  # a `--part description|both` run
     if described:
         out.print(
             f"description: {escape(repr(described['initial']))} → {escape(repr(described['best']))}",
@@ -88,6 +88,15 @@ def render_summary(result: TrainResult) -> None:
                 f"collided with: {escape(names)} (misfired training queries loaded it instead)",
                 soft_wrap=True,
             )
+    triggers = s.get("triggers") or {}
+    if triggers.get("initial") and triggers.get("best"):
+        was, now = triggers["initial"], triggers["best"]
+        out.print(
+            f"test trigger queries ({now['n']}): precision {display.score(was['precision'], 2)} → "
+            f"{display.score(now['precision'], 2)} · recall {display.score(was['recall'], 2)} → "
+            f"{display.score(now['recall'], 2)}",
+            soft_wrap=True,
+        )
     test = s.get("test") or {}
     if test:
         table = Table(

@@ -81,8 +81,9 @@ class Settings(BaseModel):
     # training (skillopt train)
     part: Literal["body", "description", "both"] = Field(
         "body",
-        description="what training changes: the body (on a task suite) or the frontmatter's "
-        "description (on a trigger suite); `both` is refused",
+        description="what training changes: the body (on a task suite), the frontmatter's "
+        "description (on a trigger suite), or both (on a task suite naming its trigger "
+        "suite with `triggers:`)",
     )
     optimizer: str | None = None
     optimizer_concurrency: int = Field(

@@ -40,6 +40,8 @@ class Decision:
     )  # id -> [incumbent, candidate]
     unrun: int = 0  # validation tasks a racing gate did not need to run
     max_regressions: int | None = None  # the pass -> fail allowance, when one applied
+    # `--part both`: the other part's score, which must not fall (part, n, means)
+    held: dict[str, Any] | None = None
 
     @property
     def over_allowance(self) -> bool:
@@ -92,6 +94,7 @@ class Decision:
             "per_task": self.per_task,
             **({"unrun": self.unrun} if self.unrun else {}),
             **({} if self.max_regressions is None else {"max_regressions": self.max_regressions}),
+            **({} if self.held is None else {"held": self.held}),
         }
 
     @classmethod
@@ -109,6 +112,7 @@ class Decision:
             per_task=d.get("per_task", {}),
             unrun=d.get("unrun", 0),
             max_regressions=d.get("max_regressions"),
+            held=d.get("held"),
         )
 
 

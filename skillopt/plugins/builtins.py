@@ -52,6 +52,13 @@ def register(registry: Registry) -> None:
         "this one), from their names and descriptions",
     )
     registry.harness(
+        "routed",
+        "skillopt.harness.routed:RoutedHarness.build",
+        takes_model=True,
+        help="the model picks a listed skill as the router does, then answers the task "
+        "with the skill it picked (implicit invocation on a chat model)",
+    )
+    registry.harness(
         "claude-code",
         "skillopt.harness.claude_code:ClaudeCodeHarness.build",
         help="`claude -p` in a workspace with the skill installed (settings: claude_code)",

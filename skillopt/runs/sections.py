@@ -185,21 +185,24 @@ def step_trials(rec: StepRecord) -> list[dict[str, Any]]:
 
 
 def description_summary(state: TrainState, config: dict[str, Any]) -> dict[str, Any]:
-    """A description run's part (`train --part description`): the initial and best
-    descriptions and the installed skills its misfired queries loaded instead; nothing
-    for a body run (its summary keeps the keys it always had)."""
-    if (config.get("settings") or {}).get("part", "body") != "description":
+    """A run that trained the description (`train --part description|both`): the
+    initial and best descriptions, the installed skills its misfired queries loaded
+    instead, and precision and recall on the test split's trigger queries; nothing for
+    a body run (its summary keeps the keys it always had)."""
+    part = (config.get("settings") or {}).get("part", "body")
+    if part == "body":
         return {}
     collisions = {
         name for rec in state.steps if isinstance(rec, BatchRecord) for name in rec.collisions or ()
     }
     return {
-        "part": "description",
+        "part": part,
         "description": {
             "initial": Skill.parse(state.initial.text).description,
             "best": Skill.parse(state.incumbent.text).description,
             "collisions": sorted(collisions),
         },
+        **({"triggers": state.triggers} if state.triggers else {}),
     }
 
 
@@ -215,5 +218,10 @@ def description_section(summary: dict[str, Any]) -> list[str]:
         lines.append(
             f"- Collided with: {names} (installed skills that misfired training queries "
             "loaded instead)"
+        )
+    for name, t in (summary.get("triggers") or {}).items():
+        lines.append(
+            f"- Test trigger queries, {name}: precision {display.score(t['precision'], 2)} · "
+            f"recall {display.score(t['recall'], 2)} ({t['n']} queries)"
         )
     return [*lines, ""]

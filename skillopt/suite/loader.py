@@ -48,6 +48,8 @@ class SuiteSpec(BaseModel):
     judge: str | None = None
     defaults: dict[Any, Any] = Field(default_factory=dict)
     mapping: MappingSpec | None = None
+    # the trigger suite of `train --part both`: a file under this suite's folder
+    triggers: str | None = None
     items: list[Any] | str
 
 
@@ -59,11 +61,12 @@ _SUITE_KEYS: dict[tuple[str | int, ...], list[str]] = {
 }
 
 
-def load_suite(path: str | Path, *, run_code: bool = True) -> Suite:
+def load_suite(path: str | Path, *, run_code: bool = True, follow: bool = True) -> Suite:
     """Read and validate a suite file, or a task source given in its place (a CSV,
     a JSON table, `hf:owner/name`, …: see `sourced`). Raises `InputError` on the
     first problem. Without `run_code`, no scorer's code is imported (see the
-    invariants)."""
+    invariants); without `follow`, a `triggers:` key is not followed (the trigger
+    suite's own load, so that a suite naming itself cannot loop)."""
     source = str(path)
     path = Path(path)
     kind = source_kind(source)
@@ -76,7 +79,7 @@ def load_suite(path: str | Path, *, run_code: bool = True) -> Suite:
         raw: dict[str, Any] = {"name": path.stem, "items": path.name}
         return _load(raw, path, None, run_code)
     raw = read_yaml(path)
-    return _load(raw, path, line_of(raw), run_code)
+    return _load(raw, path, line_of(raw), run_code, follow=follow)
 
 
 def load_imported(imported: Imported, name: str) -> Suite:
@@ -91,6 +94,8 @@ def _load(
     data_line: int | None,
     run_code: bool,
     imported: Imported | None = None,
+    *,
+    follow: bool = True,
 ) -> Suite:
     items = raw.get("items")
     try:
@@ -150,6 +155,10 @@ def _load(
         raise InputError("the suite has no items", path=items_path, field="items")
     if tasks[0].is_trigger:
         _check_trigger_suite(raw, path, data_line)
+    trigger_suite = None
+    if spec.triggers is not None and (follow or tasks[0].is_trigger):
+        line = line_of_key(path, ("triggers",), data_line) if data_line else None
+        trigger_suite = _trigger_suite(spec.triggers, path, tasks, line, run_code)
     return Suite(
         name=spec.name or path.stem,
         description=spec.description,
@@ -157,7 +166,44 @@ def _load(
         tasks=tuple(tasks),
         defaults=dict(spec.defaults),
         judge=spec.judge,
+        trigger_suite=trigger_suite,
     )
+
+
+def _trigger_suite(
+    name: str, path: Path, tasks: list[Task], line: int | None, run_code: bool
+) -> Suite:
+    """The trigger suite a task suite names (`triggers: FILE`): a file under the task
+    suite's folder (so that a bundle carries it), holding trigger queries whose ids are
+    not the tasks'."""
+
+    def refuse(why: str) -> InputError:
+        return InputError(why, path=path, field="triggers", line=line)
+
+    if tasks[0].is_trigger:
+        raise refuse("a trigger suite names no trigger suite: `triggers:` belongs in a task suite")
+    base = path.parent.resolve()
+    target = (base / name).resolve()
+    if not target.is_relative_to(base):
+        raise refuse(
+            f"{name!r} is outside the suite's folder: keep the trigger suite beside the "
+            "task suite (or below its folder), so that the two travel together"
+        )
+    if not target.is_file():
+        raise refuse(f"no such trigger suite: {name!r} (looked for {target})")
+    found = load_suite(target, run_code=run_code, follow=False)
+    if not found.is_triggers:
+        raise refuse(
+            f"{name!r} holds tasks: `triggers:` names a trigger suite (items with `query` "
+            "and `should_trigger`)"
+        )
+    shared = sorted({t.id for t in tasks} & {t.id for t in found.tasks})
+    if shared:
+        raise refuse(
+            f"{name!r} reuses task ids ({', '.join(shared[:3])}): a trigger query's id "
+            "must differ from every task's, so each outcome names one item"
+        )
+    return found
 
 
 def _check_trigger_suite(raw: dict[str, Any], path: Path, data_line: int | None) -> None:

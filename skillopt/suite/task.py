@@ -52,11 +52,13 @@ class Suite:
     tasks: tuple[Task, ...]
     defaults: dict[str, Any] = field(default_factory=dict)  # run settings the suite chooses
     judge: str | None = None
+    # the trigger queries a task suite names (`triggers: FILE`), for `train --part both`
+    trigger_suite: Suite | None = None
 
     @property
     def is_triggers(self) -> bool:
         """A trigger suite: its items are trigger queries (a suite never mixes them
-        with tasks)."""
+        with tasks; a task suite may name a trigger suite of its own, `trigger_suite`)."""
         return bool(self.tasks) and self.tasks[0].is_trigger
 
     def split(self, name: str) -> list[Task]:

@@ -121,10 +121,21 @@ def _copy_suite(suite: Path, dest: Path) -> tuple[str, list[str]]:
             if sibling.is_file() and (sibling == suite or sibling.suffix in DATA_SUFFIXES):
                 shutil.copy2(sibling, dest / sibling.name)
     code = sorted(suite_code(suite))
+    if suite.is_file() and (triggers := _trigger_file(suite)) is not None:
+        (dest / triggers).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(suite.parent / triggers, dest / triggers)  # `triggers:` below the folder
     for rel in code:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(suite.parent / rel, dest / rel)
     return name, [f"suite/{rel}" for rel in code]
+
+
+def _trigger_file(suite: Path) -> Path | None:
+    """The trigger suite a task suite names (`triggers:`), relative to its folder."""
+    from skillopt.suite.loader import load_suite
+
+    named = load_suite(suite, run_code=False).trigger_suite
+    return None if named is None else named.path.resolve().relative_to(suite.parent.resolve())
 
 
 def suite_code(suite: Path) -> set[str]:

@@ -83,13 +83,28 @@ class RunCore:
         self.train = suite.split("train")
         self.val = suite.split("val")
         self.test = suite.split("test")
-        self.tasks = {t.id: t for t in suite.tasks}
+        # `--part both`: the description trains on the suite's trigger queries
+        self.triggers = suite.trigger_suite if settings.part == "both" else None
+        trig = self.triggers.tasks if self.triggers is not None else ()
+        self.trigger_train = [t for t in trig if t.split == "train"]
+        self.trigger_val = [t for t in trig if t.split == "val"]
+        self.trigger_test = [t for t in trig if t.split == "test"]
+        self.tasks = {t.id: t for t in (*suite.tasks, *trig)}
         self.memory = state.memory
-        self.per_epoch = steps_per_epoch(len(self.train), settings.batch_size)
+        self.per_epoch = steps_per_epoch(len(self.train), settings.batch_size) + (
+            steps_per_epoch(len(self.trigger_train), settings.batch_size) if trig else 0
+        )
         self.total_steps = self.per_epoch * settings.epochs
         self._stage = ""
         self._began = time.monotonic()  # when the step in progress began
         engine.subscribe(self._forward_rollout)
+
+    def train_like(self, batch: Sequence[Task]) -> list[Task]:
+        """The training items of `batch`'s kind: the trigger queries' for a `--part
+        both` description step, else the suite's."""
+        if self.triggers is not None and batch and batch[0].is_trigger:
+            return self.trigger_train
+        return self.train
 
     # -- skills ------------------------------------------------------------------------
     def skill(self, text: str) -> Skill:

@@ -10,20 +10,25 @@ Invariants:
 - A race is decided on the shortest settled prefix of its order, whatever finished
   first, so the decision and its evidence are the same at any concurrency, on a
   resume and on a replay.
+- With `--part both`, a candidate the gate accepts on its own part's validation
+  items is still rejected when its score on the other part's (`Held`) falls below
+  the incumbent's; those are run in full, never raced.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from skillopt._util import display
 from skillopt.optimize.evidence import commit_message
 from skillopt.optimize.gate import Decision, Gate, Race, ThresholdGate
 from skillopt.rollouts.engine import Rollout
-from skillopt.rollouts.outcomes import TaskOutcome, task_outcomes
+from skillopt.rollouts.outcomes import TaskOutcome, mean_value, scored_count, task_outcomes
 from skillopt.skill.document import Skill, text_key
 from skillopt.skill.edits import ApplyReport
+from skillopt.suite.task import Task
 from skillopt.training.checkpoint import Revision
 from skillopt.training.core import RunCore
 from skillopt.training.events import GateDecision, NoCandidate, Stage
@@ -77,14 +82,35 @@ class Measured:
         return self.decision.accepted
 
 
+@dataclass(frozen=True)
+class Held:
+    """What `--part both` keeps from falling while the other part trains: that part's
+    validation items, their name in a reason, and whether their mean is the run's
+    validation score (the tasks', held by a description step)."""
+
+    tasks: list[Task]
+    noun: str  # "trigger queries", "tasks"
+    is_run_val: bool
+
+
 class Judge:
     """Gates candidates for one run: `decide` gates one candidate and records the step
     with its verdict; a step that decomposes its candidate (`training/credit`) uses
-    `measure`, `commit` and `settle` one by one."""
+    `measure`, `commit` and `settle` one by one. `val`: the validation items it gates
+    on (the suite's by default; a `--part both` description step's are the trigger
+    queries); `held`: the other part's, which must not fall."""
 
-    def __init__(self, core: RunCore, gate: Gate):
+    def __init__(
+        self,
+        core: RunCore,
+        gate: Gate,
+        val: list[Task] | None = None,
+        held: Held | None = None,
+    ):
         self.core = core
         self.gate = gate
+        self.val = core.val if val is None else val
+        self.held = held
 
     def nothing(self, step: int, kind: StepKind, reason: str, build: Build) -> None:
         """Record a step that gave nothing to gate, and why."""
@@ -146,7 +172,45 @@ class Judge:
         decision = self.gate.decide(base, cand)
         if race is not None and len(cand) < len(race.order):
             decision = decision.raced(len(cand), len(race.order))
-        return decision, cand
+        return self.hold(decision, candidate, step), cand
+
+    def hold(self, decision: Decision, candidate: Skill, step: int) -> Decision:
+        """`decision`, rejected when the candidate's score on the other part's items
+        (`held`) falls below the incumbent's; with those scores as its `held`."""
+        held, core = self.held, self.core
+        if held is None or not decision.accepted:
+            return decision
+        before, after = (
+            task_outcomes(
+                core.rollouts(
+                    skill, held.tasks, f"step {step} · {held.noun} ({who})", core.s.samples
+                )
+            )
+            for skill, who in ((core.incumbent, "incumbent"), (candidate, "candidate"))
+        )
+        was, now = mean_value(before), mean_value(after)
+        n = scored_count(after)
+        record = {"part": held.noun, "n": n, "incumbent_mean": was, "candidate_mean": now}
+        if was is None or (now is not None and now >= was - 1e-9):
+            return replace(decision, held=record)
+        fell = (
+            f"its {held.noun} could not be scored"
+            if now is None
+            else f"its score on the {n} validation {held.noun} would fall "
+            f"({display.score(was)} → {display.score(now)})"
+        )
+        reason = (
+            f"{decision.reason}; rejected: {fell}, and --part both keeps each part from falling"
+        )
+        return replace(decision, accepted=False, reason=reason, held=record)
+
+    def run_val(self, decision: Decision) -> float | None:
+        """The run's validation score of an accepted candidate: its mean on the gated
+        items, or on the held tasks when those are the run's (a description step)."""
+        if self.held is not None and self.held.is_run_val and decision.held is not None:
+            mean = decision.held.get("candidate_mean")
+            return mean if isinstance(mean, (int, float)) else self.core.state.incumbent.val
+        return decision.candidate_mean
 
     def commit(
         self, step: int, epoch: int, kind: StepKind, m: Measured, credit: Sequence[str] = ()
@@ -192,7 +256,7 @@ class Judge:
         d = final.decision
         applied = [r.edit for r in final.report.applied]
         if d.accepted:
-            st.accept(Revision(final.candidate.text, final.candidate.hash, d.candidate_mean))
+            st.accept(Revision(final.candidate.text, final.candidate.hash, self.run_val(d)))
             if memory:
                 core.memory.accept(step, applied, d.delta, val=st.incumbent.val, flips=d.flips)
         elif memory:
@@ -236,7 +300,7 @@ class Judge:
 
     def val_outcomes(self, skill: Skill, label: str) -> dict[str, TaskOutcome]:
         core = self.core
-        return task_outcomes(core.rollouts(skill, core.val, label, core.s.samples))
+        return task_outcomes(core.rollouts(skill, self.val, label, core.s.samples))
 
     def raced_outcomes(
         self,
@@ -256,8 +320,8 @@ class Judge:
         core = self.core
         if core.s.gate_full or not isinstance(self.gate, ThresholdGate):
             return self.val_outcomes(skill, label), None
-        race = Race.plan(self.gate, incumbent, [t.id for t in core.val], recent)
-        by_id = {t.id: t for t in core.val}
+        race = Race.plan(self.gate, incumbent, [t.id for t in self.val], recent)
+        by_id = {t.id: t for t in self.val}
         tasks = [by_id[t] for t in race.order]
         samples = core.s.samples
         prefix: list[Rollout] = []  # the rollouts of the complete tasks at the front

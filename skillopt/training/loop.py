@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from itertools import zip_longest
 from typing import Any
 
 from skillopt._util import display
 from skillopt._util.display import NA
 from skillopt.config import Settings
 from skillopt.errors import NothingScored
+from skillopt.eval.loading import expectations, trigger_report
 from skillopt.optimize.base import Optimizer, SlowUpdater
 from skillopt.optimize.gate import Gate, build_gate
 from skillopt.optimize.schedule import chunks
@@ -43,7 +45,7 @@ from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Suite, Task
 from skillopt.training.checkpoint import BudgetStop, EarlyStop, SplitScore
 from skillopt.training.core import RunCore
-from skillopt.training.decide import Judge
+from skillopt.training.decide import Held, Judge
 from skillopt.training.description import DescriptionStep
 from skillopt.training.epoch import Notes, SlowUpdate
 from skillopt.training.events import (
@@ -97,14 +99,20 @@ class Trainer:
         )
         self.s = settings
         self.state = state
-        judge = Judge(self.core, gate if gate is not None else build_gate(settings))
-        self.notes = Notes(self.core)
-        self.stepper = (
-            DescriptionStep(self.core, judge, self.notes, load_library(settings.agent.library))
-            if settings.part == "description"
-            else StepRunner(self.core, judge, self.notes)
+        core, gate = self.core, gate if gate is not None else build_gate(settings)
+        self.notes = Notes(core)
+        library = load_library(settings.agent.library) if settings.part != "body" else None
+        if settings.part == "both":  # each part gated on its own items, holding the other's
+            judge = Judge(core, gate, held=Held(core.trigger_val, "trigger queries", False))
+            describe = Judge(core, gate, core.trigger_val, Held(core.val, "tasks", True))
+            self.body: StepRunner | None = StepRunner(core, judge, self.notes)
+        else:
+            judge = describe = Judge(core, gate)
+            self.body = StepRunner(core, judge, self.notes) if settings.part == "body" else None
+        self.describe = (
+            None if library is None else DescriptionStep(core, describe, self.notes, library)
         )
-        self.slow_update = SlowUpdate(self.core, judge)
+        self.slow_update = SlowUpdate(core, judge)
 
     @property
     def incumbent(self) -> Skill:
@@ -132,7 +140,7 @@ class Trainer:
             epoch = st.epoch
             batches = self._batches(epoch)
             while st.k < len(batches) and st.stopped_early is None:
-                self.stepper.run(epoch, st.k, batches[st.k])
+                self._stepper(batches[st.k]).run(epoch, st.k, batches[st.k])
                 st.next_batch()
                 self._stop_if_stalled(epoch)
                 self._stop_if_saturated(epoch)
@@ -147,7 +155,7 @@ class Trainer:
     def _end_epoch(self, epoch: int) -> None:
         core, st = self.core, self.state
         # the slow update writes guidance into the body, which a description run keeps
-        if self.s.slow_update and self.s.part == "body" and not st.slow_done:
+        if self.s.slow_update and self.s.part != "description" and not st.slow_done:
             changed = st.incumbent.hash != st.epoch_start.hash
             self.notes.take_owed(isinstance(core.optimizer, SlowUpdater) and changed)
             self.slow_update.run(epoch)
@@ -161,29 +169,40 @@ class Trainer:
         st.next_epoch()
         core.checkpoint()
 
+    def _stepper(self, batch: list[Task]) -> StepRunner:
+        """Who runs a step on `batch`: the description's runner for trigger queries."""
+        runner = self.describe if batch[0].is_trigger else self.body
+        assert runner is not None  # `refuse_part` matched the part to the suite
+        return runner
+
     def _batches(self, epoch: int) -> list[list[Task]]:
+        """The epoch's batches, shuffled by the seed; with `--part both`, a batch of
+        tasks and one of trigger queries in turn."""
         order = list(self.core.train)
         random.Random(f"{self.s.seed}:epoch:{epoch}").shuffle(order)
-        return chunks(order, self.s.batch_size)
+        tasks = chunks(order, self.s.batch_size)
+        if self.core.triggers is None:
+            return tasks
+        queries = list(self.core.trigger_train)
+        random.Random(f"{self.s.seed}:epoch:{epoch}:triggers").shuffle(queries)
+        both = zip_longest(tasks, chunks(queries, self.s.batch_size))
+        return [batch for pair in both for batch in pair if batch]
 
     def _initial(self) -> None:
         core = self.core
         core.begin()
         skill = core.incumbent
         core.stage(Stage(stage="baseline"))
-        rollouts = core.rollouts(skill, core.val, "baseline · val", self.s.samples)
-        outcomes = task_outcomes(rollouts)
+        outcomes = self._baseline(skill, core.val, "baseline · val")
         val = mean_value(outcomes)
-        if val is None:
-            first = next((r.error for r in rollouts if r.error), "unknown error")
-            raise NothingScored(
-                f"no validation rollout of the initial skill could be scored "
-                f"({len(rollouts)} unscored), so there is nothing to improve "
-                f"on; first error: {first}"
-            )
+        assert val is not None  # `_baseline` stops a run with nothing scored
+        title = f"step 0: initial skill — val {display.score(val, none=NA)}"
+        if core.triggers is not None:  # both parts: the description's gate starts here too
+            queries = self._baseline(skill, core.trigger_val, "baseline · trigger queries")
+            title += f", trigger queries {display.score(mean_value(queries), none=NA)}"
         sha = core.audit.commit(
             skill,
-            f"step 0: initial skill — val {display.score(val, none=NA)}",
+            title,
             "",
             StepTrailers(
                 step=0,
@@ -201,6 +220,19 @@ class Trainer:
         self.state.start(record)
         core.checkpoint()
         core.emit(InitialDecision(step=0, accepted=True, val=val, best=val, commit=sha))
+
+    def _baseline(self, skill: Skill, tasks: list[Task], label: str) -> dict[str, TaskOutcome]:
+        """The initial skill's validation outcomes; none scored stops the run."""
+        rollouts = self.core.rollouts(skill, tasks, label, self.s.samples)
+        outcomes = task_outcomes(rollouts)
+        if mean_value(outcomes) is None:
+            first = next((r.error for r in rollouts if r.error), "unknown error")
+            raise NothingScored(
+                f"no validation rollout of the initial skill could be scored "
+                f"({len(rollouts)} unscored), so there is nothing to improve "
+                f"on; first error: {first}"
+            )
+        return outcomes
 
     def stopped_by_budget(self, exc: BudgetExceeded) -> None:
         """A budget stopped the run before a batch: say so, and checkpoint it as
@@ -226,8 +258,13 @@ class Trainer:
         marks on every validation task it was scored on, so every later step's
         training rollouts, reflection, slow update and notes would be spent for a
         gate that cannot accept. Said once; the test split follows as usual."""
-        st = self.state
+        st, core = self.state, self.core
         val = st.incumbent.val
+        if core.triggers is not None and val is not None:  # both parts must be saturated
+            held = core.rollouts(
+                self.incumbent, core.trigger_val, "trigger queries", self.s.samples
+            )
+            val = min(val, mean_value(task_outcomes(held)) or 0.0)
         if st.stopped_early is not None or val is None or val < 1.0 - 1e-9:
             return
         last = epoch + 1 == self.s.epochs and st.k == self.core.per_epoch
@@ -235,13 +272,39 @@ class Trainer:
             return  # the run's last step, and no slow update after it: nothing to skip
         reason = (
             f"validation saturated: the skill scores {display.score(val)} on the validation "
-            "tasks, so no candidate can beat it; training stops here (no more training "
+            f"{'tasks and trigger queries' if core.triggers is not None else 'tasks'}, so no "
+            "candidate can beat it; training stops here (no more training "
             "rollouts, reflection, slow update or notes)"
         )
         st.stop_early(EarlyStop(st.step, epoch + 1, reason))
         self.core.emit(Stopped(step=st.step, epoch=epoch + 1, reason=reason))
 
     # -- end of run --------------------------------------------------------------------
+    def _trigger_test(self, initial: Skill, best: Skill) -> dict[str, Any]:
+        """Precision and recall of the initial and best skills on the test split's
+        trigger queries (a description's run; nothing for a body's)."""
+        core = self.core
+        queries = core.trigger_test if core.triggers is not None else core.test
+        if self.describe is None or not queries:
+            return {}
+        core.stage(Stage(stage="test"))
+        expected = expectations(queries)
+        out = {}
+        for name, skill in (("initial", initial), ("best", best)):
+            rollouts = core.rollouts(
+                skill, queries, f"test · {name} · trigger queries", self.s.samples
+            )
+            report = trigger_report(rollouts, expected)
+            missed, spurious = report.misfires()
+            out[name] = {
+                "precision": report.precision,
+                "recall": report.recall,
+                "n": len(report.queries),
+                "missed": missed,
+                "spurious": spurious,
+            }
+        return out
+
     def _finish(self) -> dict[str, dict[str, Any]]:
         core, st = self.core, self.state
         best = core.incumbent
@@ -266,6 +329,6 @@ class Trainer:
                     wall_s=core.seconds(),
                 )
         result = {name: score.totals() for name, score in test.items()}
-        st.finish(test)
+        st.finish(test, self._trigger_test(initial, best))
         core.emit(Finished(test=result, best_val=st.incumbent.val, initial_val=st.initial.val))
         return result

@@ -111,10 +111,13 @@ SMALL_VAL = 20  # fewer validation tasks than this: one task flipping decides th
 
 def _check_splits(suite: Suite, settings: Settings, optimizer: object = None) -> None:
     """Training needs training and validation tasks, of the kind its part trains: a
-    trigger suite for the description, a task suite for the body (`refuse_part`)."""
-    refuse_part(suite.is_triggers, settings, optimizer)
+    trigger suite for the description, a task suite for the body, both for both
+    (`refuse_part`)."""
+    refuse_part(suite, settings, optimizer)
     for split in ("train", "val"):
         require_split(suite, split)
+        if settings.part == "both" and suite.trigger_suite is not None:
+            require_split(suite.trigger_suite, split)
 
 
 def split_warnings(suite: Suite, settings: Settings) -> list[str]:

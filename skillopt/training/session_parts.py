@@ -23,6 +23,7 @@ from skillopt.optimize.describe import WritesDescriptions
 from skillopt.plugins import Entry
 from skillopt.rollouts.budget import Priors, Spent
 from skillopt.store.rollouts import RolloutStore
+from skillopt.suite.task import Suite
 
 
 @dataclass(frozen=True)
@@ -130,16 +131,21 @@ def build_optimizer(
     return choose_optimizer(name, settings).build(settings, ledger)
 
 
-def refuse_part(suite_is_triggers: bool, settings: Settings, optimizer: object) -> None:
+def refuse_part(suite: Suite, settings: Settings, optimizer: object) -> None:
     """The trained part (`settings.part`) against the suite and the optimizer, refused
     in one line before anything runs: the description trains on a trigger suite with
-    an optimizer that writes descriptions, the body on a task suite."""
+    an optimizer that writes descriptions, the body on a task suite, both on a task
+    suite that names its trigger suite (`triggers: FILE`)."""
     part = settings.part
-    if part == "both":
+    suite_is_triggers = suite.is_triggers
+    if part == "both" and (suite_is_triggers or suite.trigger_suite is None):
         raise InputError(
-            "--part both is not supported: train the description with --part description "
-            "on a trigger suite, then the body with --part body on a task suite",
-            field="part",
+            "--part both trains the body on tasks and the description on trigger "
+            "queries: give a task suite that names its trigger suite with "
+            "`triggers: FILE`"
+            + (" (this suite holds trigger queries)" if suite_is_triggers else ""),
+            path=suite.path,
+            field="triggers",
         )
     if part == "body" and suite_is_triggers:
         raise InputError(
@@ -155,12 +161,12 @@ def refuse_part(suite_is_triggers: bool, settings: Settings, optimizer: object) 
             "train the body with --part body",
             field="part",
         )
-    if part == "description" and optimizer is not None:
+    if part in ("description", "both") and optimizer is not None:
         built = optimizer.build(settings) if isinstance(optimizer, OptimizerChoice) else optimizer
         if not isinstance(built, WritesDescriptions):
             name = optimizer.name if isinstance(optimizer, OptimizerChoice) else built
             raise InputError(
                 f"the optimizer {name} cannot write a description (it edits the body): "
-                "use an LLM optimizer (--optimizer MODEL) with --part description",
+                f"use an LLM optimizer (--optimizer MODEL) with --part {part}",
                 field="optimizer",
             )

@@ -77,6 +77,9 @@ class TrainState:
     notes_owed: list[int] = field(default_factory=list)
     # why a budget stopped the run (status "stopped"): {reason, budget, where, detail, step}
     stop: BudgetStop | None = None
+    # a run that trained the description: precision and recall of the initial and
+    # best skills on the test split's trigger queries ({initial, best})
+    triggers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def new(cls, skill: Skill) -> TrainState:
@@ -161,9 +164,10 @@ class TrainState:
         self.status = "stopped"
         self.stop = stop
 
-    def finish(self, test: dict[str, SplitScore]) -> None:
-        """Training is done and the test split scored."""
+    def finish(self, test: dict[str, SplitScore], triggers: dict[str, Any] | None = None) -> None:
+        """Training is done and the test split scored (and its trigger queries')."""
         self.test = test
+        self.triggers = dict(triggers or {})
         self.status = "finished"
 
     def account(self, accounting: Accounting) -> None:
@@ -209,6 +213,8 @@ class TrainState:
             data["notes_owed"] = list(self.notes_owed)
         if self.stop is not None:  # added within version 2: only when set
             data["stop"] = self.stop.to_dict()
+        if self.triggers:  # added within version 2: only when set
+            data["triggers"] = self.triggers
         return data
 
     @classmethod
@@ -239,4 +245,5 @@ class TrainState:
             stopped_early=r.stopped_early(data),
             notes_owed=r.notes_owed(data),
             stop=r.stop(data),
+            triggers=(r.get(data, "triggers", "dict?") or {}) if "triggers" in data else {},
         )

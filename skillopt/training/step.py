@@ -177,7 +177,7 @@ class StepRunner:
         batch of them), for a step whose own batch has none."""
         core = self.core
         inside = {t.id for t in batch}
-        others = [t for t in core.train if t.id not in inside]
+        others = [t for t in core.train_like(batch) if t.id not in inside]
         if not others:
             return []
         rollouts = core.rollouts(incumbent, others, f"step {step} · train (beyond the batch)")

@@ -39,6 +39,7 @@ class GateRecord:
     pass_to_fail: tuple[str, ...]
     per_task: dict[str, Any]  # task id -> [incumbent, candidate]
     unrun: int = optional(0)  # validation tasks a racing gate did not need to run
+    held: Json | None = optional(None)  # `--part both`: the other part's score (part, n, means)
 
     @classmethod
     def of(cls, d: Decision) -> GateRecord:
@@ -55,6 +56,7 @@ class GateRecord:
             pass_to_fail=d.pass_to_fail,
             per_task=d.per_task,
             unrun=d.unrun,
+            held=d.held,
         )
 
 

@@ -917,7 +917,7 @@ def test_an_unknown_key_with_nothing_close_lists_the_allowed_ones(tmp_path):
     assert err.line == 3
     assert str(err).endswith(
         "field 'zzz': unknown field; allowed: name, description, prompt, scorer, split, "
-        "judge, defaults, mapping, items"
+        "judge, defaults, mapping, triggers, items"
     )
 
 

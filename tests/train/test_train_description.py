@@ -216,7 +216,7 @@ def test_resume_of_a_killed_description_run_reuses_the_paid_reply(world, optimiz
             "--part description trains on a trigger suite",
         ),
         (["--tasks", "{suite}"], "a trigger suite scores whether the agent loads the skill"),
-        (["--part", "both", "--tasks", "{suite}"], "--part both is not supported"),
+        (["--part", "both", "--tasks", "{suite}"], "--part both trains the body on tasks"),
         (
             ["--part", "description", "--tasks", "{suite}", "--optimizer", "exemplars"],
             "the optimizer exemplars cannot write a description",

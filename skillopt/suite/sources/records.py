@@ -126,11 +126,15 @@ def write_suite(imported: Imported, path: Path, name: str | None = None) -> list
     name = name or path.stem
     path.parent.mkdir(parents=True, exist_ok=True)
     written = []
+    triggers = path.with_name(f"{path.stem}-triggers{path.suffix or '.yaml'}")
     if imported.items:
-        path.write_text(dump(imported.suite(name)), encoding="utf-8")
+        suite = imported.suite(name)
+        if imported.triggers:  # named, so `train --part both` finds them
+            items = suite.pop("items")
+            suite.update(triggers=triggers.name, items=items)
+        path.write_text(dump(suite), encoding="utf-8")
         written.append(path)
     if imported.triggers:
-        triggers = path.with_name(f"{path.stem}-triggers{path.suffix or '.yaml'}")
         body = {"name": f"{name}-triggers", "items": [dict(t) for t in imported.triggers]}
         triggers.write_text(dump(body), encoding="utf-8")
         written.append(triggers)
