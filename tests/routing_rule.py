@@ -134,3 +134,38 @@ def write_describe_fixture(root: Path, items=DESCRIBE_ITEMS) -> dict[str, Path]:
         [{"id": i, "query": q, "should_trigger": t, "split": s} for i, q, t, s in items],
     )
     return {"skill": skill, "library": root / "library", "suite": suite}
+
+
+def train_description(world: dict[str, Path], harness: str, *extra: str):
+    """`skillopt train --part description` of the fixture through `harness`, in process,
+    with the `describer` fixture's scripted optimizer: one epoch, one step of the four
+    training queries."""
+    from typer.testing import CliRunner
+
+    from skillopt.cli.main import app
+
+    args = ["train", world["skill"], "--tasks", world["suite"], "--harness", harness]
+    args += ["--optimizer", "scripted/describer", "--part", "description"]
+    args += ["--library", world["library"], "--epochs", "1", "--batch-size", "4"]
+    return CliRunner().invoke(app, [str(a) for a in [*args, "--concurrency", "3", *extra]])
+
+
+def run_dir(work: Path, stdout: str) -> Path:
+    """The run directory a train's output names (`best skill: runs/<id>/best/SKILL.md`)."""
+    best = stdout.split("best skill: ", 1)[1].split("\n", 1)[0]
+    return work / best.rsplit("/best/", 1)[0]
+
+
+def eval_triggers(skill: Path, world: dict[str, Path], harness: str) -> dict:
+    """`skillopt eval SKILL` of the fixture's held-out queries through `harness`, as its
+    `--json` result."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from skillopt.cli.main import app
+
+    args = ["eval", skill, "--tasks", world["suite"], "--harness", harness, "--library"]
+    res = CliRunner().invoke(app, [str(a) for a in [*args, world["library"], "--json", "-"]])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)

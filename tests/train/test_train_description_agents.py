@@ -11,45 +11,12 @@ import json
 
 import pytest
 import routing_rule
-from typer.testing import CliRunner
 
-from skillopt.cli.main import app
-from skillopt.models import ScriptedModel, register_model, unregister_model
 from skillopt.rollouts.record import Rollout
 from skillopt.skill.document import Skill
 from skillopt.training.description import loaded_instead
 
-runner = CliRunner()
 START, GOOD = routing_rule.DESCRIBE_START, routing_rule.DESCRIBE_GOOD
-
-
-@pytest.fixture
-def describer():
-    """A scripted optimizer that answers every description request with GOOD."""
-    reply = json.dumps({"description": GOOD, "rationale": "separate it from receipts"})
-    model = ScriptedModel(lambda messages: reply, name="scripted/describer")
-    register_model("scripted/describer", model)
-    yield model
-    unregister_model("scripted/describer")
-
-
-def train(world, harness: str, *extra: str):
-    args = ["train", world["skill"], "--tasks", world["suite"], "--harness", harness]
-    args += ["--optimizer", "scripted/describer", "--part", "description"]
-    args += ["--library", world["library"], "--epochs", "1", "--batch-size", "4"]
-    return runner.invoke(app, [str(a) for a in [*args, "--concurrency", "4", *extra]])
-
-
-def run_dir(isolated, stdout: str):
-    return isolated / stdout.split("best skill: ", 1)[1].split("\n", 1)[0].rsplit("/best/", 1)[0]
-
-
-def evaluate(skill, world, harness: str):
-    """`eval` of `skill` on the held-out queries, as JSON and text: (stdout, data)."""
-    args = ["eval", skill, "--tasks", world["suite"], "--harness", harness, "--library"]
-    res = runner.invoke(app, [str(a) for a in [*args, world["library"], "--json", "-"]])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.stdout)
 
 
 # each runs some 26 agent processes: a second or more
@@ -60,12 +27,12 @@ def test_a_description_is_trained_through_an_agent_cli(agents, isolated, describ
     agents.configure(cli, choose_by_description=True)
     items = routing_rule.DESCRIBE_ITEMS + routing_rule.MORE_HELD_OUT
     world = routing_rule.write_describe_fixture(isolated, items)
-    res = train(world, harness)
+    res = routing_rule.train_description(world, harness)
     assert res.exit_code == 0, res.output
     said = " ".join(res.stdout.split())
     assert "validation 0.750 → 1.000" in said, res.output
     assert "collided with: receipt-scanner (misfired training queries loaded it instead)" in said
-    run = run_dir(isolated, res.stdout)
+    run = routing_rule.run_dir(isolated, res.stdout)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["description"] == {
         "initial": START,
@@ -91,8 +58,8 @@ def test_a_description_is_trained_through_an_agent_cli(agents, isolated, describ
     assert any(GOOD in c["skills"]["invoice-totals"] for c in calls)
     assert all("receipt-scanner" in c["skills"] for c in calls)
     # precision and recall on the held-out queries before and after, from the store
-    before = evaluate(world["skill"], world, harness)["results"][0]["triggers"]
-    after = evaluate(run / "best", world, harness)
+    before = routing_rule.eval_triggers(world["skill"], world, harness)["results"][0]["triggers"]
+    after = routing_rule.eval_triggers(run / "best", world, harness)
     assert len(agents.calls(cli)) == len(calls)  # nothing run again
     assert (before["precision"], before["recall"], before["missed"]) == (1.0, 0.5, ["x1"])
     triggers = after["results"][0]["triggers"]
