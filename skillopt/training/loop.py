@@ -37,7 +37,7 @@ from skillopt.rollouts.outcomes import (
 )
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill, text_key
-from skillopt.skill.library import load_library
+from skillopt.skill.library import Library
 from skillopt.store.audit import Audit
 from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Suite, Task
@@ -79,10 +79,13 @@ class Trainer:
         observers: Sequence[TrainObserver] = (),
         gate: Gate | None = None,
         guard: Guard | None = None,
+        library: Library = Library(),
     ):
         """`gate` decides every candidate; by default the one `settings.gate` names.
         `guard` checks the run's budget before each batch of optimizer calls (the
-        engine checks it before each batch of rollouts)."""
+        engine checks it before each batch of rollouts). `library`: the skills the
+        harness installs beside the trained one (read once, by the harness), which a
+        description run shows the optimizer and finds collisions among."""
         self.core = RunCore(
             suite=suite,
             settings=settings,
@@ -100,7 +103,7 @@ class Trainer:
         judge = Judge(self.core, gate if gate is not None else build_gate(settings))
         self.notes = Notes(self.core)
         self.stepper = (
-            DescriptionStep(self.core, judge, self.notes, load_library(settings.agent.library))
+            DescriptionStep(self.core, judge, self.notes, library)
             if settings.part == "description"
             else StepRunner(self.core, judge, self.notes)
         )

@@ -113,3 +113,36 @@ def test_the_routers_answer_is_what_it_loaded_instead():
     assert loaded_instead(traced(answer="csv-cleaner"), ["csv-cleaner", "tax-forms"]) == [
         "csv-cleaner"
     ]
+
+
+def test_the_run_shows_the_library_its_harness_installs(isolated, describer):
+    """A harness given in code brings its own library: the description run finds its
+    collisions there, not in a second reading of `agent.library` (unset here)."""
+    import skillopt
+    from skillopt.harness.router import RouterHarness
+    from skillopt.models import ScriptedModel
+    from skillopt.skill.library import load_library
+
+    world = routing_rule.write_describe_fixture(isolated)
+    model = ScriptedModel(routing_rule.router, name="scripted/router")
+    harness = RouterHarness(model, load_library([str(world["library"])]))
+    result = skillopt.train(
+        world["skill"], world["suite"], harness=harness, optimizer="scripted/describer",
+        part="description", epochs=1, batch_size=4,
+    )  # fmt: skip
+    assert result.summary["description"]["collisions"] == ["receipt-scanner"]
+    asked = describer.calls[0].messages[-1]["content"]
+    assert "- receipt-scanner: Reads scanned receipt images" in asked
+
+
+def test_a_skipped_library_skill_is_warned_of_once(isolated, describer):
+    world = routing_rule.write_describe_fixture(isolated)
+    broken = world["library"] / "broken"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("---\nname: Broken_Name\ndescription: x\n---\nbody\n")
+    res = routing_rule.train_description(
+        world, "router", "--target", "scripted/routing_rule:router"
+    )
+    assert res.exit_code == 0, res.output
+    assert res.stderr.count("warning: library skill") == 1, res.stderr
+    assert "collided with: receipt-scanner" in res.stdout
