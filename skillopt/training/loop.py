@@ -234,7 +234,8 @@ class Trainer:
         if st.stopped_early is not None or val is None or val < 1.0 - 1e-9:
             return
         last = epoch + 1 == self.s.epochs and st.k == self.core.per_epoch
-        if last and not (self.s.slow_update and isinstance(self.core.optimizer, SlowUpdater)):
+        slow = self.s.slow_update and self.s.part == "body"  # a description run has none
+        if last and not (slow and isinstance(self.core.optimizer, SlowUpdater)):
             return  # the run's last step, and no slow update after it: nothing to skip
         reason = (
             f"validation saturated: the skill scores {display.score(val)} on the validation "

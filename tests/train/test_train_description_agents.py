@@ -32,6 +32,7 @@ def test_a_description_is_trained_through_an_agent_cli(agents, isolated, describ
     said = " ".join(res.stdout.split())
     assert "validation 0.750 → 1.000" in said, res.output
     assert "collided with: receipt-scanner (misfired training queries loaded it instead)" in said
+    assert "stopped early" not in said  # its one step was the last: nothing was skipped
     run = routing_rule.run_dir(isolated, res.stdout)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["description"] == {
