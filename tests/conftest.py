@@ -181,3 +181,20 @@ def no_keys(monkeypatch):
     for provider in keys.PROVIDERS:
         for var in provider.keys:
             monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def describer():
+    """A scripted optimizer, `scripted/describer`, registered for the test: it answers
+    every description request with routing_rule.DESCRIBE_GOOD (the calls it was
+    asked are on the model yielded)."""
+    import routing_rule
+
+    from skillopt.models import ScriptedModel, register_model, unregister_model
+
+    good = routing_rule.DESCRIBE_GOOD
+    reply = json.dumps({"description": good, "rationale": "separate it from receipts"})
+    model = ScriptedModel(lambda messages: reply, name="scripted/describer")
+    register_model("scripted/describer", model)
+    yield model
+    unregister_model("scripted/describer")

@@ -3,9 +3,9 @@ chat model behind the router harness (`scripted/routing_rule:router`), and by th
 loopback fakes of the Anthropic and Responses APIs behind the real `claude` and
 `codex` CLIs, each reading the skill listing from the request the CLI sent.
 
-The rule: load the listed skill whose name and description share the most content
-words with the request (at least two; a tie goes to the name first in alphabetical
-order, so the listing's order does not matter), else none. It stands for a model's
+The rule (tests/fakes/routing.py, which the stand-in CLIs apply too): load the listed
+skill whose name and description share the most content words with the request (at
+least two; ties to the alphabetically first name), else none. It stands for a model's
 judgment only in that both sides apply it to what they were shown: agreement measures
 the listing (which skills, which words), not how a real model chooses.
 
@@ -16,39 +16,13 @@ overlap it, and eight requests.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
+from fakes.routing import choose
 from helpers import write_skill, write_suite
 
 LISTING = "The following skills are available for use with the Skill tool:"
-STOP = set(
-    "a an and any are as at be by can do for from has have i in into is it its me my "
-    "of on or our please so that the their them this to use used uses using we when "
-    "which with you your ask asks user wants need needs help".split()
-)
 _ENTRY = re.compile(r"^- ([^:\s]+): (.*?)(?: \(file: [^)]+\))?$")
-
-
-def words(text: str) -> set[str]:
-    found = set()
-    for word in re.findall(r"[a-z0-9]+", text.lower()):
-        if word in STOP:
-            continue
-        found.add(word[:-1] if len(word) > 4 and word.endswith("s") else word)
-    return found
-
-
-def choose(query: str, entries: Sequence[tuple[str, str]]) -> str | None:
-    """The rule: the entry sharing the most content words with `query` (two at least),
-    ties to the alphabetically first name; None for no skill."""
-    want = words(query)
-    best: tuple[int, str] | None = None
-    for name, text in sorted(entries):
-        shared = len(want & words(f"{name.replace('-', ' ')} {text}"))
-        if shared >= 2 and (best is None or shared > best[0]):
-            best = (shared, name)
-    return best[1] if best else None
 
 
 def parse_listing(text: str) -> list[tuple[str, str]]:
@@ -116,3 +90,82 @@ def write_fixture(root: Path) -> tuple[Path, Path, Path]:
     ]
     suite = write_suite(root / "tasks" / "routing.yaml", items, scorer="exact")
     return skill, root / "library", suite
+
+
+# ------------------------------------------------------- training the description
+# The skill under test starts with a description that shares too few words with most
+# of its requests, so the rule loads receipt-scanner (the library's first skill) for
+# them instead; GOOD shares more words with each of them than receipt-scanner does.
+DESCRIBE_BODY = "# Invoice totals\n\nAdd every line item, then the tax.\n"
+DESCRIBE_START = "Checks invoice totals."
+DESCRIBE_GOOD = (
+    "Adds up invoice line items and tax, sums the receipt line items of an invoice, "
+    "and checks invoice totals. Use when an invoice total, sum or tax must be added up "
+    "or checked."
+)
+DESCRIBE_ITEMS = [
+    ("t1", "Check the invoice total on this invoice", True, "train"),
+    ("t2", "Add up the line items of this receipt for the invoice", True, "train"),
+    ("t3", "Extract the line items from this scanned receipt photo", False, "train"),
+    ("t4", "Write a haiku about autumn leaves", False, "train"),
+    ("v1", "Sum the line items and tax of an invoice", True, "val"),
+    ("v2", "Check this invoice total", True, "val"),
+    ("v3", "Read the scanned receipt image", False, "val"),
+    ("v4", "Clean this messy CSV export", False, "val"),
+    ("x1", "Add up the invoice tax and line items", True, "test"),
+    ("x2", "Extract line items from receipt photos", False, "test"),
+]
+# two more held-out queries (one the start already fires on, one for no skill), so
+# the test split has a precision and a recall before training as well as after
+MORE_HELD_OUT = [
+    ("x3", "Check the invoice totals and the tax sum", True, "test"),
+    ("x4", "Trim the columns of this CSV file", False, "test"),
+]
+
+
+def write_describe_fixture(root: Path, items=DESCRIBE_ITEMS) -> dict[str, Path]:
+    """The skill under test (DESCRIBE_START), a library holding receipt-scanner (its
+    description overlaps), and a trigger suite of `items`, under `root`."""
+    skill = write_skill(root / "skills", SKILL[0], body=DESCRIBE_BODY, description=DESCRIBE_START)
+    name, description = LIBRARY[0]
+    write_skill(root / "library", name, description=description)
+    suite = write_suite(
+        root / "tasks" / "triggers.yaml",
+        [{"id": i, "query": q, "should_trigger": t, "split": s} for i, q, t, s in items],
+    )
+    return {"skill": skill, "library": root / "library", "suite": suite}
+
+
+def train_description(world: dict[str, Path], harness: str, *extra: str):
+    """`skillopt train --part description` of the fixture through `harness`, in process,
+    with the `describer` fixture's scripted optimizer: one epoch, one step of the four
+    training queries."""
+    from typer.testing import CliRunner
+
+    from skillopt.cli.main import app
+
+    args = ["train", world["skill"], "--tasks", world["suite"], "--harness", harness]
+    args += ["--optimizer", "scripted/describer", "--part", "description"]
+    args += ["--library", world["library"], "--epochs", "1", "--batch-size", "4"]
+    return CliRunner().invoke(app, [str(a) for a in [*args, "--concurrency", "3", *extra]])
+
+
+def run_dir(work: Path, stdout: str) -> Path:
+    """The run directory a train's output names (`best skill: runs/<id>/best/SKILL.md`)."""
+    best = stdout.split("best skill: ", 1)[1].split("\n", 1)[0]
+    return work / best.rsplit("/best/", 1)[0]
+
+
+def eval_triggers(skill: Path, world: dict[str, Path], harness: str) -> dict:
+    """`skillopt eval SKILL` of the fixture's held-out queries through `harness`, as its
+    `--json` result."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from skillopt.cli.main import app
+
+    args = ["eval", skill, "--tasks", world["suite"], "--harness", harness, "--library"]
+    res = CliRunner().invoke(app, [str(a) for a in [*args, world["library"], "--json", "-"]])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)

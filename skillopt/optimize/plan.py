@@ -4,7 +4,8 @@ The counts are upper bounds before the rollout store: repeated evaluations (the
 incumbent on validation, unchanged skills on train tasks) are served from it. The
 plan follows the optimizer it is given: epoch-end slow updates and notes only when
 the optimizer offers them (`SlowUpdater`, `NoteTaker`), model calls only when it
-has a model. A model that runs here or answers from a script costs $0; only a
+has a model. A description run (`--part description`) asks for one description per
+step and has no slow update and no notes. A model that runs here or answers from a script costs $0; only a
 provider model whose price litellm's table does not know has an unknown cost.
 """
 
@@ -32,7 +33,7 @@ FREE_PROVIDERS = {"local": "runs on this machine", "scripted": "scripted answers
 class Stage:
     """One stage's upper bound: `count` rollouts (role target) or calls (optimizer)."""
 
-    stage: str  # baseline, rollouts, reflect, gate, slow update, notes, test
+    stage: str  # baseline, rollouts, reflect (describe), gate, slow update, notes, test
     role: str
     count: int
     unit: str
@@ -86,17 +87,20 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
     # a provider model named as the optimizer but not built (its key is missing: the
     # dry run still plans it) is the LLM optimizer
     unbuilt_llm = isinstance(optimizer, str) and "/" in optimizer
-    # a description run keeps the body, where a slow update writes its guidance
-    slow = (
-        s.slow_update and s.part == "body" and (isinstance(optimizer, SlowUpdater) or unbuilt_llm)
-    )
-    takes_notes = isinstance(optimizer, NoteTaker) or unbuilt_llm
+    describes = s.part == "description"
+    # a description run keeps the body, where a slow update writes its guidance, and
+    # its steps never read the optimizer's notes (`training/description`), so it asks
+    # for none
+    slow = s.slow_update and not describes and (isinstance(optimizer, SlowUpdater) or unbuilt_llm)
+    takes_notes = not describes and (isinstance(optimizer, NoteTaker) or unbuilt_llm)
     calls_model = isinstance(optimizer, LLMOptimizer) or unbuilt_llm
     train, val, test = suite.split("train"), suite.split("val"), suite.split("test")
     per_epoch = steps_per_epoch(len(train), s.batch_size)
     total = per_epoch * s.epochs
-    budgets = [
-        edit_budget(i, total, max_edits=s.lr, min_edits=s.min_lr, schedule=s.schedule)
+    budgets = [  # a description step proposes one description, whatever the schedule
+        1
+        if describes
+        else edit_budget(i, total, max_edits=s.lr, min_edits=s.min_lr, schedule=s.schedule)
         for i in range(total)
     ]
     batch = min(s.batch_size, len(train))
@@ -108,8 +112,9 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
         rollouts += s.epochs * (2 * slow_n + val_rollouts)
     rollouts += 3 * len(test) * s.samples  # no skill, initial, best on test
     # a step reflects on its f failures in ceil(f/m) calls (its solved tasks ride along
-    # in them): most when the whole batch fails
-    per_step_calls = math.ceil(batch / s.minibatch_size)
+    # in them): most when the whole batch fails; a description step asks once, with
+    # every misfire of its batch
+    per_step_calls = 1 if describes else math.ceil(batch / s.minibatch_size)
     # a slow update at each epoch end that changed the skill (at most every epoch),
     # notes at each epoch end but the last (where nothing reads them)
     calls = total * per_step_calls if calls_model else 0
@@ -132,7 +137,11 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
     stages = [
         target("baseline", val_rollouts),
         target("rollouts", total * batch),
-        *([opt("reflect", total * per_step_calls)] if calls_model and total else []),
+        *(
+            [opt("describe" if describes else "reflect", total * per_step_calls)]
+            if calls_model and total
+            else []
+        ),
         target("gate", total * val_rollouts),
     ]
     if slow:
@@ -163,13 +172,23 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
     notes = [
         "rollout counts are upper bounds: the store serves repeated evaluations "
         "(the incumbent on validation, unchanged skills on train tasks)",
-        "not counted above: a step whose candidate the gate rejects after a gain may "
-        "gate up to 7 subsets of its edits (each raced, stopped once it cannot win), a "
-        "step whose batch passed entirely runs the skill on the rest of the training "
+        "not counted above: a proposed description that fails lint is asked for again "
+        "once (one more optimizer call), and a step whose batch loaded as it should "
+        "runs the skill on the rest of the training split to find misfires; a budget "
+        "bounds them all"
+        if describes
+        else "not counted above: a step whose candidate the gate rejects after a gain "
+        "may gate up to 7 subsets of its edits (each raced, stopped once it cannot win), "
+        "a step whose batch passed entirely runs the skill on the rest of the training "
         "split, and a candidate that repeats one already gated costs one more optimizer "
         "call; a budget bounds them all",
     ]
-    if s.slow_update and not slow and s.part == "body":
+    if describes and s.slow_update:
+        notes.append(
+            "no slow update and no notes: a description run writes only the description "
+            "(a slow update writes guidance into the body)"
+        )
+    if s.slow_update and not slow and not describes:
         notes.append(f"no slow update: the {optimizer_name} optimizer writes no epoch-end guidance")
     if s.stall_patience:
         notes.append(
@@ -178,7 +197,7 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
             "no better candidate, training ends and the test split is scored (stall_patience; "
             "0: never)"
         )
-    if s.harness != "chat":
+    if s.harness not in ("chat", "router"):  # the router is one chat call per task
         notes.append(
             f"the {s.harness} harness runs an agent per task: its tokens and cost "
             "are the agent's and are not estimated here (each task's usage is "
@@ -332,6 +351,12 @@ def _unit_tokens(skill: Skill, suite: Suite, s: Settings) -> tuple[float, float,
         + _tokens(skill.body)
         + s.minibatch_size * (avg_prompt + 2 * avg_expected + 40)
     )
+    if s.part == "description":  # the description and a batch of queries, never the body
+        per_call_in = (
+            OPTIMIZER_TEMPLATE_TOKENS
+            + _tokens(skill.description)
+            + s.batch_size * (avg_prompt + 20)
+        )
     return per_rollout_in, per_rollout_out, per_call_in
 
 

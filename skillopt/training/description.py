@@ -14,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from skillopt.errors import InputError
@@ -34,20 +35,31 @@ from skillopt.training.events import ProposalMade, Stage
 from skillopt.training.step import StepRunner
 from skillopt.training.steps import BatchRecord, StepRecord, Verdict
 
+# an agent that reads a skill's SKILL.md loads it: Claude Code's Read tool, or a
+# command (codex has no Skill tool: it `cat`s the file) that ran to completion
+_SKILL_FILE = re.compile(r"skills/([A-Za-z0-9_.-]+)/SKILL\.md")
+
 
 def loaded_instead(rollout: Rollout, names: Sequence[str]) -> list[str]:
-    """The installed skills (of `names`) a rollout loaded: the router's answer, or an
-    agent's Skill tool calls in its trace."""
+    """The installed skills (of `names`) a rollout loaded: the router's answer, or in
+    an agent's trace its Skill tool calls and its reads of a skill's SKILL.md (the
+    Read tool, or a command that succeeded: how codex loads a skill)."""
     found = [rollout.answer] if rollout.answer and rollout.answer in names else []
     for step in rollout.trajectory.get("steps") or []:
-        if isinstance(step, dict) and step.get("tool") == "Skill":
-            args = step.get("input")
-            called = (
-                str(args.get("skill") or args.get("command") or "")
-                if isinstance(args, dict)
-                else ""
-            )
-            name = called.lstrip("/").rsplit(":", 1)[-1]
+        if not isinstance(step, dict):
+            continue
+        args = step.get("input")
+        args = args if isinstance(args, dict) else {}
+        called: list[str] = []
+        if step.get("tool") == "Skill":
+            name = str(args.get("skill") or args.get("command") or "")
+            called = [name.lstrip("/").rsplit(":", 1)[-1]]
+        elif step.get("tool") == "Read":
+            called = _SKILL_FILE.findall(str(args.get("file_path") or args.get("path") or ""))
+        elif step.get("type") == "command" and step.get("status") in (None, "completed"):
+            if step.get("exit_code") in (None, 0):
+                called = _SKILL_FILE.findall(str(step.get("command") or ""))
+        for name in called:
             if name in names and name not in found:
                 found.append(name)
     return found

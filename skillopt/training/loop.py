@@ -39,7 +39,7 @@ from skillopt.rollouts.outcomes import (
 )
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill, text_key
-from skillopt.skill.library import load_library
+from skillopt.skill.library import Library
 from skillopt.store.audit import Audit
 from skillopt.store.trailers import StepTrailers
 from skillopt.suite.task import Suite, Task
@@ -81,10 +81,13 @@ class Trainer:
         observers: Sequence[TrainObserver] = (),
         gate: Gate | None = None,
         guard: Guard | None = None,
+        library: Library = Library(),
     ):
         """`gate` decides every candidate; by default the one `settings.gate` names.
         `guard` checks the run's budget before each batch of optimizer calls (the
-        engine checks it before each batch of rollouts)."""
+        engine checks it before each batch of rollouts). `library`: the skills the
+        harness installs beside the trained one (read once, by the harness), which a
+        description run shows the optimizer and finds collisions among."""
         self.core = RunCore(
             suite=suite,
             settings=settings,
@@ -101,7 +104,6 @@ class Trainer:
         self.state = state
         core, gate = self.core, gate if gate is not None else build_gate(settings)
         self.notes = Notes(core)
-        library = load_library(settings.agent.library) if settings.part != "body" else None
         if settings.part == "both":  # each part gated on its own items, holding the other's
             judge = Judge(core, gate, held=Held(core.trigger_val, "trigger queries", False))
             describe = Judge(core, gate, core.trigger_val, Held(core.val, "tasks", True))
@@ -110,7 +112,9 @@ class Trainer:
             judge = describe = Judge(core, gate)
             self.body = StepRunner(core, judge, self.notes) if settings.part == "body" else None
         self.describe = (
-            None if library is None else DescriptionStep(core, describe, self.notes, library)
+            None
+            if settings.part == "body"
+            else DescriptionStep(core, describe, self.notes, library)
         )
         self.slow_update = SlowUpdate(core, judge)
 
@@ -268,7 +272,8 @@ class Trainer:
         if st.stopped_early is not None or val is None or val < 1.0 - 1e-9:
             return
         last = epoch + 1 == self.s.epochs and st.k == self.core.per_epoch
-        if last and not (self.s.slow_update and isinstance(self.core.optimizer, SlowUpdater)):
+        slow = self.s.slow_update and self.s.part != "description"  # a description run has none
+        if last and not (slow and isinstance(self.core.optimizer, SlowUpdater)):
             return  # the run's last step, and no slow update after it: nothing to skip
         reason = (
             f"validation saturated: the skill scores {display.score(val)} on the validation "

@@ -30,6 +30,7 @@ from skillopt.eval.context import (
     unpriced_roles,
 )
 from skillopt.harness import Harness
+from skillopt.harness.base import InstallsLibrary
 from skillopt.models.base import Model
 from skillopt.optimize.base import Optimizer
 from skillopt.optimize.gate import Gate
@@ -37,6 +38,7 @@ from skillopt.rollouts.budget import Budget, Guard, refuse_unpriced
 from skillopt.rollouts.engine import RolloutEngine
 from skillopt.runs.rundir import RunDir
 from skillopt.skill.document import Skill
+from skillopt.skill.library import Library
 from skillopt.store.audit import Audit
 from skillopt.suite.task import Suite
 from skillopt.training.events import TrainObserver
@@ -162,6 +164,9 @@ class RunSession:
                 observers=observers,
                 gate=gate,
                 guard=guard,
+                library=ctx.harness.library
+                if isinstance(ctx.harness, InstallsLibrary)
+                else Library(),
             )
         except BaseException:
             for thing in reversed(opened):

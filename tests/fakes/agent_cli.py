@@ -9,8 +9,11 @@ lines; codex's JSONL events, including event and item types a parser must skip.
 
 Behaviour is set by `<name>.json` next to the executable (`invoke_when`: words
 that make the agent load the skill, the Skill tool call or SKILL.md read the real
-CLIs emit; without them it loads it for every prompt unless `invoke` is false) and every call is
-appended to `<name>.calls.jsonl` there, so a test can check the argv, stdin,
+CLIs emit; without them it loads it for every prompt unless `invoke` is false;
+`choose_by_description`: it picks among every skill installed where the CLI looks,
+the skill under test and a library's alike, by the shared routing rule applied to
+their names and descriptions, as a model picks from the CLI's listing) and every
+call is appended to `<name>.calls.jsonl` there, so a test can check the argv, stdin,
 cwd, environment and the workspace's files.
 
 The "brain" follows the skill literally (the same rules as the training tests'
@@ -26,6 +29,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+try:  # imported by a test, as `fakes.agent_cli`
+    from fakes.routing import choose
+except ImportError:  # run as the stand-in executable, with its own folder on sys.path
+    from routing import choose
 
 HELPFUL = "Write WORD items in capitals."
 HARMFUL = "Reverse every answer."
@@ -105,6 +113,53 @@ def wants_skill(config: dict, prompt: str) -> bool:
     if words is not None:
         return any(w.lower() in prompt.lower() for w in words)
     return bool(config.get("invoke", True))
+
+
+def description_of(skill_text: str) -> str:
+    """The frontmatter's `description:` value as the CLI lists it: plain, or quoted
+    the way skillopt writes it (double quotes with JSON's escapes, or YAML's single
+    quotes); indented lines that continue it are joined with spaces."""
+    lines = skill_text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return ""
+    value: list[str] | None = None
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        if value is None:
+            if line.startswith("description:"):
+                value = [line.split(":", 1)[1].strip()]
+        elif line[:1] in (" ", "\t"):
+            value.append(line.strip())
+        else:
+            break
+    if not value:
+        return ""
+    head, rest = value[0], value[1:]
+    if head in (">", "|", ">-", "|-"):  # a folded or literal block: its lines are the value
+        return " ".join(rest)
+    text = " ".join([head, *rest])
+    if text.startswith('"'):
+        try:
+            return str(json.loads(text))
+        except ValueError:
+            return text.strip('"')
+    if text.startswith("'") and text.endswith("'"):
+        return text[1:-1].replace("''", "'")
+    return text
+
+
+def pick_skill(config: dict, prompt: str, skills: dict[str, str]) -> tuple[str | None, bool]:
+    """(the installed skill the agent would load, whether it loads it). With
+    `choose_by_description`: the one the routing rule picks from every installed
+    skill's name and description (none loads when none shares two content words);
+    else the one skill installed, loaded as `wants_skill` says."""
+    if config.get("choose_by_description"):
+        if not config.get("discover", True):
+            return None, False
+        chosen = choose(prompt, [(n, description_of(t)) for n, t in skills.items()])
+        return chosen, chosen is not None
+    return next(iter(skills), None), wants_skill(config, prompt)
 
 
 def hang(bin_dir: Path) -> None:
@@ -262,8 +317,7 @@ def claude(bin_dir: Path, argv: list[str]) -> int:
         sys.stderr.write(config.get("stderr", "fatal: something broke inside the agent") + "\n")
         return int(config.get("exit_code", 3))
 
-    invoke = wants_skill(config, prompt)
-    name = next(iter(skills), None)
+    name, invoke = pick_skill(config, prompt, skills)
     skill_text = skills[name] if (name and invoke) else ""
     answer, save = brain(prompt, skill_text)
     # as claude 2.1.197 prints it: the skills it discovered (project ones first, then
@@ -564,8 +618,7 @@ def codex(bin_dir: Path, argv: list[str]) -> int:
         sys.stderr.write(config.get("stderr", "thread 'main' panicked at codex-rs/exec") + "\n")
         return int(config.get("exit_code", 101))
 
-    invoke = wants_skill(config, prompt)
-    name = next(iter(skills), None)
+    name, invoke = pick_skill(config, prompt, skills)
     if mode == "sandbox_broken":  # every command fails before it starts (observed)
         cmd = {
             "id": "item_1",

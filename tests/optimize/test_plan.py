@@ -170,3 +170,44 @@ def test_the_binding_budget_is_the_one_the_plan_crosses_first(inputs):
         ExemplarOptimizer(),
     )
     assert any("the plan's cost is unknown" in line for line in unknown.budget)
+
+
+def test_a_description_run_plans_one_description_call_per_step(isolated):
+    """No slow update, no notes, one description asked for per step (its one edit),
+    whatever the optimizer could do for a body."""
+    import routing_rule
+
+    world = routing_rule.write_describe_fixture(isolated)
+    skill, suite = Skill.load(world["skill"]), load_suite(world["suite"])
+    s = Settings(part="description", epochs=3, batch_size=2, minibatch_size=1)
+    optimizer = LLMOptimizer(ScriptedModel([]))
+    plan = make_plan(skill, suite, s, "scripted/echo", optimizer)
+    assert (plan.total_steps, plan.optimizer_calls, plan.slow_updates) == (6, 6, 0)
+    assert plan.budgets == [1] * 6
+    assert [(st.stage, st.role, st.count) for st in plan.stages if st.role == "optimizer"] == [
+        ("describe", "optimizer", 6)
+    ]
+    # the same settings for a body: two reflections a step, slow updates and notes
+    body = make_plan(
+        skill, suite, s.model_copy(update={"part": "body"}), "scripted/echo", optimizer
+    )
+    assert body.optimizer_calls == 6 * 2 + 3 + 2
+    # the description call reads the description and the queries, never the body
+    assert plan.optimizer_tokens < body.optimizer_tokens / 2
+    res = CliRunner().invoke(
+        app,
+        ["train", str(world["skill"]), "--tasks", str(world["suite"]), "--part", "description",
+         "--harness", "router", "--target", "scripted/routing_rule:router", "--optimizer",
+         "scripted/echo", "--library", str(world["library"]), "--epochs", "3",
+         "--batch-size", "2", "--dry-run"],
+        env={"COLUMNS": "200"},
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert "  steps: 3 epochs × 2 = 6" in lines  # no "+3 slow updates"
+    assert "  edit budget per step: 1 1 1 1 1 1" in lines
+    assert any(line.startswith("  optimizer calls: at most 6 ") for line in lines), lines
+    said = " ".join(res.stdout.split())
+    assert "note: no slow update and no notes: a description run writes only the" in said
+    assert "a proposed description that fails lint is asked for again once" in said
+    assert "subsets of its edits" not in said and "runs an agent per task" not in said

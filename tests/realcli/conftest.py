@@ -10,10 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import time
 from pathlib import Path
 
 import pytest
+import routing_rule
+from fakes.anthropic_api import (
+    SKILL_LISTING,
+    Turn,
+    _texts,
+    has_tool,
+    prompt_text,
+    skills_loaded,
+)
+from fakes.responses_api import function_calls, messages, shell, skill_files, text
 from helpers import write_skill, write_suite
 from typer.testing import CliRunner
 
@@ -107,3 +118,31 @@ def run_eval(harness: str, *args):
     start = time.monotonic()
     res = CliRunner().invoke(app, ["eval", *map(str, args), "--harness", harness])
     return res, time.monotonic() - start
+
+
+# the shared routing rule (tests/fakes/routing.py) as each CLI's model, on the listing
+# the CLI put in its request
+def claude_model(body: dict) -> Turn:
+    """The rule on Claude Code's listing: call the Skill tool for the choice; once a
+    skill is loaded (or none was chosen), answer with its name or `none`."""
+    loaded = skills_loaded(body)
+    if loaded:
+        return Turn.text(loaded[0])
+    listing = "\n".join(t.split(SKILL_LISTING, 1)[1] for t in _texts(body) if SKILL_LISTING in t)
+    chosen = routing_rule.choose(prompt_text(body), routing_rule.parse_listing(listing))
+    spoke = any(m.get("role") == "assistant" for m in body.get("messages") or [])
+    if chosen and not spoke and has_tool(body, "Skill"):
+        return Turn.tool_use("Skill", {"skill": chosen})
+    return Turn.text(chosen or "none")
+
+
+def codex_model(body: dict):
+    """The rule on Codex's `<skills_instructions>`: `cat` the choice's SKILL.md, then
+    answer with its name (or `none`)."""
+    developer = "\n".join(messages(body, "developer"))
+    request = messages(body, "user")[-1]
+    chosen = routing_rule.choose(request, routing_rule.parse_listing(developer))
+    path = skill_files(body).get(chosen or "")
+    if path is not None and not function_calls(body):
+        return shell(f"cat {shlex.quote(str(path))}")
+    return text(chosen or "none")

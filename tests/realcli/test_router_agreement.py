@@ -15,57 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from pathlib import Path
 
 import pytest
 import routing_rule
-from conftest import real_cli, run_eval
-from fakes.anthropic_api import (
-    SKILL_LISTING,
-    FakeAnthropic,
-    Turn,
-    _texts,
-    has_tool,
-    prompt_text,
-    skills_loaded,
-)
-from fakes.responses_api import (
-    FakeResponses,
-    function_calls,
-    messages,
-    shell,
-    skill_files,
-    text,
-)
+from conftest import claude_model, codex_model, real_cli, run_eval
+from fakes.anthropic_api import FakeAnthropic
+from fakes.responses_api import FakeResponses
 
 KEY = "FAKE_PROVIDER_KEY"
-
-
-def claude_model(body: dict) -> Turn:
-    """The rule on Claude Code's listing: call the Skill tool for the choice; once a
-    skill is loaded (or none was chosen), answer with its name or `none`."""
-    loaded = skills_loaded(body)
-    if loaded:
-        return Turn.text(loaded[0])
-    listing = "\n".join(t.split(SKILL_LISTING, 1)[1] for t in _texts(body) if SKILL_LISTING in t)
-    chosen = routing_rule.choose(prompt_text(body), routing_rule.parse_listing(listing))
-    spoke = any(m.get("role") == "assistant" for m in body.get("messages") or [])
-    if chosen and not spoke and has_tool(body, "Skill"):
-        return Turn.tool_use("Skill", {"skill": chosen})
-    return Turn.text(chosen or "none")
-
-
-def codex_model(body: dict):
-    """The rule on Codex's `<skills_instructions>`: `cat` the choice's SKILL.md, then
-    answer with its name (or `none`)."""
-    developer = "\n".join(messages(body, "developer"))
-    request = messages(body, "user")[-1]
-    chosen = routing_rule.choose(request, routing_rule.parse_listing(developer))
-    path = skill_files(body).get(chosen or "")
-    if path is not None and not function_calls(body):
-        return shell(f"cat {shlex.quote(str(path))}")
-    return text(chosen or "none")
 
 
 def choices(out: Path) -> dict[str, str]:

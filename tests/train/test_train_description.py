@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 import routing_rule
-from helpers import write_skill, write_suite
+from helpers import write_suite
 from typer.testing import CliRunner
 
 import skillopt
@@ -19,40 +19,21 @@ from skillopt.models import ScriptedModel, register_model, unregister_model
 from skillopt.skill.document import Skill
 
 runner = CliRunner()
-BODY = "# Invoice totals\n\nAdd every line item, then the tax.\n"
-START = "Checks invoice totals."
-GOOD = (
-    "Adds up invoice line items and tax, sums the receipt line items of an invoice, "
-    "and checks invoice totals. Use when an invoice total, sum or tax must be added up "
-    "or checked."
+BODY, START, GOOD = (
+    routing_rule.DESCRIBE_BODY,
+    routing_rule.DESCRIBE_START,
+    routing_rule.DESCRIBE_GOOD,
 )
 BAD = "Checks <invoice> totals. " + "x" * 2000
-ITEMS = [
-    ("t1", "Check the invoice total on this invoice", True, "train"),
-    ("t2", "Add up the line items of this receipt for the invoice", True, "train"),
-    ("t3", "Extract the line items from this scanned receipt photo", False, "train"),
-    ("t4", "Write a haiku about autumn leaves", False, "train"),
-    ("v1", "Sum the line items and tax of an invoice", True, "val"),
-    ("v2", "Check this invoice total", True, "val"),
-    ("v3", "Read the scanned receipt image", False, "val"),
-    ("v4", "Clean this messy CSV export", False, "val"),
-    ("x1", "Add up the invoice tax and line items", True, "test"),
-    ("x2", "Extract line items from receipt photos", False, "test"),
-]
 
 
 @pytest.fixture
 def world(isolated):
-    skill = write_skill(isolated / "skills", "invoice-totals", body=BODY, description=START)
-    library = isolated / "library"
-    name, description = routing_rule.LIBRARY[0]  # receipt-scanner: it collides
-    write_skill(library, name, description=description)
-    items = [{"id": i, "query": q, "should_trigger": t, "split": s} for i, q, t, s in ITEMS]
-    suite = write_suite(isolated / "tasks" / "triggers.yaml", items)
+    world = routing_rule.write_describe_fixture(isolated)  # receipt-scanner collides
     tasks = write_suite(
         isolated / "tasks" / "tasks.yaml", [{"id": "a", "input": "x", "expected": "y"}]
     )
-    return {"skill": skill, "library": library, "suite": suite, "tasks": tasks}
+    return {**world, "tasks": tasks}
 
 
 @pytest.fixture
