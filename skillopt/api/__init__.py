@@ -32,6 +32,7 @@ from skillopt.api.runs import (
     estimated_line,
     list_runs,
     prune_runs,
+    run_answers,
     run_blame,
     run_config,
     run_diff,
@@ -40,6 +41,7 @@ from skillopt.api.runs import (
     run_log_step,
     run_report,
     run_step,
+    run_tasks,
     runs_dir,
 )
 from skillopt.api.scoring import evaluate, junit_xml, lint, summary_markdown, validate
@@ -61,6 +63,9 @@ if TYPE_CHECKING:
     from skillopt.plugins import Listing as Listing
     from skillopt.rollouts.cluster import NodeReport as NodeReport
     from skillopt.rollouts.engine import RolloutEvent as RolloutEvent
+    from skillopt.rollouts.view import Answer as Answer
+    from skillopt.runs.answers import RunAnswers as RunAnswers
+    from skillopt.runs.answers import TaskView as TaskView
     from skillopt.runs.listing import RunInfo as RunInfo
     from skillopt.runs.prune import Pruned as Pruned
     from skillopt.runs.read import RunStep as RunStep
@@ -118,7 +123,9 @@ __all__ = [
     "run_history",
     "run_log",
     "run_log_step",
+    "run_answers",
     "run_report",
+    "run_tasks",
     "run_step",
     "runs_dir",
     "summary_markdown",

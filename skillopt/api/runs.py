@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from skillopt.runs.answers import RunAnswers, TaskView
     from skillopt.runs.listing import RunInfo
     from skillopt.runs.prune import Pruned
     from skillopt.runs.read import RunStep
@@ -77,6 +78,30 @@ def run_log_step(run: str | Path, step: int, *, run_dir: str | Path | None = Non
     from skillopt.runs import read as runs
 
     return runs.find_step(run, step, run_dir)
+
+
+def run_answers(run: str | Path, *, run_dir: str | Path | None = None) -> RunAnswers:
+    """Every answer of a run, per step and task (the report's answers): the prompt as
+    the target saw it, the answer, expected value, score and feedback, the incumbent
+    beside the candidate at each gate and the test split's skills side by side."""
+    from skillopt.runs import answers
+
+    return answers.of_run(run, run_dir)
+
+
+def run_tasks(
+    run: str | Path,
+    step: int | str,
+    *,
+    task: str | None = None,
+    run_dir: str | Path | None = None,
+) -> list[TaskView]:
+    """The tasks of one step of a run (`skillopt show RUN STEP`; `step` "test": the
+    test split), or with `task` that one task there; an `InputError` naming the
+    places or tasks the run has when there is no such step or task."""
+    from skillopt.runs import answers
+
+    return answers.tasks_at(run, step, task, run_dir)
 
 
 def best_val(steps: Sequence[RunStep]) -> float | None:

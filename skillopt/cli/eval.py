@@ -13,6 +13,7 @@ from rich.table import Table
 
 from skillopt import api
 from skillopt._util import display
+from skillopt.cli import answers as answers_cli
 from skillopt.cli.common import (
     TASKS_HELP,
     AllowLongSkill,
@@ -90,6 +91,17 @@ def eval_cmd(
     strict_splits: StrictSplits = False,
     json_file: JsonOut = None,
     library: LibraryDirs = None,
+    show_failures: Annotated[
+        bool,
+        typer.Option(
+            "--show-failures",
+            help="After the table, each failed or unscored task: its prompt, answer, "
+            "expected value, score and feedback.",
+        ),
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="With --show-failures: long texts whole.")
+    ] = False,
 ) -> None:
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
     if skill is None and not no_skill:
@@ -120,12 +132,29 @@ def eval_cmd(
         )
     if json_file is None or str(json_file) != "-":
         render(result)
+        if show_failures:
+            render_failures(result, full=full)
     if json_file is not None:
         write_json(json_file, result.to_dict())
     rollouts = result.all_rollouts
     if rollouts and not any(r.scored for r in rollouts):
         err.print("[bold red]error:[/] no rollout was scored; see the errors above")
         raise typer.Exit(1)
+
+
+def render_failures(result: EvalResult, *, full: bool = False) -> None:
+    """Each failed or unscored task of every split and variant scored, with what the
+    target was sent and answered."""
+    for r in result.results:
+        failed = r.failures(result.target)
+        out.print()
+        out.print(f"[bold]failures ({r.variant} · {r.split}): {len(failed)} of {r.tasks} tasks[/]")
+        for answers in failed:
+            first = answers[0]
+            out.print()
+            out.print(f"[bold]{escape(first.task_id)}[/]", soft_wrap=True)
+            for a in answers:
+                answers_cli.answer(a, full=full, samples=len(answers) > 1)
 
 
 def render_triggers(report: TriggerReport, label: str) -> None:

@@ -1,5 +1,5 @@
 """`skillopt log`, `skillopt diff`, `skillopt show`: a run's story, read from its
-checkpoint and its git audit.
+checkpoint and its git audit (and a step's answers from its rollout store).
 
 Invariant: reading only; a step that made no candidate is shown from what its
 checkpoint recorded (its batch, its optimizer calls, the edits not applied).
@@ -16,7 +16,9 @@ from rich.table import Table
 
 from skillopt import api
 from skillopt._util import display
+from skillopt.cli import answers as answers_cli
 from skillopt.cli.common import Run, RunDirOpt, handle_errors, out
+from skillopt.errors import InputError
 
 if TYPE_CHECKING:
     from skillopt.api import RunStep
@@ -134,10 +136,51 @@ def diff_cmd(
 
 @handle_errors
 def show_cmd(
-    run: Run, step: Annotated[int, typer.Argument(help="Step number.")], run_dir: RunDirOpt = None
+    run: Run,
+    step: Annotated[str, typer.Argument(help="Step number, or `test` (the test split's tasks).")],
+    task: Annotated[
+        Optional[str],
+        typer.Option(
+            "--task",
+            help="One task of the step: its prompt, answer, expected value, score and "
+            "feedback, the incumbent beside the candidate.",
+            metavar="ID",
+            show_default=False,
+        ),
+    ] = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Print long prompts and answers whole.")
+    ] = False,
+    run_dir: RunDirOpt = None,
 ) -> None:
-    """One step's evidence: decision, edits with their apply status, flips, trailers."""
-    found = api.run_log_step(run, step, run_dir=run_dir)
+    """One step's evidence (decision, edits with their apply status, flips, trailers)
+    and its tasks with their outcome and flip; with --task, that task's answers."""
+    if step != "test" and not step.isdigit():
+        raise InputError(f"STEP {step!r} is neither a step number nor `test`")
+    if task is not None:
+        for i, view in enumerate(api.run_tasks(run, step, task=task, run_dir=run_dir)):
+            if i:
+                out.print()
+            answers_cli.task(view, full=full)
+        return
+    if step != "test":
+        _evidence(api.run_log_step(run, int(step), run_dir=run_dir))
+    try:
+        views = api.run_tasks(run, step, run_dir=run_dir)
+    except InputError as exc:
+        if step == "test":
+            raise
+        out.print(f"\n[dim]tasks: {escape(str(exc))}[/]", soft_wrap=True)
+        return
+    out.print()
+    out.print(
+        f"tasks at {'the test split' if step == 'test' else 'step ' + step}"
+        " (`--task ID` shows one):"
+    )
+    answers_cli.listing(views)
+
+
+def _evidence(found: RunStep) -> None:
     if found.commit is None:
         out.print(escape(found.describe()), soft_wrap=True)
         for line in found.evidence():

@@ -21,6 +21,7 @@ from skillopt.rollouts.outcomes import (
     task_outcomes,
 )
 from skillopt.rollouts.record import Rollout
+from skillopt.rollouts.view import PASS, Answer, answer_of, outcome_of
 
 
 @dataclass
@@ -34,6 +35,8 @@ class SplitResult:
     skill_hash: str = ""
     # a trigger suite's queries: each one's should_trigger (empty for a task suite)
     expected: dict[str, bool] = field(default_factory=dict)
+    # each task's expected value, for the reader of its answers (`answers`)
+    task_expected: dict[str, Any] = field(default_factory=dict)
 
     @property
     def outcomes(self) -> dict[str, TaskOutcome]:
@@ -123,6 +126,19 @@ class SplitResult:
     @property
     def kept_workspaces(self) -> list[str]:
         return [r.trajectory["workspace"] for r in self.fresh if r.trajectory.get("workspace")]
+
+    def answers(self, target: str | None) -> list[Answer]:
+        """Each rollout as a reader sees it: the prompt as `target` saw it, the answer,
+        the expected value, score and feedback."""
+        return [answer_of(r, self.task_expected.get(r.task_id), target) for r in self.rollouts]
+
+    def failures(self, target: str | None) -> list[list[Answer]]:
+        """The tasks that failed or went unscored, each with its samples' answers, in
+        the order they were run."""
+        by: dict[str, list[Answer]] = {}
+        for a in self.answers(target):
+            by.setdefault(a.task_id, []).append(a)
+        return [found for found in by.values() if outcome_of(found)[0] != PASS]
 
     def summary(self) -> dict[str, Any]:
         invoked, traced = self.invocations
@@ -240,9 +256,14 @@ class EvalResult:
             "invoke": self.invoke,
             "results": [r.summary() for r in self.results],
             "comparisons": [c.summary() for c in self.comparisons],
+            # each rollout with what it was sent and what was expected of it
             "rollouts": [
-                {"variant": res.variant, **r.to_dict()}
+                {"variant": res.variant, **r.to_dict(), **_seen(a)}
                 for res in self.results
-                for r in res.rollouts
+                for r, a in zip(res.rollouts, res.answers(self.target))
             ],
         }
+
+
+def _seen(a: Answer) -> dict[str, Any]:
+    return {"expected": a.expected, "prompt": a.prompt, "messages": list(a.messages)}

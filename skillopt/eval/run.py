@@ -123,7 +123,8 @@ def _evaluate(
                 )
                 wall = time.perf_counter() - start
                 expected = expectations(tasks_by_split[s])
-                results.append(SplitResult(variant, s, rollouts, wall, sk.hash, expected))
+                wanted = {t.id: t.expected for t in tasks_by_split[s]}
+                results.append(SplitResult(variant, s, rollouts, wall, sk.hash, expected, wanted))
     finally:
         engine.close()
     comparisons = []

@@ -162,7 +162,20 @@ class RunDir:
         for candidate in (Path(ref), runs_dir / ref):
             if (candidate / "run.yaml").is_file():
                 return cls(candidate)
-        raise InputError(f"no run {ref!r}: give a run directory or an id under {runs_dir}/")
+        there = sorted(
+            (p for p in runs_dir.glob("*/run.yaml") if p.is_file()),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        ids = [p.parent.name for p in there]
+        known = (
+            f" (runs there, newest first: {', '.join(ids[:5])}"
+            + (f", and {len(ids) - 5} more" if len(ids) > 5 else "")
+            + ")"
+            if ids
+            else " (it holds none)"
+        )
+        raise InputError(f"no run {ref!r}: give a run directory or an id under {runs_dir}/{known}")
 
     # -- config ----------------------------------------------------------------------
     def write_config(self, config: dict[str, Any]) -> None:

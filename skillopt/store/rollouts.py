@@ -86,6 +86,26 @@ class RolloutStore(Claims, Ledger):
                 ).fetchone()[0]
             )
 
+    def used_by(self, run_id: str) -> list[tuple[Rollout, dict[str, Any]]]:
+        """Every rollout the run used (`note_uses`), scored or not, with its
+        fingerprint (which holds the task as it was run: prompt, expected): what a
+        reader of the run shows of its answers."""
+        cols = ", ".join(f"r.{c.strip()}" for c in _COLUMNS.split(","))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {cols}, r.fingerprint FROM rollouts r JOIN uses u ON u.key = r.key "
+                "WHERE u.run_id = ? AND u.kind = 'rollout' ORDER BY r.task_id, r.sample",
+                (run_id,),
+            ).fetchall()
+        out = []
+        for row in rows:
+            try:
+                fp = json.loads(row[-1])
+            except ValueError:  # a row written by hand: shown without its task
+                fp = {}
+            out.append((_from_row(row[:-1]), fp if isinstance(fp, dict) else {}))
+        return out
+
     def skill_text(self, skill_hash: str) -> str | None:
         with self._lock:
             row = self._db.execute(

@@ -93,7 +93,8 @@ def render_compare(a: dict[str, Any], b: dict[str, Any]) -> str:
     body = "".join(
         f'<section id="{x}"><h2>{escape(t)}</h2>{html}</section>' for x, t, html in sections
     )
-    data = {"runs": [page_data(d) for d in runs]}
+    # each run's answers are its own page's: the comparison draws none of them
+    data = {"runs": [{k: v for k, v in page_data(d).items() if k != "answers"} for d in runs]}
     return document(
         f"skillopt · {a['run_id']} vs {b['run_id']}",
         header,

@@ -10,7 +10,8 @@ Sources, and what each gives:
 - `events.jsonl`: which validation rollouts passed, were unscored or came from
   the store, per step;
 - the store's ledger (when the store can be found): what was paid and when, so
-  spend can be drawn step by step;
+  spend can be drawn step by step; and the rollouts the run used, for its answers
+  (`skillopt.runs.answers`);
 - the audit repository: each candidate's skill diff and the blame of the best.
 
 Invariant: nothing here raises on a run that is odd but readable (an old run
@@ -28,7 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from skillopt._util import secrets
 from skillopt.errors import InputError
+from skillopt.runs import answers
+from skillopt.runs.answers import store_path
 from skillopt.runs.html.blame import blame_lines
+from skillopt.runs.html.viewer import embedded
 from skillopt.runs.read import open_run
 from skillopt.runs.rundir import RunDir
 from skillopt.runs.sections import step_edits, step_trials
@@ -89,6 +93,8 @@ def collect(run: RunDir, audit: Audit, *, ledger: list[LedgerRow] | None = None)
         "summary": summ,
         "steps": steps,
         "grid": grid(state, events),
+        # every answer, per step and task (the page's answers viewer)
+        "answers": embedded(answers.read(run, state, events)),
         "spend": spend(state, events, ledger),
         "test": _test(state),
         "blame": blame_lines(audit, records),
@@ -108,31 +114,26 @@ def _events(run: RunDir, notes: list[str]) -> list[dict[str, Any]]:
 
 
 def _ledger(run: RunDir, config: dict[str, Any], notes: list[str]) -> list[LedgerRow]:
-    """The run's spend rows from the store it recorded, found as given (relative to
-    the current directory) or beside the runs directory; [] when it is gone."""
-    store = (config.get("settings") or {}).get("store")
-    if not store or store == ":memory:":
+    """The run's spend rows from the store it recorded (`answers.store_path`); []
+    when it is gone."""
+    place, why = store_path(run, config)
+    if place is None:
+        if (config.get("settings") or {}).get("store") not in (None, "", ":memory:"):
+            notes.append(
+                f"{why}: spend per step is counted from events.jsonl, without tokens and cost"
+            )
         return []
-    path = Path(store)
-    places = [path] if path.is_absolute() else [path, run.path.parent.parent / path]
-    for place in places:
-        if place.is_file():
-            from skillopt.store.rollouts import RolloutStore
+    from skillopt.store.rollouts import RolloutStore
 
-            try:
-                with RolloutStore(place) as db:
-                    return db.spend_timeline(run.run_id)
-            except (InputError, OSError, sqlite3.Error) as exc:
-                notes.append(
-                    f"the store {place} could not be read ({exc}): spend per step is "
-                    "counted from events.jsonl"
-                )
-                return []
-    notes.append(
-        f"the rollout store ({store}) is not here: spend per step is counted from "
-        "events.jsonl, without tokens and cost"
-    )
-    return []
+    try:
+        with RolloutStore(place) as db:
+            return db.spend_timeline(run.run_id)
+    except (InputError, OSError, sqlite3.Error) as exc:
+        notes.append(
+            f"the store {place} could not be read ({exc}): spend per step is "
+            "counted from events.jsonl"
+        )
+        return []
 
 
 def _steps(state: TrainState, audit: Audit, notes: list[str]) -> list[dict[str, Any]]:

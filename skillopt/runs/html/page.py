@@ -1,7 +1,8 @@
 """The report of one run as one self-contained HTML page: its facts, then a section
-each for validation, spend, tasks × steps, the test split, the steps, blame, and
-settings & files. The frame (inline style and script, the embedded JSON) is
-`document`'s; the steps and blame are drawn by `steps`, the charts by `charts`.
+each for validation, spend, tasks × steps, every task's answers, the test split,
+the steps, blame, and settings & files. The frame (inline style and script, the
+embedded JSON) is `document`'s; the steps and blame are drawn by `steps`, the
+answers by `viewer`, the charts by `charts`.
 
 Invariant: every piece of text that came from a run (reasons, edits, task ids,
 skill lines, settings) is escaped; the embedded JSON cannot close its script
@@ -21,6 +22,7 @@ from skillopt.runs.html.charts import attr
 from skillopt.runs.html.data import NOT_RUN
 from skillopt.runs.html.document import document, page_data, path_code
 from skillopt.runs.html.steps import blame_section, steps_section
+from skillopt.runs.html.viewer import answers_section
 from skillopt.runs.summary import duration, estimated_line, gate_rule
 
 
@@ -78,6 +80,7 @@ def render(d: dict[str, Any]) -> str:
         ("score", "Validation", _score_section(d)),
         ("spend", "Spend", _spend_section(d)),
         ("grid", "Tasks × steps", _grid_section(d)),
+        ("answers", "Answers", answers_section(d)),
         ("test", "Test split", _test_section(d)),
         ("steps", "Steps", steps_section(d)),
         ("blame", "Blame", blame_section(d)),
