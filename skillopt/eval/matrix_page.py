@@ -94,7 +94,7 @@ def _tasks(result: MatrixResult) -> str:
     head = "".join(
         f'<th class="stepcol" title="{attr(c.label)}">{i + 1}</th>' for i, c in enumerate(cells)
     )
-    legend = "".join(f"<li>{i + 1}: {escape(c.label)}</li>" for i, c in enumerate(cells))
+    legend = " · ".join(f"{i + 1}: {escape(c.label)}" for i, c in enumerate(cells))
     rows = []
     for task in ids:
         tds = []
@@ -105,7 +105,7 @@ def _tasks(result: MatrixResult) -> str:
             )
         rows.append(f'<tr><th class="task">{escape(task)}</th>{"".join(tds)}</tr>')
     return (
-        f'<ol class="muted">{legend}</ol><div class="grid-wrap"><table class="outcomes">'
+        f'<p class="muted">{legend}</p><div class="grid-wrap"><table class="outcomes">'
         f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
