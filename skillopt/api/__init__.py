@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from skillopt.api.harvest import HarvestResult, HarvestSuite, harvest, harvest_suite
 from skillopt.api.inventory import builtin_origin, cluster_report, models, plugins
+from skillopt.api.matrix import evaluate_matrix, matrix_html, validate_matrix
 from skillopt.api.options import TRAIN_OPTIONS, BudgetOptions, Section, TrainOptions
 from skillopt.api.runs import (
     best_val,
@@ -57,6 +58,8 @@ from skillopt.ship.refusals import LintFailed, Refused
 if TYPE_CHECKING:
     from skillopt.eval.checks import ValidateResult as ValidateResult
     from skillopt.eval.loading import TriggerReport as TriggerReport
+    from skillopt.eval.matrix import MatrixResult as MatrixResult
+    from skillopt.eval.matrix import MatrixValidation as MatrixValidation
     from skillopt.eval.results import EvalResult as EvalResult
     from skillopt.models.inventory import ModelInfo as ModelInfo
     from skillopt.optimize.plan import Plan as Plan
@@ -102,6 +105,7 @@ __all__ = [
     "draft_triggers",
     "duration",
     "evaluate",
+    "evaluate_matrix",
     "export",
     "init",
     "init_defaults",
@@ -110,6 +114,7 @@ __all__ = [
     "import_tasks",
     "junit_xml",
     "lint",
+    "matrix_html",
     "list_runs",
     "models",
     "plan",
@@ -131,4 +136,5 @@ __all__ = [
     "summary_markdown",
     "train",
     "validate",
+    "validate_matrix",
 ]

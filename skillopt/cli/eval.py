@@ -21,7 +21,6 @@ from skillopt.cli.common import (
     BudgetUsd,
     Concurrency,
     Executor,
-    Harness,
     JsonOut,
     Judge,
     LibraryDirs,
@@ -29,7 +28,6 @@ from skillopt.cli.common import (
     Samples,
     Store,
     StrictSplits,
-    Target,
     TimeLimit,
     err,
     handle_errors,
@@ -38,6 +36,7 @@ from skillopt.cli.common import (
     warn,
     write_json,
 )
+from skillopt.cli.matrix import Harnesses, HtmlOut, Targets, eval_matrix, is_matrix, one
 from skillopt.cli.progress import Display, open_display
 
 if TYPE_CHECKING:
@@ -69,7 +68,7 @@ def eval_cmd(
         typer.Option("--tasks", help=TASKS_HELP, metavar="SUITE", show_default=False),
     ] = ...,  # type: ignore[assignment]
     split: Split = "test",
-    target: Target = None,
+    target: Targets = None,
     no_skill: Annotated[bool, typer.Option("--no-skill", help="Score the bare model.")] = False,
     compare_no_skill: Annotated[
         bool,
@@ -79,7 +78,7 @@ def eval_cmd(
     ] = False,
     concurrency: Concurrency = None,
     executor: Executor = None,
-    harness: Harness = None,
+    harness: Harnesses = None,
     judge: Judge = None,
     samples: Samples = None,
     store: Store = None,
@@ -90,6 +89,7 @@ def eval_cmd(
     allow_long_skill: AllowLongSkill = False,
     strict_splits: StrictSplits = False,
     json_file: JsonOut = None,
+    html_file: HtmlOut = None,
     library: LibraryDirs = None,
     show_failures: Annotated[
         bool,
@@ -104,6 +104,33 @@ def eval_cmd(
     ] = False,
 ) -> None:
     """Score a skill on a task suite: mean score, pass rate, tokens, cost per split."""
+    if is_matrix(target, harness) or html_file is not None:
+        eval_matrix(
+            skill,
+            tasks,
+            no_skill=no_skill,
+            compare_no_skill=compare_no_skill,
+            json_file=json_file,
+            html_file=html_file,
+            targets=target or [],
+            harnesses=harness or [],
+            split=split,
+            concurrency=concurrency,
+            executor=executor,
+            judge=judge,
+            samples=samples,
+            store=store,
+            budget_usd=budget_usd,
+            max_target_rollouts=max_target_rollouts,
+            time_limit=time_limit,
+            allow_unpriced=True if allow_unpriced else None,
+            allow_long_skill=True if allow_long_skill else None,
+            strict_splits=True if strict_splits else None,
+            agent=library_section(library),
+            observe=ProgressObserver,
+            warn=warn,
+        )
+        return
     if skill is None and not no_skill:
         raise typer.BadParameter("give a SKILL path, or --no-skill", param_hint="SKILL")
     with open_display() as progress:
@@ -113,10 +140,10 @@ def eval_cmd(
             split=split,
             no_skill=no_skill,
             compare_no_skill=compare_no_skill,
-            target=target,
+            target=one(target),
             concurrency=concurrency,
             executor=executor,
-            harness=harness,
+            harness=one(harness),
             judge=judge,
             samples=samples,
             store=store,

@@ -21,7 +21,6 @@ from skillopt.cli.common import (
     BudgetUsd,
     Concurrency,
     Executor,
-    Harness,
     JsonOut,
     Judge,
     LibraryDirs,
@@ -30,7 +29,6 @@ from skillopt.cli.common import (
     Samples,
     Store,
     StrictSplits,
-    Target,
     TimeLimit,
     at_least,
     err,
@@ -41,6 +39,7 @@ from skillopt.cli.common import (
     write_json,
 )
 from skillopt.cli.eval import ProgressObserver, Split, render_triggers
+from skillopt.cli.matrix import Harnesses, Targets, is_matrix, one, validate_matrix
 from skillopt.cli.progress import open_display
 from skillopt.errors import InputError
 
@@ -236,10 +235,10 @@ def validate_cmd(
             help="text or json (on stdout); deprecated: use --json -.",
         ),
     ] = None,
-    target: Target = None,
+    target: Targets = None,
     concurrency: Concurrency = None,
     executor: Executor = None,
-    harness: Harness = None,
+    harness: Harnesses = None,
     judge: Judge = None,
     samples: Samples = None,
     store: Store = None,
@@ -260,6 +259,35 @@ def validate_cmd(
         )
     if fmt == "json":
         json_file = Path("-")
+    if is_matrix(target, harness):
+        validate_matrix(
+            skill,
+            tasks,
+            json_file=json_file,
+            junit=junit,
+            summary=summary,
+            observe=ProgressObserver,
+            targets=target or [],
+            harnesses=harness or [],
+            split=split,
+            min_score=min_score,
+            baseline=baseline,
+            max_regressions=max_regressions,
+            min_load_rate=min_load_rate,
+            concurrency=concurrency,
+            executor=executor,
+            judge=judge,
+            samples=samples,
+            store=store,
+            budget_usd=budget_usd,
+            max_target_rollouts=max_target_rollouts,
+            time_limit=time_limit,
+            allow_unpriced=True if allow_unpriced else None,
+            allow_long_skill=True if allow_long_skill else None,
+            strict_splits=True if strict_splits else None,
+            agent=library_section(library),
+            warn=warn,
+        )
     with open_display() as progress:
         result = api.validate(
             skill,
@@ -269,10 +297,10 @@ def validate_cmd(
             baseline=baseline,
             max_regressions=max_regressions,
             min_load_rate=min_load_rate,
-            target=target,
+            target=one(target),
             concurrency=concurrency,
             executor=executor,
-            harness=harness,
+            harness=one(harness),
             judge=judge,
             samples=samples,
             store=store,
