@@ -319,7 +319,10 @@ class Trainer:
         if core.test:
             core.stage(Stage(stage="test"))
             scored: dict[str, dict[str, TaskOutcome]] = {}  # skill hash -> outcomes
-            for name, skill in (("no_skill", Skill.empty()), ("initial", initial), ("best", best)):
+            skills = [("no_skill", Skill.empty()), ("initial", initial), ("best", best)]
+            if core.test[0].is_trigger:  # without the skill there is nothing that could load
+                skills = skills[1:]
+            for name, skill in skills:
                 core.begin()
                 label = f"test · {name.replace('_', ' ')}"
                 if skill.hash not in scored:  # the best may be the initial skill: scored once
