@@ -132,11 +132,20 @@ def decision_line(ev: Decided) -> str:
     reason = ev.reason
     if shown and reason.endswith(shown):  # "better on validation (+0.083)": said once
         reason = reason[: -len(shown)]
+    held = ev.held  # `--part both`: the other part's score, which must not fall
+    kept = (
+        f" · {escape(str(held.get('part')))} {display.score(held.get('incumbent_mean'))}"
+        f"→{display.score(held.get('candidate_mean'))}"
+        if held
+        else ""
+    )
     return (
-        f"step {ev.step:<3} {label}[{color}]{ev.decision:<9}[/] val {display.score(ev.val)}"
+        f"step {ev.step:<3} {label}[{color}]{ev.decision:<9}[/] "
+        f"{escape(ev.gated_on or 'val')} {display.score(ev.val)}"
         + shown
         + (f" p={display.p_value(p, floor=True)}" if p is not None else "")
         + flips_text(ev.fail_to_pass, ev.pass_to_fail)
+        + kept
         + f" · best {display.score(ev.best)} — {escape(reason)}"
     )
 

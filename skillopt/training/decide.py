@@ -92,6 +92,12 @@ class Held:
     noun: str  # "trigger queries", "tasks"
     is_run_val: bool
 
+    @property
+    def noun_of_val(self) -> str | None:
+        """What the judge's own validation items are, said where they are not the
+        run's validation tasks (a description step's trigger queries)."""
+        return "trigger queries" if self.is_run_val else None
+
 
 class Judge:
     """Gates candidates for one run: `decide` gates one candidate and records the step
@@ -295,6 +301,8 @@ class Judge:
                     fail_to_pass=dm.fail_to_pass,
                     pass_to_fail=dm.pass_to_fail,
                     trial=m.label if m.trial > 1 else None,
+                    gated_on=self.held.noun_of_val if self.held is not None else None,
+                    held=dm.held,
                 )
             )
 

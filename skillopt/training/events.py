@@ -122,6 +122,10 @@ class GateDecision:
     pass_to_fail: tuple[str, ...] | None = optional()
     # a decomposed step's later candidate: which of its edits ("edit 2 alone")
     trial: str | None = optional()
+    # `--part both`: what `val` was measured on when not the run's validation tasks
+    # ("trigger queries"), and the other part's score the gate held (part, n, means)
+    gated_on: str | None = optional()
+    held: dict[str, Any] | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)

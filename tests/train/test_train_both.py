@@ -258,3 +258,17 @@ def test_a_both_run_bundles_with_its_trigger_suite_and_replays(world, models, tm
     shutil.rmtree(tasks)
     replayed = skillopt.replay(out)
     assert replayed.verdict == "reproduced", replayed.first_difference
+
+
+def test_each_decision_line_says_what_it_gated_on_and_what_it_held(world, models):
+    models["opt"] = Optimizer([FIRES])
+    args = ["train", str(world["skill"]), "--tasks", str(world["suite"]), "--part", "both"]
+    args += ["--target", "scripted/invoice-agent", "--harness", "routed", "--no-slow-update"]
+    args += ["--optimizer", "scripted/both-optimizer", "--library", str(world["library"])]
+    res = runner.invoke(app, [*args, "--epochs", "2", "--batch-size", "4"])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stdout.split())
+    assert "step 2 accepted trigger queries 1.000 (+0.250)" in said
+    assert "· tasks 0.000→0.000 · best 0.000" in said
+    assert "step 3 accepted val 1.000 (+1.000)" in said and "trigger queries 1.000→1.000" in said
+    assert "test trigger queries (2): precision — → 1.00 · recall 0.00 → 1.00" in said
