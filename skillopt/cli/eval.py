@@ -38,6 +38,7 @@ from skillopt.cli.common import (
 )
 from skillopt.cli.matrix import Harnesses, HtmlOut, Targets, eval_matrix, is_matrix, one
 from skillopt.cli.progress import Display, open_display
+from skillopt.errors import InputError
 
 if TYPE_CHECKING:
     from skillopt import EvalResult
@@ -132,7 +133,7 @@ def eval_cmd(
         )
         return
     if skill is None and not no_skill:
-        raise typer.BadParameter("give a SKILL path, or --no-skill", param_hint="SKILL")
+        raise InputError("give a SKILL path, or --no-skill", field="SKILL")
     with open_display() as progress:
         result = api.evaluate(
             None if no_skill else skill,

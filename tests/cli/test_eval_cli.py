@@ -226,3 +226,9 @@ def test_json_dash_prints_the_result_on_stdout_instead_of_the_table(project):
     data = json.loads(res.stdout)  # nothing else on stdout
     assert data["results"][0]["mean"] == 1.0 and len(data["rollouts"]) == 7
     assert "wrote" not in res.stderr
+
+
+def test_no_skill_path_is_one_line_exit_2(project):
+    res = invoke("eval", "--tasks", project[1])
+    assert res.exit_code == 2, res.output
+    assert res.stderr == "error: SKILL: give a SKILL path, or --no-skill\n"
