@@ -48,6 +48,8 @@ def test_train_prints_decisions_and_test_scores(world, models):
     assert ["best", "1.000", "100.0%", "4"] in rows
     assert "decisions: 1 rejected, 1 accepted" in out
     assert "history: git log skillopt/words-" in out
+    # the audit repository as the user can reach it from here, not an absolute path
+    assert out.rstrip().endswith("  (in runs/audit.git)"), out
 
     run_id = out.split("history: git log skillopt/")[1].split()[0]
     log = runner.invoke(app, ["log", run_id])
