@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.error import MarkedYAMLError
 
+from skillopt._util.yaml_errors import yaml_problem
 from skillopt.errors import InputError
 
 SKILL_FILE = "SKILL.md"
@@ -302,11 +302,9 @@ def _frontmatter_inner(fm_text: str) -> str:
 
 
 def _yaml_message(exc: yaml.YAMLError, offset: int = 0) -> str:
-    marked = exc if isinstance(exc, MarkedYAMLError) else None
-    mark = marked.problem_mark if marked is not None else None
-    problem = (marked.problem if marked is not None else None) or str(exc).splitlines()[0]
-    if mark is not None:
-        return f"invalid YAML at line {mark.line + 1 + offset}: {problem}"
+    problem, line = yaml_problem(exc, offset)
+    if line is not None:
+        return f"invalid YAML at line {line}: {problem}"
     return f"invalid YAML: {problem}"
 
 
