@@ -226,3 +226,15 @@ def test_json_dash_prints_the_result_on_stdout_instead_of_the_table(project):
     data = json.loads(res.stdout)  # nothing else on stdout
     assert data["results"][0]["mean"] == 1.0 and len(data["rollouts"]) == 7
     assert "wrote" not in res.stderr
+
+
+def test_a_folder_of_skills_is_refused_naming_the_subfolders_looked_in(project, isolated):
+    _, suite = project
+    write_skill(isolated / "skills", "other", body="# Other\n")
+    res = invoke("eval", isolated / "skills", "--tasks", suite, "-t", "scripted/echo")
+    assert res.exit_code == 2
+    assert "holds 2 skill folders (caps, other): name one, e.g. " in res.stderr, res.stderr
+    (isolated / "loose" / "notes").mkdir(parents=True)
+    res = invoke("eval", isolated / "loose", "--tasks", suite, "-t", "scripted/echo")
+    assert res.exit_code == 2
+    assert "no SKILL.md in this directory, nor in its subfolders (notes)" in res.stderr
