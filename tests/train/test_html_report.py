@@ -304,6 +304,11 @@ def test_settings_on_the_page_have_no_secrets(three_steps):
     text = page.render(report_data.build(run_id))
     assert "sk-live-1234567890" not in text
     assert "api_key" in text and "***" in text
+    # a chat run's table leaves out the agent CLIs' and Ray's sections, and says so
+    table = text.split('<table class="settings">')[1].split("</table>")[0]
+    assert "<code>target</code>" in table and "claude_code." not in table
+    assert "codex." not in table and "ray." not in table
+    assert "<code>claude_code.*</code>" in text
 
 
 def test_files_named_on_the_page_exist(three_steps):
