@@ -4,8 +4,9 @@ Each figure sits in README.md between `<!-- figures:NAME -->` and
 `<!-- /figures:NAME -->` (HTML comments: not rendered, and outside any code
 block the tests read):
 
-- `quickstart`: the stdout of `skillopt train skills/product-codes --tasks
-  tasks/product-codes.yaml` (decision lines, test split, accounting);
+- `quickstart`: what `skillopt train skills/product-codes --tasks
+  tasks/product-codes.yaml` prints: its warnings (stderr), then its stdout
+  (decision lines, test split, accounting);
 - `eval`: the stdout of `skillopt eval runs/<run-id>/best --tasks
   tasks/product-codes.yaml --compare-no-skill` right after that run;
 - `bundled`: the table of the three bundled suites, from each run's summary.json;
@@ -31,8 +32,8 @@ example with the stand-in), in a fresh temporary directory holding copies of
 What differs from run to run is written in one fixed form, the one the README
 already shows, so `--check` compares exactly and is stable: the run id as
 `product-codes-20261203-135850-a42e` (`RUN_ID`; the optimizer example's as
-`OPTIMIZER_RUN_ID`, the budget example's as `BUDGET_RUN_ID`), the temporary directory as `/home/me/skillopt` (so the
-audit repository reads `/home/me/skillopt/runs/audit.git`), and the eval's wall times as `0.00s` (that
+`OPTIMIZER_RUN_ID`, the budget example's as `BUDGET_RUN_ID`), the temporary directory as `/home/me/skillopt` (where a
+path outside it is printed whole), and the eval's wall times as `0.00s` (that
 eval is served entirely from the store, in milliseconds); trailing spaces are
 dropped. Everything else (scores, decisions, p-values, counts, the skill hash)
 is what the commands printed: the embedded model is greedy, so it is the same on
@@ -175,14 +176,24 @@ def skillopt(
 
 
 def train(cwd: Path, name: str) -> tuple[str, str, dict]:
-    """Train a bundled skill with its suite's defaults: (run id, stdout, summary)."""
-    stdout = skillopt(cwd, "train", f"skills/{name}", "--tasks", f"tasks/{name}.yaml")
+    """Train a bundled skill with its suite's defaults: (run id, what a terminal
+    shows of it, summary); see `quickstart`."""
+    code, stdout, stderr = invoke(cwd, "train", f"skills/{name}", "--tasks", f"tasks/{name}.yaml")
+    if code != 0:
+        raise RuntimeError(f"skillopt train skills/{name} exited {code}:\n{stderr}{stdout}")
     match = re.search(r"^Run (\S+): ", stdout, re.MULTILINE)
     if not match:
         raise RuntimeError(f"no run id in the output of training {name}:\n{stdout}")
     run_id = match.group(1)
     summary = json.loads((cwd / "runs" / run_id / "summary.json").read_text(encoding="utf-8"))
-    return run_id, stdout, summary
+    return run_id, quickstart(stdout, stderr), summary
+
+
+def quickstart(stdout: str, stderr: str) -> str:
+    """What a terminal shows of a training run, without its transient progress bar:
+    its warnings (stderr, printed before the first decision) then its stdout."""
+    warnings = [line for line in stderr.splitlines() if line.startswith("warning: ")]
+    return "".join(line + "\n" for line in warnings) + stdout
 
 
 def normalise(text: str, cwd: Path, run_id: str, fixed: str = RUN_ID) -> str:

@@ -79,6 +79,14 @@ def test_bad_project_file_names_file_and_key(isolated, text, needle):
     assert needle in str(info.value) and "skillopt.yaml" in str(info.value)
 
 
+def test_an_unclosed_bracket_in_the_project_file_is_reported_on_its_line(isolated):
+    project = isolated / "skillopt.yaml"
+    project.write_text("target: [unclosed\nepochs: 2\n")
+    with pytest.raises(InputError) as info:
+        resolve_settings({}, project_file=project, env={})
+    assert info.value.line == 1 and "skillopt.yaml:1: invalid YAML" in str(info.value)
+
+
 def test_bad_suite_defaults_and_env_are_named(isolated):
     with pytest.raises(InputError, match="tasks.yaml: defaults: field 'epochz'"):
         resolve_settings({}, suite_defaults={"epochz": 3}, suite_path="tasks.yaml", env={})

@@ -270,8 +270,8 @@ def test_readme_walkthrough(isolated, agents):
 
     quick = figures.QUICKSTART
     run = walk.run_id
-    out, _ = printed("train", f"skills/{quick}", "--tasks", f"tasks/{quick}.yaml")
-    blocks = {"quickstart": figures.normalise(out, isolated, run)}
+    out, err = ran("train", f"skills/{quick}", "--tasks", f"tasks/{quick}.yaml")
+    blocks = {"quickstart": figures.normalise(figures.quickstart(out, err), isolated, run)}
     out, _ = printed(
         "eval", f"runs/{run}/best", "--tasks", f"tasks/{quick}.yaml", "--compare-no-skill"
     )

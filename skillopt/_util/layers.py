@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.error import MarkedYAMLError
 
+from skillopt._util.yaml_errors import yaml_problem
 from skillopt.errors import InputError
 
 
@@ -35,11 +35,8 @@ def read_yaml_mapping(path: Path, what: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        mark = exc.problem_mark if isinstance(exc, MarkedYAMLError) else None
-        problem = exc.problem if isinstance(exc, MarkedYAMLError) else exc
-        raise InputError(
-            f"invalid YAML: {problem}", path=path, line=mark.line + 1 if mark else None
-        ) from None
+        problem, line = yaml_problem(exc)
+        raise InputError(f"invalid YAML: {problem}", path=path, line=line) from None
     if not isinstance(data, dict):
         raise InputError(f"must be a mapping of {what}", path=path)
     return data

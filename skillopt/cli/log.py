@@ -39,6 +39,14 @@ def log_cmd(run: Run, run_dir: RunDirOpt = None) -> None:
     if room >= _REASON_WIDTH:
         table = _log_table((*columns, "reason"), rows)
     out.print(table)
+    for s in steps:
+        if s.unrun and s.commit is not None and s.commit.evidence.n is not None:
+            n = s.commit.evidence.n
+            out.print(
+                f"step {s.step} raced: its val and Δ are on the {n} task{'s' if n != 1 else ''} "
+                f"scored, of {n + s.unrun}; the rest could not change the decision",
+                soft_wrap=True,
+            )
     if room < _REASON_WIDTH:
         out.print()
         for s, row in zip(steps, rows):
@@ -95,7 +103,7 @@ def _log_row(s: RunStep) -> tuple[str, ...]:
             escape(val),
             _num(t.delta, "+.3f", t.gated),
             _num(t.p_value, ".4f", t.gated),
-            "" if t.n is None else str(t.n),
+            "" if t.n is None else f"{t.n}/{t.n + s.unrun}" if s.unrun else str(t.n),
             f"+{t.fail_to_pass} -{t.pass_to_fail}"
             if t.fail_to_pass is not None and t.pass_to_fail is not None
             else "",

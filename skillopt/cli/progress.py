@@ -13,14 +13,15 @@ through `Display.print`. What the user sees depends on where output goes:
   (also while no rollout finishes), and at each quarter of it at most every
   `interval / 6` seconds. `SKILLOPT_PROGRESS_INTERVAL` sets the interval (30 s).
 
-The live bar also says when the whole training run should be done (`cli/eta.RunEta`, shown
-by `skillopt train` once a step has finished); a log never gets that estimate, so
-what a log shows does not change from run to run.
+Under the live bar a command may keep a line of its own (`Display.follow`): `skillopt
+train` shows there the best score, the epoch and when the whole run should be done
+(`cli/eta.RunEta`, once a step has finished), so a narrow terminal cuts none of it;
+a log never gets that estimate, so what a log shows does not change from run to run.
 
 Invariants: each stage has its own clock and count (each batch of rollouts is a stage
 of its own), so elapsed time and the estimate of time left are the stage's; a line
 given to `print` reaches stdout exactly once, or, with the bar live, the terminal
-once; at any width the numbers (done/total, elapsed, time left) stay whole and the
+once, wrapped between words; at any width the numbers (done/total, elapsed, time left) stay whole and the
 description is what gets cut. Every time comes from the display's clock, which
 tests replace.
 """
@@ -31,9 +32,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Optional
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.progress import Progress, ProgressColumn, Task, TaskID
 from rich.progress_bar import ProgressBar
 from rich.table import Table
@@ -43,6 +45,9 @@ from skillopt._util import display
 from skillopt.cli.common import err, out
 from skillopt.cli.eta import Clock, remaining
 from skillopt.errors import InputError
+
+# a line under the live bar, given the seconds the stage has left (None: unknown)
+Footer = Callable[[Optional[float]], str]
 
 INTERVAL_ENV = "SKILLOPT_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL = 30.0
@@ -86,6 +91,7 @@ class Display:
 
     def __init__(self, clock: Clock = time.monotonic):
         self.clock = clock
+        self.footer: Footer | None = None
         self.lock = threading.RLock()
         self.key: object = None
         self.description = ""
@@ -138,9 +144,14 @@ class Display:
         self.started, self.ended = started, None
         self.began()
 
+    def follow(self, footer: Footer) -> None:
+        """Show `footer` (what the whole command has come to, given the seconds the
+        stage has left) on a line under a live bar; a log shows no footer."""
+        self.footer = footer
+
     def print(self, text: str) -> None:
         """A line of the command's output (rich markup), printed as the display allows."""
-        out.print(text, soft_wrap=True)
+        out.print(text, soft_wrap=not out.is_terminal)
 
     # what a kind of display does when a stage begins or advances
     def began(self) -> None:
@@ -153,11 +164,13 @@ class Display:
 class StageColumn(ProgressColumn):
     """The whole bar line, laid out for the console's current width: the description
     (cut with an ellipsis when it does not fit), a bar of 10–40 cells, then the
-    numbers, which are never cut."""
+    numbers, which are never cut; under it the display's footer, if any, drawn with
+    the stage's time left at the same moment (so the two never disagree)."""
 
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, display: Display | None = None):
         super().__init__()
         self.console = console
+        self.display = display
 
     def render(self, task: Task) -> RenderableType:
         started, ended = task.fields.get("started"), task.fields.get("ended")
@@ -186,7 +199,11 @@ class StageColumn(ProgressColumn):
             ),
             Text(right, no_wrap=True),
         )
-        return grid
+        footer = self.display.footer if self.display is not None else None
+        below = footer(remaining(elapsed, task.completed, task.total)) if footer else ""
+        if not below:
+            return grid
+        return Group(grid, Text(below, no_wrap=True, overflow="ellipsis"))
 
 
 class LiveDisplay(Display):
@@ -199,7 +216,7 @@ class LiveDisplay(Display):
         super().__init__(clock)
         self.console = console
         self.progress = Progress(
-            StageColumn(console),
+            StageColumn(console, self),
             console=console,
             transient=True,
             get_time=clock,
@@ -234,7 +251,9 @@ class LiveDisplay(Display):
             )
 
     def print(self, text: str) -> None:
-        self.console.print(text, soft_wrap=True)
+        # wrapped at spaces, as the terminal would otherwise cut it anywhere, even
+        # inside a number (`+0.0` / `00 on the 4 tasks scored`)
+        self.console.print(text, soft_wrap=False, overflow="fold")
 
 
 class PlainDisplay(Display):

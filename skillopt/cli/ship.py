@@ -155,10 +155,13 @@ def adopt_cmd(
         err.print(f"unchanged: {escape(str(result.path))} already holds the run's best skill")
         return
     print_diff(result.diff)
-    err.print(
-        f"updated {escape(str(result.path))} from run {escape(result.run_id)}; review "
-        "with `git diff` and commit it"
+    review = (
+        "review with `git diff` and commit it"
+        if result.in_git
+        else "the diff above is what changed (not in a git repository: nothing else "
+        "keeps the previous text)"
     )
+    err.print(f"updated {escape(str(result.path))} from run {escape(result.run_id)}; {review}")
 
 
 @handle_errors

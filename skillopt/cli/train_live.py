@@ -24,8 +24,10 @@ class TrainProgress:
     """The live view of a run: each batch of rollouts and each stage without rollouts
     (reflection, notes) is a stage of the display with its own count and clock; each
     decision is a line printed through the display, never over the bar. A live bar
-    also says when the run should be done (`run ETA 3m 05s`), once a step has
-    finished; a log does not."""
+    says what the run has come to on a line of its own under the bar (the best
+    validation score, the epoch and, once a step has finished, when the run should
+    be done: `run ETA 3m 05s`), so that a narrow terminal cuts none of it; a log
+    puts the best score and the epoch after each stage and gives no estimate."""
 
     def __init__(self, progress: Display):
         self.progress = progress
@@ -33,18 +35,28 @@ class TrainProgress:
         self.epoch = ""
         self.best: float | None = None
         self.eta = RunEta(progress.clock)
+        progress.follow(self.run_line)
 
     def _describe(self, what: str) -> str:
-        """What runs first (it survives a narrow terminal), then the time the run has
-        left (live only), the best validation score and the epoch."""
+        """What runs; in a log, then the best validation score and the epoch (a live
+        bar has them on its run line)."""
         parts = [what.replace("no_skill", "no skill").replace("_", " ")]
-        left = self.eta.left() if self.progress.live else None
+        if not self.progress.live:
+            parts += self._run_parts()
+        return " · ".join(parts)
+
+    def _run_parts(self) -> list[str]:
+        parts = [f"best val {display.score(self.best)}"] if self.best is not None else []
+        return parts + ([self.epoch] if self.epoch else [])
+
+    def run_line(self, stage_left: float | None) -> str:
+        """The line under a live bar: the best validation score, the epoch and the
+        time the run has left, which is never less than the stage's own (the run's
+        estimate counts down from the last step; a slow stage can outlast it)."""
+        parts = self._run_parts()
+        left = self.eta.left()
         if left is not None:
-            parts.append(f"run ETA {eta_text(left)}")
-        if self.best is not None:
-            parts.append(f"best val {display.score(self.best)}")
-        if self.epoch:
-            parts.append(self.epoch)
+            parts.append(f"run ETA {eta_text(max(left, stage_left or 0.0))}")
         return " · ".join(parts)
 
     def __call__(self, ev: TrainEvent) -> None:

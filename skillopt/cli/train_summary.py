@@ -7,6 +7,7 @@ Invariant: drawing only; every figure comes from the api's result.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich import box
@@ -171,6 +172,15 @@ def render_summary(result: TrainResult) -> None:
             f"`skillopt report {result.run_id}` tries again"
         )
     out.print(
-        f"history: git log {escape(result.branch)}  (in {escape(result.audit_repo)})",
+        f"history: git log {escape(result.branch)}  (in {escape(_from_here(result.audit_repo))})",
         soft_wrap=True,
     )
+
+
+def _from_here(path: str) -> str:
+    """`path` as the user can type it from where they are: relative to the working
+    directory when inside it (`runs/audit.git`), else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return path

@@ -6,7 +6,7 @@ Exit codes: 0 every check passed; 1 a check failed (lint errors, a score below
 `min_score`, more regressions than `max_regressions`, a load rate below
 `min_load_rate`, nothing scored); 2 a usage
 or input error (raised as `InputError` before any model call: a bad suite, an
-unknown baseline ref).
+unknown baseline ref, no skill at the path).
 
 Invariants: lint runs first and a skill with lint errors costs no model call;
 the baseline is scored through the same engine and store, so an unchanged
@@ -34,7 +34,7 @@ from skillopt.harness.base import Harness
 from skillopt.models.base import Model
 from skillopt.rollouts.engine import Observer
 from skillopt.ship.diffs import files_diff, skill_files
-from skillopt.skill.document import Skill
+from skillopt.skill.document import Skill, resolve_skill_file
 from skillopt.skill.lint import lint_source
 
 
@@ -88,6 +88,9 @@ def validate(
             field="--min-load-rate",
         )
     skill_path = Path(skill_path)
+    # no skill at all is a usage error, as in eval, train and export (exit 2), not a
+    # skill that failed its lint (exit 1)
+    resolve_skill_file(skill_path)
     problems = lint_source(skill_path)  # a run's best/ is linted under its own name
     errors = [p for p in problems if p.severity == "error"]
     lint_check = Check(

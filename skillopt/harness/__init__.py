@@ -37,7 +37,8 @@ def build_harness(
 ) -> Harness:
     """The harness `settings.harness` names (a built-in or a plugin's). `target` is
     the resolved target for a harness that takes a model (chat); `keep_dir` is where
-    kept workspaces go (default `<run_dir>/workspaces`)."""
+    kept workspaces go (default `<run_dir>/workspaces`), made absolute against this
+    process's working directory."""
     from skillopt.plugins import registry
 
     reg = registry()
@@ -53,7 +54,9 @@ def build_harness(
         "lacks the Harness contract (name, version, fingerprint, check, run)",
         settings,
         target,
-        keep_dir,
+        # absolute here, on the driver: a copy of the harness on a Ray worker would
+        # resolve a relative path against the worker's own working directory
+        keep_dir.resolve() if keep_dir is not None else None,
     )
     return built
 

@@ -73,8 +73,12 @@ class AgentHarness:
         self.settings = settings
         self.agent = settings.agent
         self.binary = binary
+        # absolute before the harness is copied to a Ray worker, whose working
+        # directory is not this process's
         self.keep_dir = (
-            keep_dir if keep_dir is not None else Path(settings.run_dir).resolve() / "workspaces"
+            Path(keep_dir).resolve()
+            if keep_dir is not None
+            else Path(settings.run_dir).resolve() / "workspaces"
         )
         self.library = load_library(settings.agent.library)
         self.cli_version: str | None = None

@@ -63,8 +63,9 @@ class Decision:
             )
         else:
             reason = (
-                f"cannot beat the incumbent: {display.delta(self.delta)} on the {ran} tasks "
-                f"scored (settled after {ran} of {tasks} validation tasks)"
+                f"cannot beat the incumbent: {display.delta(self.delta)} on the {ran} "
+                f"task{'s' if ran != 1 else ''} scored "
+                f"(settled after {ran} of {tasks} validation tasks)"
             )
         return replace(self, reason=reason, unrun=tasks - ran)
 

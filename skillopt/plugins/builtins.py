@@ -20,7 +20,10 @@ SCORERS = {
     "number": ("text:Number", "the first number is within `tolerance` / `relative` of `expected`"),
     "choice": ("text:Choice", "the answer names exactly the expected option"),
     "json": ("structured:Json", "the answer's JSON holds every field of `expected`"),
-    "python": ("code:Python", "a Python function `(task, answer, ctx) -> Score | float | bool`"),
+    "python": (
+        "code:Python",
+        "a Python function `(answer, expected, task) -> bool | float | mapping | Score`",
+    ),
     "command": ("code:Command", "a verifier program reads the answer (and the workspace)"),
     "judge": ("judge:Judge", "an LLM grades the answer against a `rubric`"),
     "trigger": (

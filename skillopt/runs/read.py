@@ -98,6 +98,14 @@ class RunStep:
             return None if gate is None or gate.unrun else gate.candidate_mean
         return self.commit.evidence.val if self.commit is not None else None
 
+    @property
+    def unrun(self) -> int:
+        """Validation tasks a raced gate did not run (0: not raced, or not recorded):
+        the step's scores are then those of the tasks it ran."""
+        rec = self.record
+        gate = gate_of(rec) if rec is not None else None
+        return gate.unrun if gate is not None else 0
+
     def evidence(self) -> list[str]:
         """What a step with no commit still recorded, a line each: its training batch,
         the optimizer calls it made, and the edits proposed but not applied."""

@@ -25,6 +25,7 @@ class AdoptResult:
     path: Path  # the skill directory in the working tree
     action: str  # updated | unchanged
     diff: str
+    in_git: bool = False  # the skill directory is inside a git working tree
 
 
 def adopt(run: RunDir, *, force: bool = False) -> AdoptResult:
@@ -54,7 +55,17 @@ def adopt(run: RunDir, *, force: bool = False) -> AdoptResult:
         )
     skill_dir.mkdir(parents=True, exist_ok=True)
     target.write_text(best, encoding="utf-8")
-    return AdoptResult(run.run_id, skill_dir, "updated", diff)
+    return AdoptResult(run.run_id, skill_dir, "updated", diff, in_git=_in_git(skill_dir))
+
+
+def _in_git(path: Path) -> bool:
+    """Whether `path` is inside a git working tree: a repository's `.git` (with its
+    HEAD: an empty `.git` folder is no repository), or the `.git` file of a worktree
+    or submodule, in it or above it."""
+    here = path.resolve()
+    return any(
+        (d / ".git" / "HEAD").is_file() or (d / ".git").is_file() for d in (here, *here.parents)
+    )
 
 
 def _read(path: Path) -> str:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.error import MarkedYAMLError
 
+from skillopt._util.yaml_errors import yaml_problem
 from skillopt.errors import InputError
 
 SKILL_FILE = "SKILL.md"
@@ -269,10 +269,30 @@ def resolve_skill_file(path: str | Path) -> Path:
         for candidate in (SKILL_FILE, "skill.md"):
             if (p / candidate).is_file():
                 return p / candidate
-        raise InputError(f"no {SKILL_FILE} in this directory", path=p)
+        raise InputError(_no_skill_here(p), path=p)
     if p.is_file():
         return p
     raise InputError("no such skill file or directory", path=p)
+
+
+def _no_skill_here(folder: Path) -> str:
+    """Why a folder is not a skill, naming the subfolders looked in: the skills
+    below it (a folder of skill folders: name one of them), or that none holds one."""
+    try:
+        subs = sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
+    except OSError:
+        subs = []
+    skills = [d for d in subs if (d / SKILL_FILE).is_file() or (d / "skill.md").is_file()]
+    if skills:
+        names = ", ".join(d.name for d in skills[:8]) + (" …" if len(skills) > 8 else "")
+        return (
+            f"no {SKILL_FILE} in this directory; it holds {len(skills)} skill "
+            f"folder{'s' if len(skills) != 1 else ''} ({names}): name one, e.g. {skills[0]}"
+        )
+    if subs:
+        names = ", ".join(d.name for d in subs[:8]) + (" …" if len(subs) > 8 else "")
+        return f"no {SKILL_FILE} in this directory, nor in its subfolders ({names})"
+    return f"no {SKILL_FILE} in this directory (and no subfolders)"
 
 
 def _split_frontmatter(text: str) -> tuple[str, str]:
@@ -302,11 +322,9 @@ def _frontmatter_inner(fm_text: str) -> str:
 
 
 def _yaml_message(exc: yaml.YAMLError, offset: int = 0) -> str:
-    marked = exc if isinstance(exc, MarkedYAMLError) else None
-    mark = marked.problem_mark if marked is not None else None
-    problem = (marked.problem if marked is not None else None) or str(exc).splitlines()[0]
-    if mark is not None:
-        return f"invalid YAML at line {mark.line + 1 + offset}: {problem}"
+    problem, line = yaml_problem(exc, offset)
+    if line is not None:
+        return f"invalid YAML at line {line}: {problem}"
     return f"invalid YAML: {problem}"
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml.error import MarkedYAMLError
 from yaml.events import (
     AliasEvent,
     MappingEndEvent,
@@ -27,6 +26,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
+from skillopt._util.yaml_errors import yaml_problem
 from skillopt.errors import InputError
 from skillopt.suite import limits
 from skillopt.suite.yaml_compose import Refused, YamlReader
@@ -60,12 +60,8 @@ def read_yaml_value(path: Path, text: str | None = None) -> Any:
     except Refused as exc:
         raise InputError(str(exc), path=path, line=exc.line) from None
     except yaml.YAMLError as exc:
-        mark = exc.problem_mark if isinstance(exc, MarkedYAMLError) else None
-        problem = exc.problem if isinstance(exc, MarkedYAMLError) else None
-        problem = problem or str(exc).splitlines()[0]
-        raise InputError(
-            f"invalid YAML: {problem}", path=path, line=mark.line + 1 if mark else None
-        ) from None
+        problem, line = yaml_problem(exc)
+        raise InputError(f"invalid YAML: {problem}", path=path, line=line) from None
     finally:
         loader.dispose()
 

@@ -232,3 +232,15 @@ def test_no_skill_path_is_one_line_exit_2(project):
     res = invoke("eval", "--tasks", project[1])
     assert res.exit_code == 2, res.output
     assert res.stderr == "error: SKILL: give a SKILL path, or --no-skill\n"
+
+
+def test_a_folder_of_skills_is_refused_naming_the_subfolders_looked_in(project, isolated):
+    _, suite = project
+    write_skill(isolated / "skills", "other", body="# Other\n")
+    res = invoke("eval", isolated / "skills", "--tasks", suite, "-t", "scripted/echo")
+    assert res.exit_code == 2
+    assert "holds 2 skill folders (caps, other): name one, e.g. " in res.stderr, res.stderr
+    (isolated / "loose" / "notes").mkdir(parents=True)
+    res = invoke("eval", isolated / "loose", "--tasks", suite, "-t", "scripted/echo")
+    assert res.exit_code == 2
+    assert "no SKILL.md in this directory, nor in its subfolders (notes)" in res.stderr

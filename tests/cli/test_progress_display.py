@@ -72,12 +72,17 @@ def test_durations_and_time_left():
     assert status("step 3 · reflect", 0, None, 31) == "step 3 · reflect: 0:00:31 elapsed"
 
 
-def shown(live: LiveDisplay, width: int = 80) -> str:
-    """The bar line as a terminal of `width` columns shows it now."""
+def rows(live: LiveDisplay, width: int = 80) -> list[str]:
+    """The bar line and the run's line under it, as a terminal of `width` columns
+    shows them now."""
     console = terminal(width)
     console.print(live.progress.get_renderable())
-    (row,) = lines(console)
-    return row
+    return [row.rstrip() for row in lines(console)]
+
+
+def shown(live: LiveDisplay, width: int = 80) -> str:
+    """The bar line as a terminal of `width` columns shows it now."""
+    return rows(live, width)[0]
 
 
 def test_each_stage_has_its_own_clock_even_with_equal_totals():
@@ -215,10 +220,12 @@ def test_train_progress_describes_the_stage_first_and_prints_decisions_through_t
     assert live.progress.tasks[0].description == "baseline · val"
     view(InitialDecision(val=0.5, best=0.5))
     view(Stage(stage="reflect", step=1, epoch=1))
-    assert live.progress.tasks[0].description == "step 1 · reflect · best val 0.500 · epoch 1/3"
+    assert live.progress.tasks[0].description == "step 1 · reflect"
+    assert rows(live)[1] == "best val 0.500 · epoch 1/3"
     view(Stage(stage="test"))
     view(RolloutDone(label="test · no_skill", done=1, total=4))
-    assert live.progress.tasks[0].description.startswith("test · no skill · best val 0.500")
+    assert live.progress.tasks[0].description == "test · no skill"
+    assert rows(live)[1] == "best val 0.500 · epoch 1/3"
     assert "step 0   initial      val 0.500" in console.file.getvalue()  # type: ignore[attr-defined]
 
 
@@ -330,10 +337,8 @@ def test_the_live_bar_shows_the_runs_eta_once_a_step_is_done_and_a_log_never_doe
     view = TrainProgress(live)
     feed(view, clock)
     # 3 steps left at 60 s, the test split 3 × 10 s, 5 s ago: 205 s
-    assert live.progress.tasks[0].description == (
-        "step 2 · train · run ETA 3m 25s · best val 0.750 · epoch 1/2"
-    )
-    assert "run ETA 3m 25s" in shown(live, 80)
+    assert live.progress.tasks[0].description == "step 2 · train"
+    assert rows(live, 80)[1] == "best val 0.750 · epoch 1/2 · run ETA 3m 25s"
 
     clock = Clock()
     console = log()
@@ -342,3 +347,46 @@ def test_the_live_bar_shows_the_runs_eta_once_a_step_is_done_and_a_log_never_doe
     feed(view, clock)
     assert plain.description == "step 2 · train · best val 0.750 · epoch 1/2"
     assert not any("ETA" in line for line in lines(console))
+
+
+def test_at_80_columns_the_run_line_keeps_best_val_epoch_and_an_eta_no_less_than_the_stages():
+    clock = Clock()
+    live = LiveDisplay(terminal(), clock=clock)
+    view = TrainProgress(live)
+    view(RunStarted(epochs=4, steps=8, splits={"val": 12, "test": 12}))
+    view(Stage(stage="baseline"))
+    clock.now += 10
+    view(RolloutDone(label="baseline · val", done=12, total=12))
+    view(InitialDecision(val=0.5, best=0.625))
+    view(Stage(stage="rollout", step=1, epoch=3, k=1, per_epoch=2))
+    clock.now += 20
+    view(
+        NoCandidate(
+            step=1, step_kind="step", decision="no_candidate", reason="", val=None, best=0.625
+        )
+    )
+    # the run's estimate (7 steps at 20 s, then the test split) runs out while a slow
+    # validation batch still has 0:00:43 to go by its own pace
+    view(Stage(stage="gate", step=12, epoch=3))
+    clock.now += 400
+    view(RolloutDone(label="step 12 · val (candidate)", done=8, total=144))
+    clock.now += 2
+    view(RolloutDone(label="step 12 · val (candidate)", done=130, total=144))
+    bar, run = rows(live, 80)
+    assert len(bar) <= 80 and len(run) <= 80
+    assert bar.startswith("step 12 · val (candidate) ") and bar.endswith(" eta 0:00:43")
+    assert view.eta.left() == 0
+    assert run == "best val 0.625 · epoch 3/4 · run ETA 43s"
+
+
+def test_a_long_decision_line_wraps_between_words_never_inside_a_number():
+    console = terminal(80)
+    live = LiveDisplay(console, clock=Clock())
+    line = (
+        "step 2   rejected  val — (+0.000) · best 0.667 — cannot beat the incumbent: "
+        "+0.000 on the 4 tasks scored (settled after 4 of 12 validation tasks)"
+    )
+    live.print(line)
+    printed = lines(console)
+    assert len(printed) == 2 and all(len(row) <= 80 for row in printed)
+    assert [w for row in printed for w in row.split()] == line.split()

@@ -33,6 +33,16 @@ def store_rows(path: Path) -> list[dict]:
     return sorted(out, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def checkout_runs() -> set[str]:
+    """What the checkout's own runs/ holds (a worker resolving a run's relative path
+    against its working directory would write there)."""
+    where = CHECKOUT / "runs"
+    return {p.name for p in where.iterdir()} if where.is_dir() else set()
+
+
 def settings_for(root: Path, harness: str, agents) -> dict:
     if harness == "command":
         script = root / "agent.py"
@@ -54,6 +64,7 @@ def test_an_agent_harness_trains_on_the_cluster_as_locally(
 ):
     root = world["root"]
     base = settings_for(root, harness, agents)
+    before = checkout_runs()
     results = {}
     for executor in ("local", "ray"):
         extra = {"executor": "ray", "ray": ray_cluster.settings()} if executor == "ray" else {}
@@ -76,6 +87,9 @@ def test_an_agent_harness_trains_on_the_cluster_as_locally(
     }
     assert store_rows(root / "ray.sqlite") == store_rows(root / "local.sqlite")
     assert HELPFUL in (results["ray"].run_dir / "best" / "SKILL.md").read_text()
+    # the failed tasks' workspaces stay with the run, wherever the workers run
+    assert any((results["ray"].run_dir / "workspaces").iterdir())
+    assert checkout_runs() == before, "a worker wrote under the checkout's runs/"
     if harness != "command":  # the stand-in saw the candidate skill on a worker
         calls = agents.calls("claude" if harness == "claude-code" else "codex")
         assert any(HELPFUL in c["skills"].get("words", "") for c in calls)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from skillopt import api
 from skillopt.config import Settings
 from skillopt.errors import HarnessError, InputError, SystemicFailure
 from skillopt.harness import build_harness
+from skillopt.harness.agent import AgentHarness
 from skillopt.harness.claude_code import ClaudeCodeHarness
 from skillopt.harness.claude_events import read_events, tool_steps
 from skillopt.rollouts.engine import RolloutEngine
@@ -571,3 +573,15 @@ def test_the_model_endpoint_and_isolation_are_in_the_fingerprint(agents, tmp_pat
     assert c["endpoint"] == "http://127.0.0.1:9/gateway" and c != b
     assert harness(tmp_path, agent={"isolate": False}).fingerprint()["isolate"] is False
     assert harness(tmp_path, max_retries=7).fingerprint() == c  # not an outcome
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex", "command"])
+def test_the_keep_dir_a_ray_worker_gets_is_absolute(isolated, tmp_path, monkeypatch, harness):
+    """A run passes `runs/<id>/workspaces`, relative to where it started; the copy a
+    Ray worker unpickles must not resolve it against the worker's own directory."""
+    section = {"command": {"argv": ["true"]}} if harness == "command" else {}
+    built = build_harness(Settings(harness=harness, **section), keep_dir=Path("runs/r1/workspaces"))
+    monkeypatch.chdir(tmp_path)  # the worker's working directory: somewhere else
+    copy = pickle.loads(pickle.dumps(built))
+    assert isinstance(copy, AgentHarness)
+    assert copy.keep_dir == isolated.resolve() / "runs" / "r1" / "workspaces"

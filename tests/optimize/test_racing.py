@@ -111,6 +111,17 @@ def test_a_race_settled_before_any_task_says_why():
     assert decision.to_dict()["unrun"] == 2 and "unrun" not in decide(inc, inc).to_dict()
 
 
+def test_a_race_settled_after_one_task_says_task_not_tasks():
+    inc = {t: outcome(t, v) for t, v in zip("ab", [0.0, 1.0])}
+    one = decide(inc, {"a": outcome("a", 0.0)}).raced(1, 2)
+    assert one.reason == (
+        "cannot beat the incumbent: +0.000 on the 1 task scored "
+        "(settled after 1 of 2 validation tasks)"
+    )
+    two = decide(inc, {"a": outcome("a", 0.0), "b": outcome("b", 0.0)}).raced(2, 3)
+    assert "on the 2 tasks scored (settled after 2 of 3 validation tasks)" in two.reason
+
+
 def test_a_race_settles_once_the_regressions_pass_the_allowance():
     # the incumbent fails a, b, c and passes d, e, f; the candidate wins a, b, c but
     # loses d and e: the mean could still rise, the allowance cannot be kept

@@ -3,6 +3,8 @@ protection with a diff, AGENTS.md sections replaced in place, lint first."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 from helpers import write_skill
 from train.world import models, world  # noqa: F401  (fixtures)
@@ -190,12 +192,18 @@ def test_export_a_runs_best_skill(trained, isolated):
     assert exported == (result.run_dir / "best" / "SKILL.md").read_text()
 
 
-def test_adopt_writes_the_best_skill_back_with_a_diff(trained):
+@pytest.mark.parametrize("repo", [True, False])
+def test_adopt_writes_the_best_skill_back_with_a_diff(trained, isolated, repo):
     result, skill_dir, helpful = trained
+    if repo:
+        subprocess.run(["git", "init", "-q"], cwd=isolated, check=True)
     before = (skill_dir / "SKILL.md").read_text()
     res = invoke("adopt", result.run_id)
     assert res.exit_code == 0, res.output
-    assert f"+- {helpful}" in res.stdout and "review with `git diff`" in res.stderr
+    assert f"+- {helpful}" in res.stdout
+    # `git diff` is advice only where git can show one
+    assert ("review with `git diff`" in res.stderr) is repo, res.stderr
+    assert ("not in a git repository" in res.stderr) is not repo, res.stderr
     after = (skill_dir / "SKILL.md").read_text()
     assert helpful in after and after != before
     again = invoke("adopt", result.run_id)

@@ -262,6 +262,19 @@ def test_bad_suite_exits_2(repo, isolated):
     assert res.exit_code == 2 and "bad.yaml" in res.stderr and "'a'" in res.stderr
 
 
+@pytest.mark.parametrize("make", ["missing", "empty"])
+def test_a_missing_skill_exits_2_like_eval(repo, isolated, make):
+    """No skill to gate is a usage error (exit 2, as eval, train and export say),
+    not a skill that failed its checks (exit 1)."""
+    _, suite = repo
+    where = isolated / "skills" / "nosuch"
+    if make == "empty":
+        where.mkdir(parents=True)
+    res = invoke("validate", where, "--tasks", suite, "-t", FOLLOW)
+    assert res.exit_code == 2, res.output
+    assert "nosuch" in res.stderr and "FAIL lint" not in res.output
+
+
 def test_lint_errors_fail_before_any_model_call(isolated, tmp_path):
     model = ScriptedModel(lambda m: "x", name="scripted/counting")
     register_model("scripted/counting", model)

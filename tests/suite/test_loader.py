@@ -331,7 +331,23 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
     err = load_error(path)
     assert str(err).startswith(f"{path}:")
     assert "invalid YAML" in str(err)
-    assert err.line is not None and 3 <= err.line <= 6
+    # the line of the bracket left open, not the one where the parser gave up
+    assert err.line == 3 and f"{path}:3:" in str(err)
+    assert "(line 4) in the flow sequence that begins on this line" in str(err)
+
+
+def test_an_unclosed_quote_is_reported_on_its_own_line(tmp_path):
+    path = write(
+        tmp_path / "s.yaml",
+        """        items:
+          - id: a
+            input: "unclosed
+            expected: x
+          - id: b
+        """,
+    )
+    err = load_error(path)
+    assert err.line == 3 and "in the quoted scalar that begins on this line" in str(err)
 
 
 def test_malformed_yaml_indentation_reports_its_line(tmp_path):

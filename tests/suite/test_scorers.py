@@ -668,6 +668,21 @@ def test_python_scorer_from_a_loaded_suite(tmp_path, monkeypatch):
     assert bad.feedback == "grading:as_bool returned False"
 
 
+def test_the_python_scorers_help_names_the_arguments_in_the_order_it_passes_them(tmp_path):
+    """`skillopt plugins` documents the function a `python` scorer calls: a function
+    written from that help must get each argument under the name the help gives it."""
+    import re
+
+    help = SCORERS["python"][1]
+    names = re.search(r"`\(([a-z, ]+)\)", help).group(1).split(", ")
+    source = (
+        f"def graded({', '.join(names)}):\n"
+        "    return answer == 'got' and expected == 'want' and task.id == 't1'\n"
+    )
+    scorer = python_scorer(tmp_path, "graded", module="from_help", source=source)
+    assert scorer(make_task(scorer, expected="want"), "got").passed, help
+
+
 def test_python_float_result(tmp_path):
     scorer = python_scorer(tmp_path, "as_float")
     s = scorer(make_task(scorer), "x" * 7)

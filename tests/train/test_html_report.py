@@ -215,6 +215,11 @@ def test_report_command_rewrites_the_page_and_compares_two_runs(world, models):
     assert [r["run_id"] for r in d["runs"]] == [first, second]
     assert [r["summary"]["best_val"] for r in d["runs"]] == [1.0, 0.5]
     assert "different suites" not in text and "different suites" not in res.stderr
+    # the settings the two runs differ in come first: the second used its own store
+    assert "They differ in 1 setting: <code>store</code>" in text
+    assert text.index('id="settings"') < text.index('id="score"')
+    differ = text.split('<table class="differ">')[1].split("</table>")[0]
+    assert "<code>store</code>" in differ and "&quot;runs/second.sqlite&quot;" in differ
 
 
 def test_comparing_runs_of_different_suites_says_so(world, models):
@@ -304,6 +309,11 @@ def test_settings_on_the_page_have_no_secrets(three_steps):
     text = page.render(report_data.build(run_id))
     assert "sk-live-1234567890" not in text
     assert "api_key" in text and "***" in text
+    # a chat run's table leaves out the agent CLIs' and Ray's sections, and says so
+    table = text.split('<table class="settings">')[1].split("</table>")[0]
+    assert "<code>target</code>" in table and "claude_code." not in table
+    assert "codex." not in table and "ray." not in table
+    assert "<code>claude_code.*</code>" in text
 
 
 def test_files_named_on_the_page_exist(three_steps):

@@ -20,6 +20,15 @@ def test_a_raced_rejection_shows_no_val_score_and_says_when_it_settled(world, mo
     ) in res.stdout
     assert "step 2   accepted  val 1.000 (+0.500)" in res.stdout
     assert "validation 0.500 → 1.000" in res.stdout
+    # the log says that the raced step's scores are those of the tasks it ran
+    run_id = res.stdout.split("history: git log skillopt/")[1].split()[0]
+    log = runner.invoke(app, ["log", run_id])
+    (row,) = [line for line in log.stdout.splitlines() if line.split()[:2] == ["1", "rejected"]]
+    assert row.split()[2:6] == ["0.000→0.000", "+0.000", "1.0000", "2/4"], log.stdout
+    assert (
+        "step 1 raced: its val and Δ are on the 2 tasks scored, of 4; the rest could not "
+        "change the decision"
+    ) in log.stdout
 
 
 def test_train_prints_decisions_and_test_scores(world, models):
@@ -39,6 +48,8 @@ def test_train_prints_decisions_and_test_scores(world, models):
     assert ["best", "1.000", "100.0%", "4"] in rows
     assert "decisions: 1 rejected, 1 accepted" in out
     assert "history: git log skillopt/words-" in out
+    # the audit repository as the user can reach it from here, not an absolute path
+    assert out.rstrip().endswith("  (in runs/audit.git)"), out
 
     run_id = out.split("history: git log skillopt/")[1].split()[0]
     log = runner.invoke(app, ["log", run_id])

@@ -1,5 +1,6 @@
-"""Two runs side by side (`skillopt report A --compare B`): score curves on one
-chart, test results, cost and outcome, and the diff between their best skills.
+"""Two runs side by side (`skillopt report A --compare B`): the settings in which
+they differ first, then score curves on one chart, test results, cost and outcome,
+and the diff between their best skills.
 
 Invariant: runs of different suites are still compared, and the page says so
 first: their scores are not on the same tasks.
@@ -15,6 +16,7 @@ from typing import Any
 from skillopt._util import display
 from skillopt.runs.html import charts
 from skillopt.runs.html.document import diff_html, document, page_data, path_code
+from skillopt.runs.html.settings import differing
 
 
 def render_compare(a: dict[str, Any], b: dict[str, Any]) -> str:
@@ -67,6 +69,27 @@ def render_compare(a: dict[str, Any], b: dict[str, Any]) -> str:
         + "".join(f'<th class="num">{escape(d["run_id"])}</th>' for d in runs)
         + f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
+    differ = differing(a.get("settings") or {}, b.get("settings") or {})
+    settings = (
+        '<table class="differ"><thead><tr><th></th>'
+        + "".join(f"<th>{escape(d['run_id'])}</th>" for d in runs)
+        + "</tr></thead><tbody>"
+        + "".join(
+            f"<tr><th><code>{escape(k)}</code></th><td><code>{escape(va)}</code></td>"
+            f"<td><code>{escape(vb)}</code></td></tr>"
+            for k, va, vb in differ
+        )
+        + "</tbody></table>"
+        if differ
+        else '<p class="muted">The two runs have the same settings.</p>'
+    )
+    if differ:  # what to read the numbers against, before the numbers
+        header += (
+            f"<p>They differ in {len(differ)} setting{'s' if len(differ) != 1 else ''}: "
+            + ", ".join(f"<code>{escape(k)}</code>" for k, _, _ in differ[:6])
+            + (" …" if len(differ) > 6 else "")
+            + "</p>"
+        )
     diff = "".join(
         difflib.unified_diff(
             a["best_text"].splitlines(keepends=True),
@@ -76,6 +99,7 @@ def render_compare(a: dict[str, Any], b: dict[str, Any]) -> str:
         )
     )
     sections = [
+        ("settings", "Settings that differ", settings),
         ("score", "Validation", charts.compare_chart([(d["run_id"], d["steps"]) for d in runs])),
         ("numbers", "Test, cost and outcome", table),
         (

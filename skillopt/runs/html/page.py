@@ -11,7 +11,6 @@ element (`<` is written as `\\u003c`).
 
 from __future__ import annotations
 
-import json
 import time
 from html import escape
 from typing import Any
@@ -21,6 +20,7 @@ from skillopt.runs.html import charts
 from skillopt.runs.html.charts import attr
 from skillopt.runs.html.data import NOT_RUN
 from skillopt.runs.html.document import document, page_data, path_code
+from skillopt.runs.html.settings import shown_settings
 from skillopt.runs.html.steps import blame_section, steps_section
 from skillopt.runs.html.viewer import answers_section
 from skillopt.runs.summary import duration, estimated_line, gate_rule
@@ -205,13 +205,7 @@ def _test_section(d: dict[str, Any]) -> str:
     return charts.test_bars(d["test"]) + extra
 
 
-def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
-    if isinstance(value, dict):
-        out: list[tuple[str, str]] = []
-        for k, v in value.items():
-            out += _flatten(v, f"{prefix}{k}.")
-        return out or [(prefix.rstrip("."), "{}")]
-    return [(prefix.rstrip("."), json.dumps(value, ensure_ascii=False, default=str))]
+_CHANGED = ' class="changed"'
 
 
 def _settings_section(d: dict[str, Any]) -> str:
@@ -219,14 +213,23 @@ def _settings_section(d: dict[str, Any]) -> str:
         f"<tr><th>{escape(k)}</th><td><code>{escape(v)}</code></td></tr>"
         for k, v in d["files"].items()
     )
+    shown, left_out = shown_settings(d["settings"])
     settings = "".join(
-        f"<tr><th><code>{escape(k)}</code></th><td><code>{escape(v)}</code></td></tr>"
-        for k, v in _flatten(d["settings"])
+        f"<tr{_CHANGED if changed else ''}><th><code>{escape(k)}</code></th>"
+        f"<td><code>{escape(v)}</code></td></tr>"
+        for k, v, changed in shown
+    )
+    omitted = (
+        '<p class="muted">Not shown, at their defaults and unused by this run\'s harness '
+        "and executor: " + ", ".join(f"<code>{escape(s)}.*</code>" for s in left_out) + "</p>"
+        if left_out
+        else ""
     )
     notes = "".join(f"<li>{escape(n)}</li>" for n in d.get("notes") or [])
     return (
         (f'<ul class="notes">{notes}</ul>' if notes else "")
         + f'<div class="side"><div><h3>Files</h3><table class="files">{files}</table></div>'
-        f'<div><h3>Settings (secrets blanked)</h3><table class="settings">{settings}</table>'
+        f"<div><h3>Settings (secrets blanked; <b>bold</b>: changed from the default)</h3>"
+        f'<table class="settings">{settings}</table>{omitted}'
         "</div></div>"
     )
