@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from skillopt.config import Settings
 from skillopt.models.base import Model
-from skillopt.optimize.schedule import edit_budget, steps_per_epoch
+from skillopt.optimize.schedule import TriggerPart, edit_budget, steps_per_epoch
 from skillopt.rollouts.budget import FLAGS, Budget, Priors, duration_text, usd
 from skillopt.skill.document import Skill
 from skillopt.suite.task import Suite
@@ -120,6 +120,11 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
     calls = total * per_step_calls if calls_model else 0
     calls += (s.epochs if slow else 0) + (s.epochs - 1 if takes_notes else 0)
 
+    both = TriggerPart.of(suite, s, total, val_rollouts) if s.part == "both" else None
+    if both is not None:  # the description's steps, taken in turn with the body's
+        rollouts += both.rollouts
+        calls += both.steps if calls_model else 0
+
     per_rollout_in, per_rollout_out, per_call_in = _unit_tokens(skill, suite, s)
     target_tokens = int(rollouts * (per_rollout_in + per_rollout_out))
     optimizer_tokens = int(calls * (per_call_in + OPTIMIZER_OUTPUT_TOKENS))
@@ -144,6 +149,8 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
         ),
         target("gate", total * val_rollouts),
     ]
+    if both is not None:  # the body's steps above, the description's here
+        stages += [target("trigger queries", both.rollouts), opt("describe", both.steps)]
     if slow:
         stages += [
             target("slow update", s.epochs * (2 * slow_n + val_rollouts)),
@@ -208,9 +215,9 @@ def make_plan(skill: Skill, suite: Suite, s: Settings, target_name: str, optimiz
         n_val=len(val),
         n_test=len(test),
         epochs=s.epochs,
-        steps_per_epoch=per_epoch,
-        total_steps=total,
-        budgets=budgets,
+        steps_per_epoch=per_epoch + (both.per_epoch if both else 0),
+        total_steps=total + (both.steps if both else 0),
+        budgets=budgets + [1] * (both.steps if both else 0),
         target_rollouts=rollouts,
         optimizer_calls=calls,
         target_tokens=target_tokens,

@@ -1,6 +1,7 @@
 """The schedule of a run: how many steps an epoch has, the training batches, what a
 step reflects on and what it shows as solved, and the textual learning rate (how
-many edits a step may apply).
+many edits a step may apply), and the description's steps a `--part both` run adds
+(`TriggerPart`).
 
 A pure function of the step index: `constant` keeps the maximum, `linear` and
 `cosine` decay from the maximum at the first step to the minimum at the last.
@@ -10,7 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from skillopt.config import Settings
+    from skillopt.suite.task import Suite
 
 T = TypeVar("T")
 
@@ -55,3 +61,25 @@ def successes_to_protect(failures: Sequence[T], successes: Sequence[T], size: in
     proposed edits that rank after every failure-derived one, and rarely reached a
     candidate). With no failures there is no call and nothing to guard them against."""
     return list(successes[: min(size, PROTECT_SAMPLE)]) if failures else []
+
+
+@dataclass(frozen=True)
+class TriggerPart:
+    """What the description's side of a `--part both` run adds: its steps (one
+    description each) and its rollouts on the trigger queries (upper bounds)."""
+
+    per_epoch: int
+    steps: int
+    rollouts: int
+
+    @classmethod
+    def of(cls, suite: Suite, s: Settings, body_steps: int, task_val: int) -> TriggerPart | None:
+        if (queries := suite.trigger_suite) is None:
+            return None
+        train, val = queries.split("train"), len(queries.split("val")) * s.samples
+        steps = steps_per_epoch(len(train), s.batch_size) * s.epochs
+        # the initial skill; each step's batch, candidate and held tasks; each body
+        # candidate's held queries; the initial and best skills on test
+        rollouts = val + steps * (min(s.batch_size, len(train)) + val + task_val)
+        rollouts += body_steps * val + 2 * len(queries.split("test")) * s.samples
+        return cls(steps // s.epochs, steps, rollouts)

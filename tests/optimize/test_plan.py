@@ -211,3 +211,29 @@ def test_a_description_run_plans_one_description_call_per_step(isolated):
     assert "note: no slow update and no notes: a description run writes only the" in said
     assert "a proposed description that fails lint is asked for again once" in said
     assert "subsets of its edits" not in said and "runs an agent per task" not in said
+
+
+def test_a_both_run_plans_the_description_steps_beside_the_body(isolated):
+    """`--part both`: the body's steps as for a body run, plus one description call
+    per batch of trigger queries and their rollouts (each candidate holding the
+    other part's validation items)."""
+    from train.test_train_both import write_world
+
+    world = write_world(isolated)
+    skill, suite = Skill.load(world["skill"]), load_suite(world["suite"])
+    s = Settings(part="both", epochs=2, batch_size=4, minibatch_size=4, slow_update=False)
+    optimizer = LLMOptimizer(ScriptedModel([]))
+    plan = make_plan(skill, suite, s, "scripted/echo", optimizer)
+    body = make_plan(
+        skill, suite, s.model_copy(update={"part": "body"}), "scripted/echo", optimizer
+    )
+    # 2 tasks and 3 queries to train on: one batch of each a epoch
+    assert (plan.steps_per_epoch, plan.total_steps) == (2, 4)
+    assert plan.budgets == [*body.budgets, 1, 1]
+    calls = {st.stage: st.count for st in plan.stages if st.role == "optimizer"}
+    assert calls["describe"] == 2 and plan.optimizer_calls == body.optimizer_calls + 2
+    # the queries' baseline 4, each step's batch 3 + val 4 + held tasks 2, each body
+    # candidate's held queries 4, the test split's 2 queries for initial and best
+    queries = {st.stage: st.count for st in plan.stages if st.role == "target"}
+    assert queries["trigger queries"] == 4 + 2 * (3 + 4 + 2) + 2 * 4 + 2 * 2
+    assert plan.target_rollouts == body.target_rollouts + queries["trigger queries"]

@@ -89,6 +89,12 @@ class Optimizer:
 
 @pytest.fixture
 def world(isolated):
+    return write_world(isolated)
+
+
+def write_world(isolated):
+    """The skill (its description misses, its body lacks the rule), a library holding
+    receipt-scanner, and the task suite naming its trigger suite, under `isolated`."""
     skill = write_skill(isolated / "skills", "invoice-totals", body=BODY, description=MISSES)
     name, description = routing_rule.LIBRARY[0]  # receipt-scanner: it collides
     write_skill(isolated / "library", name, description=description)
