@@ -1,6 +1,8 @@
 """The embedded model's speed on a busy machine (needs the `local` extra): calls/s
 with the machine as it is and beside CPU-bound neighbours, for each llama.cpp
-thread count and OpenMP wait policy asked.
+thread count and OpenMP wait policy asked: `skillopt` (what skillopt sets when the
+environment does not: passive), `libgomp` (libgomp's own default, which spins a
+while before it sleeps: what skillopt did before), `passive`, `active`.
 
 Each measurement runs in a fresh process (OpenMP reads its settings when llama.cpp
 loads): the model is loaded and warmed with one call, then `--calls` prompts of
@@ -14,7 +16,7 @@ average when it started, calls/s and the ratio against the same configuration
 with no neighbour. Exits 1 when two configurations' answers differ.
 
 Run: python benchmarks/local_threads_benchmark.py [--calls N] [--neighbours 0,2]
-     [--threads 1,2,auto] [--policies default,passive]
+     [--threads 1,2,auto] [--policies libgomp,skillopt,passive,active]
 """
 
 from __future__ import annotations
@@ -60,8 +62,12 @@ def worker(calls: int, threads: str) -> None:
 
 def measure(calls: int, threads: str, policy: str, neighbours: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    if policy != "default":
+    if policy == "libgomp":  # set but empty: skillopt leaves it, libgomp ignores it
+        env["OMP_WAIT_POLICY"] = ""
+    elif policy != "skillopt":
         env["OMP_WAIT_POLICY"] = policy
+    else:
+        env.pop("OMP_WAIT_POLICY", None)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(neighbours)]
     try:
         time.sleep(1.0 if busy else 0.0)  # the neighbours running before the first call
@@ -84,8 +90,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=6)
     parser.add_argument("--neighbours", default="0,2")
-    parser.add_argument("--threads", default="1,2,auto")
-    parser.add_argument("--policies", default="default,passive")
+    parser.add_argument("--threads", default="auto")
+    parser.add_argument("--policies", default="libgomp,skillopt")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
