@@ -2,7 +2,8 @@
 with the machine as it is and beside CPU-bound neighbours, for each llama.cpp
 thread count and OpenMP wait policy asked: `skillopt` (what skillopt sets when the
 environment does not: passive), `libgomp` (libgomp's own default, which spins a
-while before it sleeps: what skillopt did before), `passive`, `active`.
+while before it sleeps: what skillopt did before), `passive`, `active`, `spin=N`
+(libgomp's default spinning N times; it spins 300000).
 
 Each measurement runs in a fresh process (OpenMP reads its settings when llama.cpp
 loads): the model is loaded and warmed with one call, then `--calls` prompts of
@@ -16,7 +17,7 @@ average when it started, calls/s and the ratio against the same configuration
 with no neighbour. Exits 1 when two configurations' answers differ.
 
 Run: python benchmarks/local_threads_benchmark.py [--calls N] [--neighbours 0,2]
-     [--threads 1,2,auto] [--policies libgomp,skillopt,passive,active]
+     [--threads 1,2,auto] [--policies libgomp,skillopt,passive,active,spin=N]
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def measure(calls: int, threads: str, policy: str, neighbours: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if policy == "libgomp":  # set but empty: skillopt leaves it, libgomp ignores it
         env["OMP_WAIT_POLICY"] = ""
+    elif policy.startswith("spin="):  # libgomp's policy, spinning this many times
+        env["OMP_WAIT_POLICY"] = ""
+        env["GOMP_SPINCOUNT"] = policy.split("=", 1)[1]
     elif policy != "skillopt":
         env["OMP_WAIT_POLICY"] = policy
     else:
