@@ -251,6 +251,10 @@ def test_ctrl_c_stops_the_remote_tasks(ray_cluster, world, tmp_path, via):
         assert (marks / f"interrupted-{pid}").exists() or not alive(pid), pid
 
 
+def said(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if " elapsed" not in line]
+
+
 def test_a_run_of_failures_stops_as_it_does_locally(ray_cluster, world, tmp_path):
     items = [{"id": f"t{i}", "input": f"x{i}", "expected": "X", "split": "test"} for i in range(8)]
     suite = write_suite(world["root"] / "tasks" / "down.yaml", items)
@@ -259,7 +263,9 @@ def test_a_run_of_failures_stops_as_it_does_locally(ray_cluster, world, tmp_path
     use_ray(world["root"], ray_cluster)
     remote = runner.invoke(app, [*args, "--store", "ray.sqlite", "-j", "1"])
     assert remote.exit_code == local.exit_code != 0
-    assert remote.stderr == local.stderr
+    # what either says, but for the progress lines a slow stage prints (on a busy
+    # machine, `skill · test: 4/8 rollouts · 0:00:05 elapsed · …`)
+    assert said(remote.stderr) == said(local.stderr)
     assert "unscored, not zeros" in remote.stderr
 
 
