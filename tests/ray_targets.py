@@ -34,7 +34,7 @@ def waits_for_ctrl_c(messages):
     if where is not None:
         (where / f"started-{os.getpid()}").write_text("")
         try:
-            time.sleep(120)
+            time.sleep(600)  # longer than any test waits: only a Ctrl-C ends it
         except KeyboardInterrupt:
             (where / f"interrupted-{os.getpid()}").write_text("")
             raise

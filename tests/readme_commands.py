@@ -248,6 +248,8 @@ def _check_script(cmd: Command) -> str | None:
 
 SETUP = {
     "pip": _check_pip,
+    # the Install command: pip building llama.cpp for the x86-64 baseline
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip': _check_pip,
     "python -m pytest": _check_pytest,
     "npm": _check_npm,
     "ruff": _check_code_health,

@@ -3,8 +3,11 @@ CLI tests and benchmarks. Each is `(messages) -> str`."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
 import time
+from pathlib import Path
 
 from skillopt.errors import ModelError
 
@@ -27,8 +30,19 @@ def zero_latency(messages):
     return "A"
 
 
-def sleepy(messages):
-    time.sleep(0.05)
+_gated_calls = itertools.count()  # next() on it is atomic under the GIL
+
+
+def gated(messages):
+    """Answers "A": the first 6 calls in this process at once, every later one only
+    once the file `$SKILLOPT_TEST_GATE` exists. A test interrupts the run while
+    those wait and opens the gate after, so the run is stopped at a known point
+    however slow the machine (a fixed nap raced the test's Ctrl-C under load)."""
+    if next(_gated_calls) >= 6:
+        gate = Path(os.environ["SKILLOPT_TEST_GATE"])
+        deadline = time.monotonic() + 600  # a test that never opens it fails, not hangs
+        while not gate.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
     return "A"
 
 

@@ -14,14 +14,13 @@ Invariants:
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from skillopt.errors import InputError, ModelError
 from skillopt.models.base import Completion, Prompt, Usage
-from skillopt.models.local_llama import llama_version, runner_for, runtime
+from skillopt.models.local_llama import default_threads, llama_version, runner_for, runtime
 from skillopt.models.local_prompt import (
     NAME,
     PROMPT_FORMAT,
@@ -79,7 +78,7 @@ class LocalModel:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
+        self.n_threads = n_threads or default_threads()
         self.prefix_reuse = prefix_reuse
         self._sha = gguf_package().EXPECTED_SHA256
         self.calls = 0

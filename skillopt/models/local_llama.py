@@ -17,6 +17,17 @@ Invariants:
   killed the process (SIGSEGV) on a virtual machine whose CPU lists AMX, and the
   270M model needs no accelerator. `runtime()` names the build's features, so
   the choice is part of every fingerprint.
+- Answers are the same on every x86-64 CPU only from a build for the AVX2
+  baseline (`GGML_NATIVE=OFF`): kernels for the CPU's own AVX-512 or AMX sum in
+  another order. Loading such a build says so once, with the reinstall that fixes it.
+- llama.cpp's threads never outnumber the cores the process may use (its CPU
+  affinity, its cgroup's quota, `OMP_NUM_THREADS` where set: Ray sets it to a
+  worker's CPUs), and its OpenMP threads sleep instead of spinning while they
+  wait (`OMP_WAIT_POLICY=passive` while llama.cpp loads, unless the user set
+  it): spinning threads on a busy machine keep the one doing the work off the CPU,
+  and a call took 10x longer at load 10 on two cores
+  (`benchmarks/local_threads_benchmark.py`). The thread count is not in the
+  fingerprint: it does not change an answer.
 """
 
 from __future__ import annotations
@@ -27,9 +38,13 @@ import functools
 import hashlib
 import inspect
 import logging
+import math
 import os
+import re
 import threading
 from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from skillopt.errors import InputError
@@ -41,17 +56,100 @@ if TYPE_CHECKING:
 STOP = ["\n", "<end_of_turn>", "<eos>"]
 _STOP_BYTES = [s.encode("utf-8") for s in STOP]
 
+MAX_THREADS = 4  # the 270M model gains little from more
+# set while llama.cpp (and with it OpenMP, which reads it once) loads
+_OPENMP = {"OMP_WAIT_POLICY": "passive"}
+_CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+# kernels for one CPU's own instructions, as llama.cpp's system info names them
+_NATIVE_KERNELS = re.compile(r"\b(AVX512\w*|AMX\w*) = 1")
+
+log = logging.getLogger("skillopt")
 _load_lock = threading.Lock()
+_import_lock = threading.Lock()
 _loaded: dict[tuple[int, int], _Runner] = {}
+_warned: set[str] = set()
+
+
+def _llama_cpp() -> ModuleType:
+    """`llama_cpp`, imported with OpenMP's waiting threads asleep (`_OPENMP`, unless
+    the environment sets it already). The environment is restored at once, so the
+    subprocesses skillopt starts (agents, verifiers) do not inherit it."""
+    with _import_lock:
+        saved = {name: os.environ.get(name) for name in _OPENMP}
+        for name, value in _OPENMP.items():
+            os.environ.setdefault(name, value)
+        try:
+            import llama_cpp
+        finally:
+            for name, old in saved.items():
+                if old is None:
+                    os.environ.pop(name, None)
+        return llama_cpp
 
 
 def llama_version() -> str | None:
     """llama-cpp-python's version; None when it is not installed."""
     try:
-        import llama_cpp
+        llama_cpp = _llama_cpp()
     except ImportError:
         return None
     return str(llama_cpp.__version__)
+
+
+def _system_info() -> str:
+    """llama.cpp's own line on its build: the CPU features its kernels use."""
+    return str(_llama_cpp().llama_print_system_info().decode("utf-8", "replace"))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity, within its cgroup's CPU
+    quota (a container limited to 2 CPUs on a 64-core host has 2)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        n = os.cpu_count() or 1
+    try:
+        quota, period = _CGROUP_CPU_MAX.read_text().split()[:2]
+        if quota != "max":
+            n = min(n, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):  # no cgroup v2 CPU controller here
+        pass
+    return max(1, n)
+
+
+def default_threads() -> int:
+    """llama.cpp's threads for one process: the cores it may use, at most
+    `MAX_THREADS`, and no more than `OMP_NUM_THREADS` where that is set (Ray sets
+    it to the CPUs it gives a worker). A process runs one call at a time
+    (`local.LocalModel` serialises them), so its rollouts running at once do not
+    divide the cores; processes sharing a machine (Ray workers) each get theirs."""
+    n = min(MAX_THREADS, usable_cores())
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) > 0:
+        n = min(n, int(omp))
+    return n
+
+
+def native_kernels(info: str) -> list[str]:
+    """The CPU-specific kernel sets (AVX-512, AMX) a system info line names."""
+    return sorted({m.group(1) for m in _NATIVE_KERNELS.finditer(info)})
+
+
+def _say_if_native() -> None:
+    """Once per process: a build with one CPU's own kernels answers differently from
+    the portable build the README's figures and other machines use."""
+    kernels = native_kernels(_system_info())
+    if not kernels or "native" in _warned:
+        return
+    _warned.add("native")
+    log.warning(
+        "llama.cpp here is built for this CPU (%s): the embedded model's answers can "
+        "differ from other machines' and from the README's figures; install the portable "
+        'build: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --force-reinstall --no-deps '
+        "--no-cache-dir llama-cpp-python==%s",
+        ", ".join(kernels),
+        llama_version(),
+    )
 
 
 @contextlib.contextmanager
@@ -74,9 +172,7 @@ def _quiet_stderr() -> Iterator[None]:
 
 def _amx_build() -> bool:
     """Whether this llama.cpp build multiplies with AMX tiles."""
-    import llama_cpp
-
-    return "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+    return "AMX_INT8 = 1" in _system_info()
 
 
 @contextlib.contextmanager
@@ -129,8 +225,7 @@ class _Runner:
     tail is evaluated on top of it exactly as on a fresh model."""
 
     def __init__(self, llm: Llama):
-        import llama_cpp
-
+        llama_cpp = _llama_cpp()
         self.llm = llm
         self._vocab = llama_cpp.llama_model_get_vocab(llm.model)
         self._is_eog = llama_cpp.llama_vocab_is_eog
@@ -205,9 +300,10 @@ def runner_for(n_ctx: int, n_threads: int) -> _Runner:
     with _load_lock:
         if key not in _loaded:
             try:
-                from llama_cpp import Llama
+                llama_class = _llama_cpp().Llama
             except ImportError:
                 raise InputError(INSTALL_HINT, field="model") from None
+            _say_if_native()
             path = model_path()
             # a full-size sliding-window cache: a smaller one recycles cells, and a
             # head's entries must stay in place for the next call to reuse them
@@ -220,10 +316,10 @@ def runner_for(n_ctx: int, n_threads: int) -> _Runner:
                 seed=0,
                 verbose=False,
             )
-            if "swa_full" in inspect.signature(Llama).parameters:
+            if "swa_full" in inspect.signature(llama_class).parameters:
                 options["swa_full"] = True
             with _quiet_stderr(), _without_extra_buffers():
-                llm = Llama(**options)
+                llm = llama_class(**options)
             _loaded[key] = _Runner(llm)
             logging.getLogger("llama-cpp-python").setLevel(logging.CRITICAL)
             if len(_loaded) == 1:
@@ -238,8 +334,7 @@ def runtime() -> str:
     use, as a short hash. It is in the fingerprint, so a stored answer is served
     only where evaluating the prompt afresh gives the same one."""
     try:
-        import llama_cpp
+        version = _llama_cpp().__version__
     except ImportError:  # calls fail with the install hint; nothing is stored
         return "none"
-    info = llama_cpp.llama_print_system_info().decode("utf-8", errors="replace")
-    return hashlib.sha256(f"{llama_cpp.__version__}\n{info}".encode()).hexdigest()[:12]
+    return hashlib.sha256(f"{version}\n{_system_info()}".encode()).hexdigest()[:12]

@@ -120,16 +120,17 @@ def test_ctrl_c_or_a_kill_stops_the_agents_still_running(agents, project, isolat
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
-    while len(agents.hang_pids()) < 4 and time.monotonic() < deadline:  # 2 agents + children
+    # the limits below are for a machine at load 12: never what passes the test
+    deadline = time.monotonic() + 300
+    while len(agents.hang_pids()) < 4:  # 2 agents + children
+        assert time.monotonic() < deadline, "the agents never started"
+        assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
-    assert len(agents.hang_pids()) == 4
-    start = time.monotonic()
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=30)
+    # an exit within 300 s is not the agents' 600 s timeout: they were stopped
+    _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
-    assert time.monotonic() - start < 10  # not the 600 s agent timeout
-    assert wait_dead(agents.hang_pids())
+    assert wait_dead(agents.hang_pids(), timeout=60)
 
 
 @pytest.mark.parametrize(
