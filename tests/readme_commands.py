@@ -39,7 +39,7 @@ MODEL_COMMANDS = {"train", "eval", "validate"}  # the subcommands that call a ta
 
 # stand-ins for what a user types: a run of theirs, a step of it, its skill's name
 PLACEHOLDER = re.compile(r"<[^<>\s]+>|\b(?:RUN|STEP)\b")
-RUN_PLACEHOLDERS = {"<run-id>", "RUN", "STEP", "<name>", "<other-run-id>"}
+RUN_PLACEHOLDERS = {"<run-id>", "RUN", "STEP", "<name>", "<other-run-id>", "<task-id>"}
 
 
 @dataclass(frozen=True)

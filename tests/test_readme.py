@@ -144,9 +144,16 @@ class Walk:
                 "RUN": self.run_id,
                 "STEP": "1",
                 "<name>": self.skill,
+                "<task-id>": self.task_at_step_1(),
             }.items():
                 text = re.sub(rf"(?<![\w-]){re.escape(placeholder)}(?![\w-])", value, text)
         return Command(cmd.doc, cmd.line, text, cmd.marker).argv[1:]
+
+    def task_at_step_1(self) -> str:
+        """A validation task step 1 of the run gated (what `<task-id>` stands for)."""
+        state = json.loads((self.cwd / "runs" / str(self.run_id) / "state.json").read_text())
+        step = next(s for s in state["steps"] if s["step"] == 1)
+        return next(iter(step["gate"]["per_task"])) if step.get("gate") else "none"
 
     def run(self, cmd: Command) -> str:
         if "--baseline" in cmd.argv:

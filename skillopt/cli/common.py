@@ -346,5 +346,7 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def warn(message: str) -> None:
-    """A warning on stderr (lint warnings of the skill about to be scored, …)."""
-    err.print(f"[yellow]warning:[/] {escape(message)}")
+    """A warning on stderr (lint warnings of the skill about to be scored, …): in a
+    terminal wrapped between words (the terminal would cut a word in two), elsewhere
+    one line per warning, for logs and greps."""
+    err.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=not err.is_terminal)

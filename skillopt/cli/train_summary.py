@@ -134,7 +134,8 @@ def render_summary(result: TrainResult) -> None:
     out.print(f"decisions: {api.decision_counts(s['decisions'])}")
     if s.get("stopped_early"):
         stop = s["stopped_early"]
-        out.print(stopped_line(stop["step"], stop["epoch"], stop["reason"]), soft_wrap=True)
+        stopped = stopped_line(stop["step"], stop["epoch"], stop["reason"])
+        out.print(stopped, soft_wrap=not out.is_terminal)  # a terminal: between words
     out.print(
         f"target rollouts: {acct.get('target_rollouts', 0):,} run, "
         f"{acct.get('cached_rollouts', 0):,} from the store · optimizer calls: "

@@ -73,6 +73,13 @@ def test_train_in_an_80_column_terminal_keeps_decisions_apart_from_the_bar(isola
     assert all(DECISION.match(row) for row in decisions), screen.text  # at column 0
     assert not any(BAR in row for row in screen.lines), screen.text
     assert "validation 0.000 → 1.000" in screen.text
+    # the validation-size warning, wrapped between words (a terminal left to wrap it
+    # cuts a word in two: `suit` / `e's`)
+    start = next(i for i, row in enumerate(screen.lines) if row.startswith("warning: the val"))
+    rows = screen.lines[start : start + 3]
+    joined = " ".join(row.strip() for row in rows)
+    assert joined.startswith("warning: the validation split has 4 tasks: a single task"), rows
+    assert "raise the suite's `split: val` fraction)" in joined, rows
 
     # every frame drawn while it ran: no decision glued to a bar, or a bar to a decision
     for row in screen.seen:

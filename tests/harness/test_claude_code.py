@@ -530,14 +530,17 @@ def test_an_api_error_is_classified_by_its_status(agents, tmp_path, skill_dir, s
     assert traj.info["api_retries"] == 1 and traj.info["api_error_status"] == 500
 
 
+@pytest.mark.slow  # waits out its 5 s timeout
 def test_a_timeout_spent_retrying_a_rejected_key_is_an_auth_failure(
     agents, tmp_path, skill_dir, suite_path
 ):
     agents.configure("claude", mode="retry_hang")
-    h = harness(tmp_path, agent={"timeout": 0.5})
+    # long enough for the stand-in to start and print its retries on a busy machine
+    # (at 0.5 s, a load of 15 on two cores timed it out before its first line)
+    h = harness(tmp_path, agent={"timeout": 5})
     traj, _ = run_one(h, Skill.load(skill_dir), tasks(suite_path)["word-0"])
     assert traj.error_kind == "auth" and traj.answer is None
-    assert "timed out after 0.5s" in traj.error
+    assert "timed out after 5s" in traj.error
     assert "while retrying a failed API call (2 retries, the last answered HTTP 401)" in traj.error
 
 
