@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from skillopt.rollouts.view import Answer, shown
-from skillopt.runs.answers import RunAnswers
+from skillopt.rollouts.view import Answer, outcome_of, shown
+from skillopt.runs.answers import RunAnswers, Side, TaskView
 from skillopt.runs.html.charts import attr
 
 OUTCOMES = ("pass", "fail", "unscored", "not run")
@@ -60,26 +60,6 @@ class _Texts:
         return self._at[text]
 
 
-def _prompt(t: _Texts, a: Answer) -> int | list[int] | None:
-    """The prompt as the texts it is made of: each message's content apart from
-    what surrounds it, so that a skill (the system message of every task it ran) is
-    kept once, not once per task; their texts joined are the prompt exactly."""
-    prompt, at, parts = a.prompt, 0, []
-    for m in a.messages:
-        content = str(m["content"])
-        found = prompt.find(content, at) if content else -1
-        if found < 0:
-            continue
-        if found > at:
-            parts.append(prompt[at:found])
-        parts.append(content)
-        at = found + len(content)
-    if at < len(prompt) or not parts:
-        parts.append(prompt[at:])
-    idx = [i for i in map(t, parts) if i is not None]
-    return idx[0] if len(idx) == 1 else idx
-
-
 def _number(value: float | None) -> float | int | None:
     """A score as JSON writes it shortest (`1`, not `1.0`)."""
     return int(value) if value is not None and float(value).is_integer() else value
@@ -91,53 +71,89 @@ def _trimmed(values: list[Any]) -> list[Any]:
     return values
 
 
+class _Encoder:
+    """The answers as arrays of indices: the texts, and a list per kind of name."""
+
+    def __init__(self) -> None:
+        self.texts = _Texts()
+        self.names = {n: _Texts() for n in _NAMES}
+        for s in SPLITS:
+            self.names["splits"](s)
+        for o in OUTCOMES:
+            self.names["outcomes"](o)
+        # the same prompt recurs at every step its skill and task ran together
+        self._prompts: dict[str, int | list[int]] = {}
+
+    def name(self, kind: str, value: str | None) -> int | None:
+        return self.names[kind](value)
+
+    def prompt(self, a: Answer) -> int | list[int]:
+        """The prompt as the texts it is made of: each message's content apart from
+        what surrounds it, so that a skill (the system message of every task it ran)
+        is kept once, not once per task; their texts joined are the prompt exactly."""
+        if a.prompt in self._prompts:
+            return self._prompts[a.prompt]
+        prompt, at, parts = a.prompt, 0, []
+        for m in a.messages:
+            content = str(m["content"])
+            found = prompt.find(content, at) if content else -1
+            if found < 0:
+                continue
+            if found > at:
+                parts.append(prompt[at:found])
+            parts.append(content)
+            at = found + len(content)
+        if at < len(prompt) or not parts:
+            parts.append(prompt[at:])
+        idx = [i for i in map(self.texts, parts) if i is not None]
+        self._prompts[prompt] = idx[0] if len(idx) == 1 else idx
+        return self._prompts[prompt]
+
+    def answer(self, a: Answer) -> list[Any]:
+        t = self.texts
+        return _trimmed(
+            [
+                a.sample,
+                self.name("outcomes", a.outcome),
+                _number(a.score),
+                self.prompt(a),
+                t(a.answer),
+                t(a.feedback or None),
+                t(a.error),
+            ]
+        )
+
+    def side(self, s: Side) -> list[Any]:
+        outcome, score = outcome_of(s.answers)
+        return [
+            self.name("labels", s.label),
+            self.name("skills", s.skill_hash[:12]),
+            self.name("outcomes", outcome),
+            _number(score),
+            [self.answer(a) for a in s.answers],
+        ]
+
+    def row(self, v: TaskView) -> list[Any]:
+        sides = [self.side(s) for s in v.sides]
+        return [
+            self.name("places", v.where),
+            self.name("splits", v.split),
+            v.task_id,
+            # the outcome of the side this place is about (`TaskView.outcome`)
+            sides[-1][2] if sides else self.name("outcomes", v.outcome),
+            self.name("flips", v.flip),
+            self.texts(None if v.expected is None else shown(v.expected)),
+            sides,
+        ]
+
+
 def embedded(found: RunAnswers) -> dict[str, Any]:
     """The answers as the page embeds them: a row, a side and an answer each an
     array (`FIELDS`), their names and long texts indices into short lists."""
-    t = _Texts()
-    names = {n: _Texts() for n in _NAMES}
-    for s in SPLITS:
-        names["splits"](s)
-    for o in OUTCOMES:
-        names["outcomes"](o)
-    rows = []
-    for v in found.views:
-        sides = [
-            [
-                names["labels"](s.label),
-                names["skills"](s.skill_hash[:12]),
-                names["outcomes"](s.outcome),
-                _number(s.score),
-                [
-                    _trimmed(
-                        [
-                            a.sample,
-                            names["outcomes"](a.outcome),
-                            _number(a.score),
-                            _prompt(t, a),
-                            t(a.answer),
-                            t(a.feedback or None),
-                            t(a.error),
-                        ]
-                    )
-                    for a in s.answers
-                ],
-            ]
-            for s in v.sides
-        ]
-        rows.append(
-            [
-                names["places"](v.where),
-                names["splits"](v.split),
-                v.task_id,
-                names["outcomes"](v.outcome),
-                names["flips"](v.flip),
-                t(None if v.expected is None else shown(v.expected)),
-                sides,
-            ]
-        )
-    lists = {n: names[n].texts for n in _NAMES}
-    return {"note": found.note, "fields": FIELDS, **lists, "rows": rows, "texts": t.texts}
+    enc = _Encoder()
+    rows = [enc.row(v) for v in found.views]
+    lists = {n: enc.names[n].texts for n in _NAMES}
+    return {"note": found.note, "fields": FIELDS, **lists, "rows": rows, "texts": enc.texts.texts}
 
 
 def _select(name: str, label: str, options: Sequence[tuple[str, str]]) -> str:
