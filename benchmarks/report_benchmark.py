@@ -8,6 +8,9 @@ draw it, for the bundled quickstart and for a large scripted run.
   right when the skill holds a worked example of the task's group, so most steps
   are gated on all 200 tasks), written 5 times (median).
 
+Each page's line is followed by what its Answers section weighs: the answers as the
+page embeds them (JSON), their rows and their texts.
+
 Run: python benchmarks/report_benchmark.py [--skip-quickstart]
 Prints each figure; exits 0 whatever the numbers (a measurement, not a test).
 """
@@ -15,6 +18,7 @@ Prints each figure; exits 0 whatever the numbers (a measurement, not a test).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -41,6 +45,23 @@ def timed_write(run_id: str, run_dir: Path, repeat: int = 5) -> tuple[float, int
     return statistics.median(times), path.stat().st_size, path
 
 
+def answers_weight(path: Path) -> str:
+    """What the page's answers weigh: their JSON, its rows and its texts."""
+    html = path.read_text("utf-8")
+    raw = html.split('id="skillopt-data">')[1].split("</script>")[0]
+    answers = json.loads(raw).get("answers") or {}
+
+    def kib(value: object) -> str:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return f"{len(text.encode()) / 1024:.1f} KiB"
+
+    rows = answers.get("rows") or []
+    return (
+        f"  answers: {kib(answers)} of JSON, {len(rows):,} rows ({kib(rows)}), "
+        f"{len(answers.get('texts') or []):,} distinct texts ({kib(answers.get('texts') or [])})"
+    )
+
+
 def quickstart() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
@@ -62,9 +83,10 @@ def quickstart() -> None:
             raise SystemExit(1)
         run_id = next(p.name for p in (cwd / "runs").iterdir() if p.name.startswith("product"))
         os.chdir(cwd)
-        wall, size, _ = timed_write(run_id, cwd / "runs")
+        wall, size, path = timed_write(run_id, cwd / "runs")
         print(f"quickstart run: {took:.1f} s on the embedded model")
         print(f"quickstart report.html: {size / 1024:.1f} KiB, written in {wall * 1000:.0f} ms")
+        print(answers_weight(path))
 
 
 def large() -> None:
@@ -118,9 +140,10 @@ def large() -> None:
         )
         took = time.perf_counter() - start
         steps = len(result.summary["steps"]) - 1
-        wall, size, _ = timed_write(result.run_id, cwd / "runs")
+        wall, size, path = timed_write(result.run_id, cwd / "runs")
         print(f"large run: {steps} steps, 200 validation tasks, trained in {took:.1f} s")
         print(f"large report.html: {size / 1024:.1f} KiB, written in {wall * 1000:.0f} ms")
+        print(answers_weight(path))
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -20,14 +21,20 @@ from train.world import HARMFUL, HELPFUL, NEUTRAL, ScriptedOptimizer, edits_repl
 from train.world import train_args as world_args
 from typer.testing import CliRunner
 
+from skillopt import api
 from skillopt.cli.main import app
 from skillopt.models import ScriptedModel, register_model, unregister_model
+from skillopt.rollouts.view import shown as expected_text
 
 runner = CliRunner()
 # read at import: the `isolated` fixture clears every SKILLOPT_* variable
 ARTIFACTS = os.environ.get("SKILLOPT_TEST_ARTIFACTS")
-# an answer that would run if the page ever put it in as markup
-EVIL = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
+# an answer that would run if the page ever put it in as markup (and `<!--` with
+# `</script>`, which would end the page's JSON early if it were embedded as it is)
+EVIL = (
+    "<!--</script><script>document.title='pwned'</script>"
+    "<img src=x onerror=\"document.title='pwned'\">"
+)
 
 
 def evil_target(messages) -> str:
@@ -151,19 +158,76 @@ class _Text(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
+def decoded(a: dict) -> list[dict]:
+    """The page's compact answers (arrays of indices) as the dicts they stand for."""
+    texts = a["texts"]
+
+    def text(i):
+        if isinstance(i, list):  # a prompt: its parts' texts, joined
+            return "".join(texts[j] for j in i)
+        return None if i is None else texts[i]
+
+    def answer(x):
+        x = x + [None] * (7 - len(x))  # trailing nulls are left out
+        keys = ("prompt", "answer", "feedback", "error")
+        return {
+            "sample": x[0],
+            "outcome": a["outcomes"][x[1]],
+            "score": x[2],
+            **{k: text(v) for k, v in zip(keys, x[3:])},
+        }
+
+    def side(s):
+        return {
+            "label": a["labels"][s[0]],
+            "hash": a["skills"][s[1]],
+            "outcome": a["outcomes"][s[2]],
+            "score": s[3],
+            "answers": [answer(x) for x in s[4]],
+        }
+
+    return [
+        {
+            "where": a["places"][r[0]],
+            "split": a["splits"][r[1]],
+            "task": r[2],
+            "outcome": a["outcomes"][r[3]],
+            "flip": None if r[4] is None else a["flips"][r[4]],
+            "expected": text(r[5]),
+            "sides": [side(s) for s in r[6]],
+        }
+        for r in a["rows"]
+    ]
+
+
 def test_the_report_carries_every_answer_escaped(world, models):
     run_id, run = trained(world, models)
     html = (run / "report.html").read_text()
     # the markup answered is nowhere in the page as markup: no element of it exists
-    assert EVIL not in html and "<script>document.title" not in html
+    assert EVIL not in html and "<script>document.title" not in html and "<!--" not in html
     parser = _Text()
     parser.feed(html)
     assert not [a for t, a in parser.tags if t == "img"]
     assert sum(1 for t, _ in parser.tags if t == "script") == 2  # the data, the page's own
-    data = json.loads(html.split('id="skillopt-data">')[1].split("</script>")[0])
-    answers = data["answers"]
+    raw = html.split('id="skillopt-data">')[1].split("</script>")[0]
+    answers = json.loads(raw)["answers"]
     assert EVIL in answers["texts"]  # in the data, for the page to show as text
-    rows = {(r["where"], r["split"], r["task"]): r for r in answers["rows"]}
+    # compact: no space between JSON tokens, a row an array
+    assert '", "' not in raw and '": ' not in raw
+    assert answers["fields"] == {
+        "row": ["place", "split", "task", "outcome", "flip", "expected: text", "sides"],
+        "side": ["label", "skill", "outcome", "score", "answers"],
+        "answer": [
+            "sample",
+            "outcome",
+            "score",
+            "prompt",
+            "answer: text",
+            "feedback: text",
+            "error: text",
+        ],
+    }
+    rows = {(r["where"], r["split"], r["task"]): r for r in decoded(answers)}
     flip = rows[("step 3", "val", "word-3")]
     assert flip["flip"] == "fail→pass" and flip["outcome"] == "pass"
     inc, cand = flip["sides"]
@@ -173,28 +237,58 @@ def test_the_report_carries_every_answer_escaped(world, models):
         "candidate",
         "pass",
     )
-    texts = answers["texts"]
-    assert texts[cand["answers"][0]["answer"]] == "WORD-3"
-    assert texts[flip["expected"]] == "WORD-3"
-    assert texts[inc["answers"][0]["feedback"]].startswith("expected 'WORD-3'")
-    assert texts[cand["answers"][0]["prompt"]].endswith("[user]\nword-3")
+    assert cand["answers"][0]["answer"] == "WORD-3" and flip["expected"] == "WORD-3"
+    assert inc["answers"][0]["feedback"].startswith("expected 'WORD-3'")
+    assert cand["answers"][0]["prompt"].endswith("[user]\nword-3")
     evil = rows[("step 0", "val", "evil")]
-    assert texts[evil["sides"][0]["answers"][0]["answer"]] == EVIL
-    assert texts[evil["expected"]] == "<b>good</b>"
-    # every skill's text is embedded once, however many tasks it prompted
+    assert evil["sides"][0]["answers"][0]["answer"] == EVIL
+    assert evil["expected"] == "<b>good</b>"
+    # every text is embedded once, and a skill once however many prompts it began:
+    # one text holds the accepted skill, though it began the prompt of every task it ran
+    texts = answers["texts"]
     assert len(texts) == len(set(texts))
-    # the table: a row per task and place, with what the filters read
-    assert html.count('class="answer-row') == len(answers["rows"])
+    assert sum(1 for t in texts if HELPFUL in t) == 1
     assert (
-        'data-where="test" data-split="test" data-outcome="pass" data-flip="fail→pass" data-task="word-5"'
-        in html
+        sum(1 for r in rows.values() for s in r["sides"] if HELPFUL in s["answers"][0]["prompt"])
+        >= 5
     )
+    # the page holds every answer the run has, exactly (prompts joined back whole)
+    found = api.run_answers(run_id, run_dir=world["root"] / "runs")
+    assert len(found.views) == len(rows)
+    for v in found.views:
+        r = rows[(v.where, v.split, v.task_id)]
+        assert (r["outcome"], r["flip"], r["expected"]) == (
+            v.outcome,
+            v.flip,
+            expected_text(v.expected),
+        )
+        for side, s in zip(r["sides"], v.sides, strict=True):
+            assert (side["label"], side["hash"], side["outcome"], side["score"]) == (
+                s.label,
+                s.skill_hash[:12],
+                s.outcome,
+                s.score,
+            )
+            for got, a in zip(side["answers"], s.answers, strict=True):
+                assert got == {
+                    "sample": a.sample,
+                    "outcome": a.outcome,
+                    "score": a.score,
+                    "prompt": a.prompt,
+                    "answer": a.answer,
+                    "feedback": a.feedback or None,
+                    "error": a.error,
+                }
     assert {("step 1", "train", "word-0"), ("test", "test", "keep-5")} <= set(rows)
+    # the server writes the filters and an empty table: the page's script draws the rows
+    assert 'class="answer-row' not in html and "<tbody></tbody></table>" in html
+    assert f'<noscript><p class="empty">The {len(rows)} answers need the page\'s script' in html
 
 
 @pytest.mark.browser
 def test_the_answers_viewer_filters_and_opens_in_the_browser(browser, world, models, tmp_path):  # noqa: F811
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
 
     _, run = trained(world, models)
@@ -209,13 +303,17 @@ def test_the_answers_viewer_filters_and_opens_in_the_browser(browser, world, mod
             if r.is_displayed()
         ]
 
+    # every row is drawn by the page's script from its data (fewer than 300 here)
     everything = len(shown())
+    assert everything == 44
+    count = browser.find_element(By.CSS_SELECTOR, ".answer-count")
+    assert count.text == "44 of 44 shown"
+    assert not browser.find_element(By.CSS_SELECTOR, ".answer-more").is_displayed()
     Select(browser.find_element(By.CSS_SELECTOR, '[data-filter="flip"]')).select_by_value(
         "fail→pass"
     )
     assert shown() == ["step 3 word-3", "step 3 word-4", "test word-5", "test word-6"]
-    count = browser.find_element(By.CSS_SELECTOR, ".answer-count").text
-    assert count == f"4 of {everything} shown"
+    assert count.text == "4 of 44 shown"
     Select(browser.find_element(By.CSS_SELECTOR, '[data-filter="split"]')).select_by_value("val")
     assert shown() == ["step 3 word-3", "step 3 word-4"]
 
@@ -256,3 +354,85 @@ def test_the_answers_viewer_filters_and_opens_in_the_browser(browser, world, mod
     assert EVIL in opened.text and "<b>good</b>" in opened.text
     assert browser.find_elements(By.CSS_SELECTOR, "tr.answer-detail img") == []
     assert browser.title != "pwned" and page.errors == []
+
+    # Enter opens (and closes) a row too
+    row = browser.find_element(By.CSS_SELECTOR, 'tr.answer-row[data-where="step 1"]')
+    row.send_keys(Keys.ENTER)
+    assert "open" in row.get_attribute("class").split()
+    assert EVIL in row.find_element(By.XPATH, "following-sibling::tr[1]").text
+    row.send_keys(Keys.ENTER)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tr.answer-detail")) == 1  # step 0's
+
+    # a cell of the tasks × steps grid sets the filters to its step and task, and
+    # opens that task's row there
+    browser.find_element(
+        By.CSS_SELECTOR, 'table.outcomes tr[data-task="word-4"] td.cell[data-step="2"]'
+    ).click()
+    assert shown() == ["step 2 word-4"]
+    assert (
+        browser.find_element(By.CSS_SELECTOR, '[data-filter="task"]').get_attribute("value")
+        == "word-4"
+    )
+    opened = browser.find_element(By.CSS_SELECTOR, 'tr.answer-row[data-task="word-4"]')
+    assert "open" in opened.get_attribute("class").split()
+    assert "[user]\nword-4" in opened.find_element(By.XPATH, "following-sibling::tr[1]").text
+    assert page.errors == []
+
+
+@pytest.mark.browser
+def test_a_large_run_draws_300_answers_at_a_time(browser, world, models, tmp_path):  # noqa: F811
+    """A run of thousands of answers: the page draws those that match, 300 at a time,
+    and a grid cell still finds a row that is not drawn yet."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from skillopt.runs.answers import RunAnswers
+    from skillopt.runs.html import data, page
+    from skillopt.runs.html.viewer import embedded
+    from skillopt.runs.read import open_run
+
+    run_id, run = trained(world, models)
+    found = api.run_answers(run_id, run_dir=world["root"] / "runs")
+    # the run's 44 rows 16 times over (copies renamed), the run's own last
+    views = [
+        replace(v, task_id=v.task_id if k == 15 else f"{v.task_id}~{k}")
+        for k in range(16)
+        for v in found.views
+    ]
+    d = data.collect(*open_run(run_id, world["root"] / "runs"))
+    big = tmp_path / "big.html"
+    big.write_text(page.render({**d, "answers": embedded(RunAnswers(run_id, tuple(views)))}))
+    pg = load(browser, big)
+
+    def drawn() -> int:
+        return len(browser.find_elements(By.CSS_SELECTOR, "table.answers tr.answer-row"))
+
+    count = browser.find_element(By.CSS_SELECTOR, ".answer-count")
+    more = browser.find_element(By.CSS_SELECTOR, ".answer-more")
+    assert drawn() == 300
+    assert count.text == "300 of 704 shown · 704 match: narrow the filters, or show more below"
+    assert more.text == "show 300 more"
+    more.click()
+    assert drawn() == 600 and more.text == "show 104 more"
+    more.click()
+    assert drawn() == 704 and count.text == "704 of 704 shown" and not more.is_displayed()
+    # a filter starts again from the first 300 of what matches
+    Select(browser.find_element(By.CSS_SELECTOR, '[data-filter="split"]')).select_by_value("train")
+    assert drawn() == 300 and count.text.startswith("300 of 704 shown · 384 match")
+    Select(browser.find_element(By.CSS_SELECTOR, '[data-filter="flip"]')).select_by_value(
+        "fail→pass"
+    )
+    Select(browser.find_element(By.CSS_SELECTOR, '[data-filter="split"]')).select_by_value("")
+    assert drawn() == 64 and count.text == "64 of 704 shown"
+
+    # the run's own word-3 at step 3 comes last: not drawn until its grid cell is clicked
+    Select(browser.find_element(By.CSS_SELECTOR, '[data-filter="flip"]')).select_by_value("")
+    row = 'tr.answer-row[data-where="step 3"][data-task="word-3"]'
+    assert browser.find_elements(By.CSS_SELECTOR, row) == []
+    browser.find_element(
+        By.CSS_SELECTOR, 'table.outcomes tr[data-task="word-3"] td.cell[data-step="3"]'
+    ).click()
+    opened = browser.find_element(By.CSS_SELECTOR, row)
+    assert "open" in opened.get_attribute("class").split()
+    assert "WORD-3" in opened.find_element(By.XPATH, "following-sibling::tr[1]").text
+    assert pg.errors == []
