@@ -86,8 +86,9 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_dead(pids, timeout: float = 5.0) -> bool:
-    """True once every pid is gone, polling up to `timeout` seconds."""
+def wait_dead(pids, timeout: float = 60.0) -> bool:
+    """True once every pid is gone, polling up to `timeout` seconds (generous: a busy
+    machine reaps killed processes late; it returns as soon as they are gone)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not any(alive(p) for p in pids):

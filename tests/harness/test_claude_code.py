@@ -454,7 +454,7 @@ def test_a_systemic_stop_waits_for_killed_agents_to_clean_up(agents, tmp_path, s
     start = time.monotonic()
     with pytest.raises(SystemicFailure, match=r"\(auth\)"):
         api.evaluate(skill_dir, suite, **{"harness": "claude-code", "concurrency": 3})
-    assert time.monotonic() - start < 30  # not the 600 s agent timeout
+    assert time.monotonic() - start < 120  # not the 600 s agent timeout, even at load 15
     assert wait_dead(agents.hang_pids())
     kept = sorted(p.name for p in (isolated / "runs" / "workspaces").iterdir())
     assert any(name.startswith("slow-") for name in kept)  # killed agents' workspaces kept

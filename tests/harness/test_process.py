@@ -245,7 +245,7 @@ def test_timeout_kills_the_child_and_its_grandchild(io_dir, tmp_path, monkeypatc
     assert res.returncode is None
     assert 1.5 <= res.duration_s < 5
     grandchild = int(wait_for_file(pidfile, timeout=0))
-    assert wait_dead([grandchild], timeout=5), f"grandchild {grandchild} survived the timeout"
+    assert wait_dead([grandchild]), f"grandchild {grandchild} survived the timeout"
 
 
 def test_timeout_escalates_to_sigkill_after_the_grace(io_dir, tmp_path, monkeypatch):
@@ -283,7 +283,7 @@ def test_stragglers_holding_stdout_are_killed_and_do_not_block(io_dir, tmp_path)
     assert res.returncode == 0
     assert res.stdout == "child done\n"
     straggler = int(pidfile.read_text())
-    assert wait_dead([straggler], timeout=5), f"straggler {straggler} was left running"
+    assert wait_dead([straggler]), f"straggler {straggler} was left running"
 
 
 # -- kill_all / live_count ---------------------------------------------------------------
@@ -340,7 +340,7 @@ def test_kill_all_reaches_every_group_and_grandchildren(tmp_path):
         assert not t.is_alive()
     assert live_count() == 0
     assert len(results) == 2 and all(not r.timed_out for r in results)
-    assert wait_dead(grandchildren, timeout=5)
+    assert wait_dead(grandchildren)
 
 
 # -- scrubbed_env ------------------------------------------------------------------------
@@ -614,7 +614,7 @@ def test_namespaced_timeout_kills_the_real_processes(io_dir):
     t.join(timeout=10)
     assert not t.is_alive()
     assert results[0].timed_out and results[0].returncode is None
-    assert wait_dead(outer, timeout=5), f"{outer} survived the timeout"
+    assert wait_dead(outer), f"{outer} survived the timeout"
     assert _outer_pids(marker) == []
 
 
@@ -634,7 +634,7 @@ def test_namespaced_stragglers_and_kill_all_reach_the_real_processes(tmp_path):
     )
     assert time.monotonic() - start < 5
     assert res.returncode == 0 and res.stdout == "child done\n"
-    assert wait_dead(_outer_pids(marker), timeout=5)
+    assert wait_dead(_outer_pids(marker))
 
     marker += "-kill"
     io = tmp_path / "io-b"
@@ -660,7 +660,7 @@ def test_namespaced_stragglers_and_kill_all_reach_the_real_processes(tmp_path):
     t.join(timeout=10)
     assert not t.is_alive()
     assert results[0].returncode is not None and results[0].returncode < 0
-    assert wait_dead(outer, timeout=5), f"{outer} survived kill_all"
+    assert wait_dead(outer), f"{outer} survived kill_all"
     assert _outer_pids(marker) == []
 
 

@@ -217,7 +217,7 @@ def test_a_both_run_plans_the_description_steps_beside_the_body(isolated):
     """`--part both`: the body's steps as for a body run, plus one description call
     per batch of trigger queries and their rollouts (each candidate holding the
     other part's validation items)."""
-    from train.test_train_both import write_world
+    from train.both_world import write_world
 
     world = write_world(isolated)
     skill, suite = Skill.load(world["skill"]), load_suite(world["suite"])
