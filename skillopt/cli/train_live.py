@@ -79,7 +79,9 @@ class TrainProgress:
                 if ev.splits and not ev.resumed:
                     self.progress.print(display.split_sizes(ev.splits))
             case Stage():
-                if ev.epoch is not None:
+                # a notes stage names the finished epoch whose notes it takes, taken
+                # lazily at the next epoch's first optimizer call: not where the run is
+                if ev.epoch is not None and ev.stage != "notes":
                     self.epoch = f"epoch {ev.epoch}" + (f"/{self.epochs}" if self.epochs else "")
                 self.eta.stage(ev)
                 what = f"step {ev.step} · {ev.stage}" if ev.step is not None else ev.stage

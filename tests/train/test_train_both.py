@@ -191,3 +191,5 @@ def test_each_decision_line_says_what_it_gated_on_and_what_it_held(world, models
     assert "· tasks 0.000→0.000 · best 0.000" in said
     assert "step 3 accepted val 1.000 (+1.000)" in said and "trigger queries 1.000→1.000" in said
     assert "test trigger queries (2): precision — → 1.00 · recall 0.00 → 1.00" in said
+    # the epoch-1 notes, taken lazily in epoch 2, leave the progress in epoch 2
+    assert "step 3 · val (incumbent) · best val 0.000 · epoch 2/2" in res.stderr
