@@ -14,23 +14,10 @@ from helpers import write_skill, write_suite
 
 RULE = "Add every line item and reply with the total alone."
 BODY = "# Invoice totals\n\nHelp with invoices.\n\n## Rules\n\n- Be brief.\n"
-MISSES = "Checks invoice totals."  # shares one word with the tasks: never picked
-FIRES = (
-    "Adds up invoice line items and tax, sums the receipt line items of an invoice, "
-    "and checks invoice totals. Use when an invoice total, sum or tax must be added up "
-    "or checked."
-)
-TRIGGERS = [
-    ("t1", "Check the invoice total on this invoice", True, "train"),
-    ("t2", "Add up the line items of this receipt for the invoice", True, "train"),
-    ("t3", "Extract the line items from this scanned receipt photo", False, "train"),
-    ("v1", "Sum the line items and tax of an invoice", True, "val"),
-    ("v2", "Check this invoice total", True, "val"),
-    ("v3", "Read the scanned receipt image", False, "val"),
-    ("v4", "Clean this messy CSV export", False, "val"),
-    ("x1", "Add up the invoice tax and line items", True, "test"),
-    ("x2", "Extract line items from receipt photos", False, "test"),
-]
+MISSES = routing_rule.DESCRIBE_START  # shares one word with the tasks: never picked
+FIRES = routing_rule.DESCRIBE_GOOD
+# the description fixture's queries but t4 (one query no skill fits is enough here)
+TRIGGERS = [item for item in routing_rule.DESCRIBE_ITEMS if item[0] != "t4"]
 TASKS = [
     ("a1", [3, 4, 5], "train"),
     ("a2", [10, 20], "train"),
